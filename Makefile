@@ -1,0 +1,34 @@
+# Two commands on a fresh clone:  make demo  (set up, run optpatch on the example)
+#                                 make test  (set up, run the whole test suite)
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The CPU wheel of torch; a machine that already has torch (a GPU box) keeps its own.
+TORCH_PIN ?= torch==2.13.0
+
+.PHONY: setup demo test docs clean
+
+setup: $(VENV)/.ready
+
+$(VENV)/.ready: pyproject.toml
+	@if $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
+		echo "Using the torch already installed: $$($(PYTHON) -c 'import torch; print(torch.__version__)')"; \
+		$(PYTHON) -m venv --system-site-packages $(VENV); \
+	else \
+		$(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --disable-pip-version-check "$(TORCH_PIN)"; \
+	fi
+	$(BIN)/pip install -q --disable-pip-version-check -e ".[validate,test]"
+	touch $@
+
+demo: setup
+	$(BIN)/optpatch apply examples/minivllm -o model_patch.diff
+	@tmp=$$(mktemp -d) && cp -r examples/minivllm/. $$tmp && \
+		(cd $$tmp && git apply --check $(CURDIR)/model_patch.diff) && \
+		echo "git apply --check: model_patch.diff applies to a pristine copy of examples/minivllm" && \
+		rm -rf $$tmp
+
+test: setup
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) model_patch.diff .pytest_cache

@@ -1,0 +1,3 @@
+from optpatch.cli import main
+
+main()

@@ -1,0 +1,125 @@
+"""Settings: defaults, `[tool.optpatch]` from the scanned repo, then the command line.
+
+A scanned repository's configuration never names a command that optpatch
+will run unless the user passes --trust-config: a CI bot scanning a fork must
+not execute what the fork asks for.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from optpatch.source import DEFAULT_MAX_BYTES
+
+TIER_ORDER = ("safe", "validate", "unsafe")
+
+
+class ConfigError(Exception):
+    """A usage or configuration mistake: exit status 2, nothing written."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    tiers: tuple[tuple[str, str], ...] = ()  # (code, tier): may only make a rule stricter
+    max_file_size: int = DEFAULT_MAX_BYTES
+    unsafe_fixes: bool = False
+    validate_command: str | None = None
+    source: str = "defaults"  # where the settings came from, for messages
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def tier_override(self, code: str) -> str | None:
+        for prefix, tier in self.tiers:
+            if code.startswith(prefix):
+                return tier
+        return None
+
+
+_KEYS = {
+    "select": "select",
+    "ignore": "ignore",
+    "exclude": "exclude",
+    "per-file-ignores": "per_file_ignores",
+    "tiers": "tiers",
+    "max-file-size": "max_file_size",
+    "unsafe-fixes": "unsafe_fixes",
+    "validate-command": "validate_command",
+}
+
+
+def load_settings(root: Path, config_path: Path | None, trust_config: bool) -> Settings:
+    """Settings from `--config PATH`, else from ROOT/pyproject.toml, else defaults."""
+    path = config_path or root / "pyproject.toml"
+    if config_path is None and not path.is_file():
+        return Settings()
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: configuration file not found") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot be read: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    table = document.get("tool", {}).get("optpatch")
+    if table is None:
+        table = {} if path.name == "pyproject.toml" else document
+    return settings_from_table(table, str(path), trust_config)
+
+
+def settings_from_table(table: dict, origin: str, trust_config: bool) -> Settings:
+    values: dict = {}
+    for key, value in table.items():
+        if key not in _KEYS:
+            known = ", ".join(sorted(_KEYS))
+            raise ConfigError(f"{origin}: unknown key `{key}` in [tool.optpatch] (known: {known})")
+        values[_KEYS[key]] = value
+    settings = Settings(source=origin)
+    for name in ("select", "ignore", "exclude"):
+        if name in values:
+            settings = replace(settings, **{name: _string_list(values[name], name, origin)})
+    if "per_file_ignores" in values:
+        table = _table(values["per_file_ignores"], "per-file-ignores", origin)
+        pairs = tuple((glob, _string_list(codes, f"per-file-ignores.{glob}", origin)) for glob, codes in table.items())
+        settings = replace(settings, per_file_ignores=pairs)
+    if "tiers" in values:
+        tiers = _table(values["tiers"], "tiers", origin)
+        for code, tier in tiers.items():
+            if tier not in TIER_ORDER:
+                raise ConfigError(f"{origin}: tiers.{code} = {tier!r}; use one of {', '.join(TIER_ORDER)}")
+        settings = replace(settings, tiers=tuple(sorted(tiers.items())))
+    if "max_file_size" in values:
+        size = values["max_file_size"]
+        if not isinstance(size, int) or size <= 0:
+            raise ConfigError(f"{origin}: max-file-size must be a positive number of bytes")
+        settings = replace(settings, max_file_size=size)
+    if "unsafe_fixes" in values:
+        if not isinstance(values["unsafe_fixes"], bool):
+            raise ConfigError(f"{origin}: unsafe-fixes must be true or false")
+        settings = replace(settings, unsafe_fixes=values["unsafe_fixes"])
+    if "validate_command" in values:
+        if not trust_config:
+            raise ConfigError(
+                f"{origin}: sets validate-command, which would run a command from the scanned "
+                "repository; pass --trust-config to allow it, or --validate CMD yourself"
+            )
+        settings = replace(settings, validate_command=str(values["validate_command"]))
+    return settings
+
+
+def _string_list(value, name: str, origin: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{origin}: `{name}` must be a list of strings")
+    return tuple(value)
+
+
+def _table(value, name: str, origin: str) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{origin}: `{name}` must be a table")
+    return value

@@ -1,0 +1,252 @@
+"""The pipeline: discover -> read -> parse -> run rules -> plan edits -> results.
+
+`analyse_file` is a pure function of (file bytes, rules, settings), which is
+what makes the run parallel, cacheable and deterministic: results are merged
+in path order whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import pathspec
+
+from optpatch.config import TIER_ORDER, Settings
+from optpatch.discovery import discover, is_generated
+from optpatch.model import FileError, Finding, Tier
+from optpatch.planner import apply_edits, plan_edits
+from optpatch.rule import Rule, load_rules, select_rules
+from optpatch.source import SourceFile, read_source
+from optpatch.suppression import apply_suppressions, find_suppressions
+
+MAX_PASSES = 4  # rounds of re-analysis when fixes overlapped; real code needs at most two
+PARALLEL_THRESHOLD = 16  # fewer candidate files than this are not worth a process pool
+
+
+@dataclass(frozen=True)
+class FixPolicy:
+    """Which tiers this run applies. `validated` holds fix ids a validation run accepted."""
+
+    unsafe_fixes: bool = False
+    validated: frozenset[str] = frozenset()
+    tiers: tuple[tuple[str, str], ...] = ()
+
+    def refuse(self, finding: Finding) -> str | None:
+        tier = effective_tier(finding, self.tiers)
+        if tier is Tier.SAFE:
+            return None
+        if tier is Tier.UNSAFE:
+            return None if self.unsafe_fixes else "unsafe tier: applied only with --unsafe-fixes"
+        if fix_id(finding) in self.validated:
+            return None
+        return "validate tier: applied only after a passing --validate run"
+
+
+def effective_tier(finding: Finding, overrides: tuple[tuple[str, str], ...]) -> Tier:
+    """The rule's tier, made stricter (never looser) by the `tiers` setting."""
+    tier = finding.tier or Tier.SAFE
+    for prefix, wanted in overrides:
+        if finding.code.startswith(prefix) and TIER_ORDER.index(wanted) > TIER_ORDER.index(tier.value):
+            tier = Tier(wanted)
+    return tier
+
+
+def fix_id(finding: Finding) -> str:
+    return f"{finding.path}:{finding.line}:{finding.col}:{finding.code}"
+
+
+@dataclass
+class FileResult:
+    rel: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    skipped: str | None = None
+    old: bytes | None = None  # set only when the file changes
+    new: bytes | None = None
+    suppressed: int = 0
+    unused_suppressions: list[int] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    root: Path
+    files: list[FileResult]
+    discovery_errors: list[FileError]
+    skipped: list[tuple[str, str]]
+    seconds: float = 0.0
+
+    @property
+    def findings(self) -> list[Finding]:
+        return sorted((f for r in self.files for f in r.findings), key=lambda f: f.sort_key)
+
+    @property
+    def errors(self) -> list[FileError]:
+        return sorted(self.discovery_errors + [r.error for r in self.files if r.error], key=lambda e: e.path)
+
+    @property
+    def changes(self) -> list[tuple[str, bytes, bytes]]:
+        return [(r.rel, r.old, r.new) for r in self.files if r.new is not None and r.old != r.new]
+
+    @property
+    def analysed(self) -> int:
+        return sum(1 for r in self.files if not r.error and not r.skipped)
+
+    @property
+    def suppressed(self) -> int:
+        return sum(r.suppressed for r in self.files)
+
+
+def run(
+    root: Path,
+    settings: Settings,
+    policy: FixPolicy,
+    paths: list[Path] | None = None,
+    jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    started = time.perf_counter()
+    rules = select_rules(load_rules(), settings.select, settings.ignore)
+    found = discover(root, settings.exclude, paths)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy)
+    results = list(_map(task, found.files, jobs, progress))
+    results.sort(key=lambda r: r.rel)
+    return RunResult(root.resolve(), results, found.errors, found.skipped, time.perf_counter() - started)
+
+
+def _map(task, files, jobs, progress) -> Iterator[FileResult]:
+    total = len(files)
+    if jobs == 1 or total < PARALLEL_THRESHOLD:
+        for index, item in enumerate(files, start=1):
+            yield task(item)
+            if progress:
+                progress(index, total)
+        return
+    chunk = max(1, min(32, total // (jobs * 8)))
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
+        for index, result in enumerate(pool.map(task, files, chunksize=chunk), start=1):
+            yield result
+            if progress:
+                progress(index, total)
+
+
+@dataclass(frozen=True)
+class _FileTask:
+    """A picklable closure over what every worker needs (rules travel by code)."""
+
+    codes: tuple[str, ...]
+    settings: Settings
+    policy: FixPolicy
+
+    @property
+    def rules(self) -> list[type[Rule]]:
+        return [rule for rule in load_rules() if rule.code in self.codes]
+
+    def __call__(self, item: tuple[Path, str]) -> FileResult:
+        path, rel = item
+        source = read_source(path, rel, self.settings.max_file_size)
+        if isinstance(source, FileError):
+            return FileResult(rel, error=source)
+        if is_generated(source.text):
+            return FileResult(rel, skipped="generated file")
+        return analyse_file(source, self.rules, self.settings, self.policy)
+
+
+def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Settings, policy: FixPolicy) -> FileResult:
+    """Every finding for one file, and its rewritten bytes when a fix applies."""
+    rules = [r for r in rules if r.code not in _ignored_codes(source.rel, settings)]
+    result = FileResult(source.rel)
+    current = source
+    for attempt in range(MAX_PASSES):
+        pass_result = _one_pass(current, rules, policy)
+        if isinstance(pass_result, FileError):
+            if attempt == 0:
+                result.error = pass_result
+            else:  # a rewrite that no longer parses is a bug: keep the last good text
+                result.error = FileError(source.rel, f"internal error: pass {attempt + 1} did not parse: {pass_result.reason}")
+            break
+        findings, suppressed, unused, new_text = pass_result
+        if attempt == 0:
+            result.findings, result.suppressed, result.unused_suppressions = findings, suppressed, unused
+        else:
+            result.findings = _merge_later_pass(result.findings, findings)
+        if new_text == current.text:
+            break
+        current = _rewritten(current, new_text)
+        if not any(f.not_applied_because.startswith("overlaps") for f in findings):
+            break
+    if current.text != source.text:
+        result.old, result.new = source.raw, current.encode(current.text)
+    return result
+
+
+def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy):
+    wanted = [rule for rule in rules if rule.wants(source)]
+    if not wanted:
+        return [], 0, [], source.text
+    try:
+        unit = make_unit(source)
+    except FrontendError as error:
+        return error.error
+    findings: list[Finding] = []
+    for rule in wanted:
+        try:
+            findings.extend(rule().check(unit))
+        except RecursionError:
+            return FileError(source.rel, f"{rule.code}: code nested too deeply to analyse")
+        except Exception as error:  # a rule bug must cost one file, not the run
+            return FileError(source.rel, f"internal error in {rule.code}: {type(error).__name__}: {error}")
+    suppressions = find_suppressions(source.text, source.language)
+    findings, suppressed = apply_suppressions(findings, suppressions)
+    edits = plan_edits(findings, policy.refuse)
+    unused = [s.line for s in suppressions if not s.used]
+    return sorted(findings, key=lambda f: f.sort_key), suppressed, unused, apply_edits(source.text, edits)
+
+
+def _merge_later_pass(first: list[Finding], later: list[Finding]) -> list[Finding]:
+    """Fixes applied on a later pass replace the first pass's deferred findings."""
+    applied_later = [f for f in later if f.applied]
+    deferred = {(f.code, f.line) for f in applied_later}
+    kept = [f for f in first if not (f.not_applied_because.startswith("overlaps") and (f.code, f.line) in deferred)]
+    return sorted(kept + applied_later, key=lambda f: f.sort_key)
+
+
+def _rewritten(source: SourceFile, text: str) -> SourceFile:
+    return SourceFile(source.rel, source.path, source.encode(text), text, source.encoding, source.bom, source.language)
+
+
+def _ignored_codes(rel: str, settings: Settings) -> set[str]:
+    codes: set[str] = set()
+    for pattern, ignored in settings.per_file_ignores:
+        if pathspec.GitIgnoreSpec.from_lines([pattern]).match_file(rel):
+            codes.update(rule.code for rule in load_rules() if any(rule.code.startswith(c) for c in ignored))
+    return codes
+
+
+class FrontendError(Exception):
+    def __init__(self, error: FileError):
+        super().__init__(error.reason)
+        self.error = error
+
+
+def make_unit(source: SourceFile):
+    """Parse with the frontend of the file's language."""
+    if source.language == "python":
+        from optpatch.python_frontend import PythonModule, PythonParseError
+
+        try:
+            return PythonModule(source)
+        except PythonParseError as error:
+            raise FrontendError(error.error) from None
+    from optpatch.cpp_frontend import CppParseError, CppUnit
+
+    try:
+        return CppUnit(source)
+    except CppParseError as error:
+        raise FrontendError(error.error) from None

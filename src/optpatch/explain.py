@@ -1,0 +1,34 @@
+"""`optpatch explain`: the whole argument behind each verdict, for a human."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from optpatch.model import Finding, Verdict
+from optpatch.reporters.text import status_of
+
+
+def explain_lines(finding: Finding) -> list[str]:
+    """The explanation of one finding, as plain lines (no markup: code may hold brackets)."""
+    tier = f", tier {finding.tier.value}" if finding.tier else ""
+    lines = [f"{finding.code} {finding.name} at {finding.location()}: {status_of(finding)}{tier}"]
+    label = "Proof" if finding.verdict is Verdict.FIX else "Kept because"
+    lines.append(f"  {label}: {finding.reason}")
+    if finding.proof:
+        lines.append("  Step by step:")
+        lines.extend(f"    - {step}" for step in finding.proof)
+    if finding.verdict is Verdict.FIX:
+        if finding.replacement:
+            lines.append(f"  Rewrite: {finding.replacement}")
+        if not finding.applied and finding.not_applied_because:
+            lines.append(f"  Not applied in this run: {finding.not_applied_because}")
+    lines.append(f"  Runs: {finding.context.value}; impact: {finding.impact.value} ({finding.impact_basis})")
+    return lines
+
+
+def explain_findings(findings: list[Finding], console: Console) -> None:
+    for finding in findings:
+        for line in explain_lines(finding):
+            console.print(Text(line))
+        console.print()

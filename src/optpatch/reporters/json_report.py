@@ -1,0 +1,69 @@
+"""JSON output: a documented, versioned schema (docs/json-schema.md).
+
+`schema_version` changes only when a field changes meaning or disappears;
+new fields may be added within a version.
+"""
+
+from __future__ import annotations
+
+import json
+
+from optpatch import __version__
+from optpatch.engine import RunResult
+from optpatch.model import FileError, Finding
+
+SCHEMA_VERSION = 1
+
+
+def finding_to_dict(finding: Finding) -> dict:
+    return {
+        "code": finding.code,
+        "name": finding.name,
+        "path": finding.path,
+        "line": finding.line,
+        "column": finding.col,
+        "verdict": finding.verdict.value,
+        "tier": finding.tier.value if finding.tier else None,
+        "applied": finding.applied,
+        "not_applied_because": finding.not_applied_because or None,
+        "reason": finding.reason,
+        "proof": list(finding.proof),
+        "context": finding.context.value,
+        "impact": finding.impact.value,
+        "impact_basis": finding.impact_basis,
+        "replacement": finding.replacement or None,
+        "edits": [{"start": e.start, "end": e.end, "text": e.text} for e in finding.edits],
+    }
+
+
+def error_to_dict(error: FileError) -> dict:
+    return {"path": error.path, "line": error.line, "reason": error.reason}
+
+
+def summary_of(result: RunResult) -> dict:
+    findings = result.findings
+    return {
+        "files_analysed": result.analysed,
+        "files_failed": len(result.errors),
+        "files_changed": len(result.changes),
+        "fixes_applied": sum(f.applied for f in findings),
+        "fixes_not_applied": sum(f.fixable and not f.applied for f in findings),
+        "kept": sum(f.verdict.value == "keep" for f in findings),
+        "advice": sum(f.verdict.value == "advice" for f in findings),
+        "suppressed": result.suppressed,
+        "seconds": round(result.seconds, 3),
+    }
+
+
+def render_json(result: RunResult, patch_path: str | None = None) -> str:
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "optpatch", "version": __version__},
+        "root": str(result.root),
+        "patch": patch_path,
+        "summary": summary_of(result),
+        "findings": [finding_to_dict(f) for f in result.findings],
+        "errors": [error_to_dict(e) for e in result.errors],
+        "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
+    }
+    return json.dumps(document, indent=2, sort_keys=False) + "\n"

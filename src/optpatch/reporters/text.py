@@ -1,0 +1,119 @@
+"""The terminal report: one table of findings, the files that failed, one summary.
+
+Designed to fit one screen on a small repository: fixes first (applied, then
+proposed), kept sites counted by why they were kept (listed one by one with
+-v), and the exact next command to run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from optpatch.engine import RunResult
+from optpatch.model import Finding, Verdict
+
+_STATUS = {
+    "applied": ("fixed", "bold green"),
+    "proposed": ("proposed", "yellow"),
+    "keep": ("kept", "dim"),
+    "advice": ("advice", "cyan"),
+}
+# Why sites were kept, by the words their reasons use: for the summary line.
+_KEEP_CATEGORIES = (
+    ("padded", "padded buffer"),
+    ("index or id", "index/id tensor"),
+    ("dummy", "dummy input"),
+    ("partial write", "partial write"),
+    ("read-modify-write", "read-modify-write"),
+    ("in-place", "read-modify-write"),
+    ("view", "view or slice taken"),
+    ("slice", "view or slice taken"),
+    ("passed", "passed to a call"),
+    ("returned", "returned"),
+    ("yielded", "returned"),
+    ("loop", "loop may not run / loop-carried"),
+    ("attribute buffer", "attribute buffer without writer"),
+    ("condition", "read in a condition"),
+    ("reads", "read before written"),
+    ("out=", "out= target"),
+)
+
+
+def status_of(finding: Finding) -> str:
+    if finding.verdict is Verdict.FIX:
+        return "applied" if finding.applied else "proposed"
+    return finding.verdict.value
+
+
+def keep_category(reason: str) -> str:
+    lowered = reason.lower()
+    return next((label for word, label in _KEEP_CATEGORIES if word in lowered), "other use")
+
+
+def render_text(
+    result: RunResult, console: Console, verbose: bool = False, patch_note: str | None = None, title: str | None = None
+) -> None:
+    findings = result.findings
+    shown = [f for f in findings if verbose or f.verdict is not Verdict.KEEP]
+    if title:
+        console.print(Text(title, style="bold"))
+    if shown:
+        console.print(_findings_table(shown))
+    for error in result.errors:
+        console.print(Text.assemble(("error ", "bold red"), (error.location(), "bold"), f": {error.reason}"))
+    console.print(_summary(result, findings, verbose))
+    if patch_note:
+        console.print(Text(patch_note))
+
+
+def _findings_table(findings: list[Finding]) -> Table:
+    table = Table(show_lines=False, pad_edge=False, expand=True, box=None, header_style="bold")
+    table.add_column("status", no_wrap=True, min_width=8)
+    table.add_column("code", no_wrap=True, min_width=6)
+    table.add_column("location", no_wrap=True)
+    table.add_column("tier", no_wrap=True, min_width=8)
+    table.add_column("impact", no_wrap=True)
+    table.add_column("reason", overflow="fold", ratio=1, min_width=30)
+    for finding in findings:
+        label, style = _STATUS[status_of(finding)]
+        reason = finding.reason
+        if finding.verdict is Verdict.FIX and not finding.applied and finding.not_applied_because:
+            reason = f"{reason} [not applied: {finding.not_applied_because}]"
+        impact = f"{finding.impact.value} ({finding.context.value})" if finding.verdict is not Verdict.KEEP else finding.context.value
+        table.add_row(
+            Text(label, style=style),
+            finding.code,
+            finding.location(),
+            finding.tier.value if finding.tier else "-",
+            impact,
+            Text(reason),
+        )
+    return table
+
+
+def _summary(result: RunResult, findings: list[Finding], verbose: bool) -> Text:
+    statuses = Counter(status_of(f) for f in findings)
+    tiers_proposed = Counter(f.tier.value for f in findings if status_of(f) == "proposed" and f.tier)
+    kept = Counter(keep_category(f.reason) for f in findings if f.verdict is Verdict.KEEP)
+    parts = [f"{statuses['applied']} fixed"]
+    if statuses["proposed"]:
+        detail = ", ".join(f"{n} {tier}" for tier, n in sorted(tiers_proposed.items()))
+        parts.append(f"{statuses['proposed']} proposed but not applied ({detail}; see the table)")
+    if kept:
+        detail = ", ".join(f"{n} {label}" for label, n in kept.most_common())
+        parts.append(f"{sum(kept.values())} kept ({detail})")
+    if statuses["advice"]:
+        parts.append(f"{statuses['advice']} advice")
+    if result.suppressed:
+        parts.append(f"{result.suppressed} suppressed")
+    files = f"{result.analysed} files analysed in {result.seconds:.2f} s"
+    if result.errors:
+        files += f", {len(result.errors)} could not be analysed"
+    text = Text.assemble(("Summary: ", "bold"), " · ".join(parts), f" — {files}.")
+    if kept and not verbose:
+        text.append("\nKept sites are listed with -v; `optpatch explain REPO:FILE:LINE` shows any site's proof or blocking use.", style="dim")
+    return text

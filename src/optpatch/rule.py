@@ -1,0 +1,153 @@
+"""The rule API: what a rule declares, how it reports, and how rules are found.
+
+A rule is one file under `rules/`, holding one subclass of `Rule`. Its class
+docstring is its manual (the sections of `DOC_SECTIONS`), and its `VALID` and
+`INVALID` examples become tests automatically (tests/test_rule_examples.py),
+so documentation, examples and behaviour cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import re
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Iterable
+
+from optpatch.model import Finding
+
+if TYPE_CHECKING:
+    from optpatch.source import SourceFile
+
+DOC_SECTIONS = (
+    "What it does",
+    "Why is this bad",
+    "Example",
+    "Use instead",
+    "Fix safety",
+    "Known problems",
+    "Measured impact",
+    "References",
+)
+
+
+@dataclass(frozen=True)
+class Example:
+    """Source that must be rewritten, and exactly what it must become.
+
+    `fixed` is the whole file after every fix of this rule at `tier` is
+    applied. Examples live in the rule file, next to the logic they pin down.
+    """
+
+    code: str
+    fixed: str
+    tier: str = "safe"
+
+
+class Rule:
+    """Base class of every optpatch rule.
+
+    Subclasses set the class attributes below and implement `check`, which
+    yields a `Finding` for every site it examined: fixes with their proof,
+    keeps with the use that blocked them.
+    """
+
+    code: ClassVar[str]  # "OPT101"
+    name: ClassVar[str]  # "zeros-to-empty"
+    summary: ClassVar[str]  # one line for `optpatch rules`
+    language: ClassVar[str]  # "python" or "cpp"
+    default_tier: ClassVar[str]
+    tags: ClassVar[tuple[str, ...]] = ()
+    # Bumped whenever the rule's output may change: part of the cache key.
+    version: ClassVar[int] = 1
+    # Cheap text filter: a file containing none of these strings is skipped
+    # before any parser runs.
+    trigger_words: ClassVar[tuple[str, ...]] = ()
+
+    VALID: ClassVar[list[str]] = []  # code this rule must leave unchanged
+    INVALID: ClassVar[list[Example]] = []  # code this rule must rewrite
+
+    def check(self, unit) -> Iterable[Finding]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    @classmethod
+    def wants(cls, source: "SourceFile") -> bool:
+        """True when the file may hold a site for this rule (no parsing)."""
+        if source.language != cls.language:
+            return False
+        return not cls.trigger_words or any(w in source.text for w in cls.trigger_words)
+
+    @classmethod
+    def documentation(cls) -> dict[str, str]:
+        """The docstring split into its sections, in order."""
+        return parse_doc_sections(inspect.cleandoc(cls.__doc__ or ""))
+
+
+def parse_doc_sections(doc: str) -> dict[str, str]:
+    """Split a rule docstring on its `## Heading` lines."""
+    sections: dict[str, str] = {}
+    heading = "Summary"
+    body: list[str] = []
+    for line in doc.splitlines():
+        match = re.fullmatch(r"##\s+(.+?)\s*", line)
+        if match:
+            sections[heading] = "\n".join(body).strip()
+            heading, body = match.group(1), []
+        else:
+            body.append(line)
+    sections[heading] = "\n".join(body).strip()
+    return sections
+
+
+def builtin_rules_dir() -> Path:
+    """Where the bundled rules live: inside the wheel, or beside `src/` in a checkout."""
+    packaged = Path(__file__).parent / "builtin_rules"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "rules"
+
+
+@cache
+def load_rules(rules_dir: Path | None = None) -> tuple[type[Rule], ...]:
+    """Import every `rules/*.py` file and return its Rule classes, sorted by code."""
+    directory = rules_dir or builtin_rules_dir()
+    found: dict[str, type[Rule]] = {}
+    for path in sorted(directory.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        module_name = f"optpatch_rules.{path.stem}"
+        module = sys.modules.get(module_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            assert spec and spec.loader
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and value.__module__ == module_name
+            ):
+                if value.code in found:
+                    raise RuntimeError(f"{path}: rule code {value.code} is defined twice")
+                found[value.code] = value
+    return tuple(found[code] for code in sorted(found))
+
+
+def select_rules(
+    rules: Iterable[type[Rule]], select: Iterable[str] = (), ignore: Iterable[str] = ()
+) -> list[type[Rule]]:
+    """Codes or prefixes, like ruff: `--select OPT1 --ignore OPT102`."""
+    select, ignore = list(select), list(ignore)
+
+    def matches(rule: type[Rule], patterns: list[str]) -> bool:
+        return any(rule.code.startswith(p) or rule.name == p for p in patterns)
+
+    return [
+        r for r in rules if (not select or matches(r, select)) and not matches(r, ignore)
+    ]

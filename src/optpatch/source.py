@@ -1,0 +1,120 @@
+"""Reading one file: bytes, encoding, text, and the reasons a file is refused.
+
+The text keeps the file's own line endings; the encoding and BOM are kept so
+that `encode()` gives back the original bytes for unchanged text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import io
+import os
+import re
+import tokenize
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from optpatch.model import FileError
+
+PYTHON_SUFFIXES = frozenset({".py"})
+CPP_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp"})
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def language_of(path: str | Path) -> str | None:
+    suffix = Path(path).suffix.lower()
+    if suffix in PYTHON_SUFFIXES:
+        return "python"
+    if suffix in CPP_SUFFIXES:
+        return "cpp"
+    return None
+
+
+@dataclass
+class SourceFile:
+    rel: str  # path relative to the scanned root, forward slashes
+    path: Path  # absolute path
+    raw: bytes
+    text: str
+    encoding: str
+    bom: bool
+    language: str
+    _line_starts: list[int] | None = field(default=None, repr=False)
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.raw).hexdigest()
+
+    def encode(self, text: str) -> bytes:
+        data = text.encode(self.encoding)
+        return codecs.BOM_UTF8 + data if self.bom else data
+
+    @property
+    def line_starts(self) -> list[int]:
+        if self._line_starts is None:
+            self._line_starts = line_starts(self.text)
+        return self._line_starts
+
+    def offset(self, line: int, col: int) -> int:
+        """Text offset of a 1-based line and 0-based column."""
+        return self.line_starts[line - 1] + col
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based line and 1-based column of a text offset."""
+        index = bisect_right(self.line_starts, offset) - 1
+        return index + 1, offset - self.line_starts[index] + 1
+
+    def line_text(self, line: int) -> str:
+        starts = self.line_starts
+        end = starts[line] if line < len(starts) else len(self.text)
+        return self.text[starts[line - 1] : end].rstrip("\r\n")
+
+
+def line_starts(text: str) -> list[int]:
+    """Offsets where each line begins; \\r\\n, \\r and \\n all end a line, as for libcst."""
+    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+
+def read_source(path: Path, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceFile | FileError:
+    """Read and decode one file, or say precisely why it cannot be analysed."""
+    language = language_of(path)
+    if language is None:
+        return FileError(rel, "not a Python or C++/CUDA source file")
+    try:
+        size = os.stat(path).st_size
+        if size > max_bytes:
+            return FileError(rel, f"too large ({size:,} bytes; the limit is {max_bytes:,}, see max-file-size)")
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return FileError(rel, "disappeared while optpatch was running")
+    except OSError as error:
+        return FileError(rel, f"cannot be read: {error.strerror or error}")
+    if b"\0" in raw[:8192]:
+        return FileError(rel, "binary file (contains NUL bytes)")
+    decoded = _decode(raw, language)
+    if isinstance(decoded, FileError):
+        return FileError(rel, decoded.reason, decoded.line)
+    text, encoding, bom = decoded
+    return SourceFile(rel, path, raw, text, encoding, bom, language)
+
+
+def _decode(raw: bytes, language: str) -> tuple[str, str, bool] | FileError:
+    bom = raw.startswith(codecs.BOM_UTF8)
+    body = raw[len(codecs.BOM_UTF8) :] if bom else raw
+    encoding = "utf-8"
+    if language == "python":
+        try:
+            detected, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        except SyntaxError as error:
+            return FileError("", f"bad encoding declaration: {error}")
+        encoding = "utf-8" if detected == "utf-8-sig" else detected
+    try:
+        return body.decode(encoding), encoding, bom
+    except (UnicodeDecodeError, LookupError) as error:
+        line = body[: getattr(error, "start", 0)].count(b"\n") + 1
+        hint = "add a coding cookie or re-encode as UTF-8" if language == "python" else "re-encode as UTF-8"
+        return FileError("", f"not valid {encoding} text ({hint})", line)

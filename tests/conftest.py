@@ -1,0 +1,25 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+
+# `import torch` warns without numpy's C API in some builds; tests never need that noise.
+os.environ.setdefault("PYTHONWARNINGS", "ignore::UserWarning")
+
+
+def run_cli(*args: str, cwd: Path | None = None):
+    """Run the real console entry point in a subprocess: exit codes and streams as a user sees them."""
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, "-m", "optpatch", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -1,0 +1,146 @@
+"""CONTRACT.md, pinned down through the real command line."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, run_cli
+
+EXAMPLE = REPO_ROOT / "examples" / "minivllm"
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def example(tmp_path) -> Path:
+    copy = tmp_path / "minivllm"
+    shutil.copytree(EXAMPLE, copy)
+    return copy
+
+
+def git_apply_check(repo: Path, patch: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "apply", "--check", str(patch)], cwd=repo, capture_output=True, text=True)
+
+
+def test_apply_writes_a_patch_git_accepts_and_leaves_repo_untouched(example, tmp_path):
+    before = snapshot(example)
+    patch = tmp_path / "out.diff"
+    result = run_cli("apply", str(example), "-o", str(patch))
+    assert result.returncode == 0, result.stderr
+    assert patch.read_bytes().startswith(b"diff --git a/")
+    assert snapshot(example) == before
+    checked = git_apply_check(example, patch)
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_patched_tree_gives_an_empty_patch(example, tmp_path):
+    patch = tmp_path / "first.diff"
+    assert run_cli("apply", str(example), "-o", str(patch)).returncode == 0
+    subprocess.run(["git", "apply", str(patch)], cwd=example, check=True)
+    second = tmp_path / "second.diff"
+    result = run_cli("apply", str(example), "-o", str(second))
+    assert result.returncode == 0
+    assert second.read_bytes() == b""
+    assert "No changes" in result.stdout
+
+
+def test_patch_is_identical_for_any_number_of_jobs(example, tmp_path):
+    # Enough files that the process pool really runs.
+    for index in range(40):
+        shutil.copy(example / "minivllm" / "sampler.py", example / f"sampler_{index}.py")
+    patches = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs{jobs}.diff"
+        assert run_cli("apply", str(example), "-o", str(out), "--jobs", jobs).returncode == 0
+        patches.append(out.read_bytes())
+    assert patches[0] == patches[1] and patches[0]
+
+
+def test_patch_to_stdout_keeps_the_report_off_stdout(example):
+    result = run_cli("apply", str(example), "-o", "-")
+    assert result.returncode == 0
+    assert result.stdout.startswith("diff --git a/")
+    assert "Summary" in result.stderr
+
+
+def test_write_applies_fixes_in_place(example, tmp_path):
+    result = run_cli("apply", str(example), "--write", "-o", str(tmp_path / "p.diff"))
+    assert result.returncode == 0, result.stderr
+    assert "torch.empty(cpu_blocks.shape" in (example / "minivllm" / "kv_cache.py").read_text()
+    again = run_cli("apply", str(example), "-o", str(tmp_path / "again.diff"))
+    assert (tmp_path / "again.diff").read_bytes() == b""
+
+
+def test_check_exits_one_on_fixable_findings_and_zero_when_clean(example):
+    assert run_cli("check", str(example)).returncode == 1
+    assert run_cli("check", str(example / "tests")).returncode == 0
+
+
+def test_json_report_carries_every_finding_field(example, tmp_path):
+    result = run_cli("apply", str(example), "-o", str(tmp_path / "p.diff"), "--format", "json")
+    document = json.loads(result.stdout)
+    assert document["schema_version"] == 1
+    finding = next(f for f in document["findings"] if f["applied"])
+    for key in ("code", "name", "path", "line", "column", "tier", "reason", "context", "impact", "impact_basis", "replacement"):
+        assert finding[key] not in (None, ""), key
+
+
+def test_bad_files_are_named_and_the_rest_is_patched_as_without_them(example, tmp_path):
+    clean = tmp_path / "clean.diff"
+    assert run_cli("apply", str(example), "-o", str(clean)).returncode == 0
+    (example / "broken.py").write_text("def f(:\n    x = torch.zeros(3)\n")
+    (example / "latin.py").write_bytes(b"import torch\nname = '\xe9t\xe9'\nx = torch.zeros(3)\n")
+    (example / "blob.py").write_bytes(b"\x00\x01torch.zeros\x00" * 10)
+    dirty = tmp_path / "dirty.diff"
+    result = run_cli("apply", str(example), "-o", str(dirty))
+    assert result.returncode == 3
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "broken.py:1: syntax error" in result.stdout
+    assert "latin.py:2: not valid utf-8" in result.stdout
+    assert "blob.py: binary file" in result.stdout
+    assert dirty.read_bytes() == clean.read_bytes()
+
+
+def test_usage_errors_exit_two_and_write_nothing(example, tmp_path):
+    out = tmp_path / "p.diff"
+    result = run_cli("apply", str(example), "-o", str(out), "--select", "NOPE9")
+    assert result.returncode == 2 and "unknown rule" in result.stderr
+    (example / "pyproject.toml").write_text("[tool.optpatch]\nselect = ['OPT101']\nbogus = 1\n")
+    result = run_cli("apply", str(example), "-o", str(out))
+    assert result.returncode == 2 and "unknown key `bogus`" in result.stderr
+    assert not out.exists()
+
+
+def test_repo_config_cannot_name_a_command_without_trust(example, tmp_path):
+    (example / "pyproject.toml").write_text("[tool.optpatch]\nvalidate-command = 'rm -rf /'\n")
+    result = run_cli("apply", str(example), "-o", str(tmp_path / "p.diff"))
+    assert result.returncode == 2 and "--trust-config" in result.stderr
+
+
+def test_suppression_comments_are_honoured_in_write_mode(example, tmp_path):
+    path = example / "minivllm" / "kv_cache.py"
+    text = path.read_text().replace(
+        "gpu_blocks = torch.zeros(", "gpu_blocks = torch.zeros(  # optpatch: ignore[OPT101]\n            "
+    )
+    path.write_text(text)
+    run_cli("apply", str(example), "--write", "-o", str(tmp_path / "p.diff"))
+    assert "torch.zeros(" in path.read_text().split("def swap_in")[1]
+
+
+def test_rules_command_lists_and_documents(cli):
+    listing = cli("rules")
+    assert listing.returncode == 0 and "OPT101" in listing.stdout
+    page = cli("rules", "OPT101")
+    assert "Fix safety" in page.stdout and "Measured impact" in page.stdout
+
+
+def test_explain_prints_the_proof_and_the_blocker(cli):
+    fixed = cli("explain", f"{EXAMPLE}:minivllm/kv_cache.py:34")
+    assert "Proof: every path overwrites `gpu_blocks`" in fixed.stdout
+    kept = cli("explain", f"{EXAMPLE}:minivllm/sampler.py:32")
+    assert "Kept because: L33: read-modify-write" in kept.stdout
