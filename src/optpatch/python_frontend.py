@@ -5,6 +5,12 @@ that bails out early pays only for the parse. Everything a rule needs to
 know about names goes through `qualified_names`, which resolves aliases
 (`import torch as t`, `from torch import zeros as z`) and refuses shadowed
 names (a parameter or local called `torch`).
+
+Speed: libcst's PositionProvider and QualifiedNameProvider cost about two
+and three times the parse. Instead, one pass of libcst's own code generator
+(`_TreeIndex`) records every node's character span, parent and pre-order
+place, and collects the nodes that bind names; `python_scope.NameResolver`
+resolves a name from those only when a rule asks.
 """
 
 from __future__ import annotations
@@ -15,9 +21,10 @@ from functools import cached_property
 from typing import Iterator
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
+from libcst._nodes.internal import CodegenState
 
 from optpatch.model import Context, Edit, FileError
+from optpatch.python_scope import BINDING_NODES, IMPORT, NameResolver
 from optpatch.source import SourceFile
 
 SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -52,41 +59,26 @@ class PythonModule:
             raise PythonParseError(FileError(source.rel, "nesting too deep for the parser")) from None
 
     @cached_property
-    def _wrapper(self) -> MetadataWrapper:
-        return MetadataWrapper(self.tree, unsafe_skip_copy=True)
+    def _index(self) -> "_TreeIndex":
+        index = _TreeIndex(self.tree)
+        self.tree._codegen(index)
+        _TreeIndex.latest = index
+        return index
 
     @cached_property
-    def _positions(self):
-        return self._wrapper.resolve(PositionProvider)
-
-    @cached_property
-    def _qualified(self):
-        return self._wrapper.resolve(QualifiedNameProvider)
-
-    @cached_property
-    def _parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
-        parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        stack = [self.tree]
-        while stack:
-            node = stack.pop()
-            for child in node.children:
-                parents[child] = node
-                stack.append(child)
-        return parents
+    def _names(self) -> NameResolver:
+        index = self._index
+        return NameResolver(self.tree, index.parents, index.spans, index.binding_nodes)
 
     # -- names ---------------------------------------------------------------
 
-    def _qualified_of(self, node: cst.CSTNode):
-        value = self._qualified.get(node, ())
-        return value() if callable(value) else value  # libcst resolves these lazily
-
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
         """Fully qualified names `node` may refer to, e.g. {"torch.zeros"}; empty if unknown."""
-        return {q.name for q in self._qualified_of(node)}
+        return {q.name for q in self._names.qualified_names(node)}
 
     def is_import(self, node: cst.CSTNode) -> bool:
         """True when `node` names something bound by an import statement."""
-        return any(q.source is QualifiedNameSource.IMPORT for q in self._qualified_of(node))
+        return any(q.source == IMPORT for q in self._names.qualified_names(node))
 
     def refers_to(self, node: cst.CSTNode, names: set[str] | frozenset[str]) -> str | None:
         """The one qualified name of `node` if it is in `names` (and it has no other meaning)."""
@@ -100,16 +92,13 @@ class PythonModule:
     # -- positions -----------------------------------------------------------
 
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
-        code_range = self._positions[node]
-        return (
-            self.source.offset(code_range.start.line, code_range.start.column),
-            self.source.offset(code_range.end.line, code_range.end.column),
-        )
+        """Character offsets of the node in the source text, without its surrounding whitespace."""
+        start, end, _, _ = self._index.spans[id(node)]
+        return start, end
 
     def start(self, node: cst.CSTNode) -> tuple[int, int]:
         """1-based line and column of the node's first character."""
-        code_range = self._positions[node]
-        return code_range.start.line, code_range.start.column + 1
+        return self.source.position(self._index.spans[id(node)][0])
 
     def text(self, node: cst.CSTNode) -> str:
         start, end = self.span(node)
@@ -122,13 +111,14 @@ class PythonModule:
     # -- structure -----------------------------------------------------------
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self._parents.get(node)
+        return self._index.parents.get(id(node))
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        parent = self._parents.get(node)
+        parents = self._index.parents
+        parent = parents.get(id(node))
         while parent is not None:
             yield parent
-            parent = self._parents.get(parent)
+            parent = parents.get(id(parent))
 
     def enclosing(self, node: cst.CSTNode, kinds) -> cst.CSTNode | None:
         return next((a for a in self.ancestors(node) if isinstance(a, kinds)), None)
@@ -139,12 +129,7 @@ class PythonModule:
 
     def calls(self) -> Iterator[cst.Call]:
         """Every call in the module, in source order."""
-        stack = [self.tree]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, cst.Call):
-                yield node
-            stack.extend(reversed(node.children))
+        return iter(self._index.calls)
 
     # -- where the code runs ---------------------------------------------------
 
@@ -190,6 +175,15 @@ def _is_cached(function: cst.FunctionDef) -> bool:
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """`node` and everything below it, in source order."""
+    index = _TreeIndex.latest
+    place = index.spans.get(id(node)) if index is not None else None
+    if place is not None and index.order[place[2]] is node:
+        return iter(index.order[place[2] : place[3]])
+    return _walk_children(node)
+
+
+def _walk_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`walk` for a node of a tree that was never indexed (libcst's `children` is slow: each call re-visits the node)."""
     stack = [node]
     while stack:
         current = stack.pop()
@@ -205,3 +199,99 @@ def dotted_name(node: cst.CSTNode) -> str | None:
         base = dotted_name(node.value)
         return f"{base}.{node.attr.value}" if base else None
     return None
+
+
+class _TreeIndex(CodegenState):
+    """One run of libcst's code generator that records, for every node, what the frontend needs.
+
+    The generator visits nodes in source order and reports each one's start
+    and end (`before_codegen`/`after_codegen`) and the span without
+    surrounding whitespace (`record_syntactic_position`), which is exactly
+    how libcst's PositionProvider defines positions; this state keeps
+    character offsets instead of building line/column objects per token.
+
+    It runs for every node of the file, so it is written for speed: tables
+    are keyed by `id(node)` (a libcst node hashes through a Python-level
+    `__hash__`; the tree keeps every node, and so its id, alive), and the
+    state is its own context manager instead of allocating one per call.
+    """
+
+    __slots__ = ("offset", "spans", "parents", "order", "calls", "binding_nodes", "_open", "_recording", "_syntactic")
+
+    # The index of the module analysed last in this process: `walk` slices its
+    # pre-order list instead of asking libcst for children node by node.
+    latest: "_TreeIndex | None" = None
+
+    def __init__(self, tree: cst.Module):
+        super().__init__(default_indent=tree.default_indent, default_newline=tree.default_newline)
+        self.offset = 0
+        # id(node) -> (start offset, end offset, place in `order`, place after its last descendant)
+        self.spans: dict[int, tuple[int, int, int, int]] = {}
+        self.parents: dict[int, cst.CSTNode] = {}  # id(node) -> parent node
+        self.order: list[cst.CSTNode] = []  # every node, pre-order
+        self.calls: list[cst.Call] = []
+        self.binding_nodes: list[cst.CSTNode] = []
+        self._open: list = []  # node, start offset, place in `order`; for each node being generated
+        self._recording: list = []  # start node, end node, start offset; for each syntactic span being recorded
+        self._syntactic: dict[int, tuple[int, int]] = {}  # spans without whitespace, recorded inside a node
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.tokens.append(token)
+            self.offset += len(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self.offset += len(value)
+
+    def pop_trailing_newline(self) -> None:
+        if self.tokens:
+            self.offset -= len(self.tokens.pop())
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        open_ = self._open
+        if open_:
+            self.parents[id(node)] = open_[-3]
+        order = self.order
+        open_ += (node, self.offset, len(order))
+        order.append(node)
+        kind = type(node)
+        if kind is cst.Call:
+            self.calls.append(node)
+        elif kind in _BINDING_TYPES:
+            self.binding_nodes.append(node)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        open_ = self._open
+        first = open_.pop()
+        start = open_.pop()
+        open_.pop()
+        key = id(node)
+        syntactic = self._syntactic.pop(key, None)
+        if syntactic is None:
+            self.spans[key] = (start, self.offset, first, len(self.order))
+        else:
+            self.spans[key] = (syntactic[0], syntactic[1], first, len(self.order))
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None) -> "_TreeIndex":
+        self._recording += (start_node, end_node, self.offset)
+        return self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc) -> bool:
+        recording = self._recording
+        start = recording.pop()
+        end_node = recording.pop()
+        start_node = recording.pop()
+        spans = self.spans
+        node = self._open[-3]  # the node whose code is being generated: libcst only records its own position
+        self._syntactic[id(node)] = (
+            spans[id(start_node)][0] if start_node is not None else start,
+            spans[id(end_node)][1] if end_node is not None else self.offset,
+        )
+        return False
+
+
+_BINDING_TYPES = frozenset(BINDING_NODES)

@@ -1,0 +1,434 @@
+"""Which import, builtin or local binding a Python name refers to.
+
+This replaces libcst's QualifiedNameProvider, whose scope analysis visits
+every node of the module and costs about three times the parse. Here the
+frontend's one indexing pass hands over the few nodes that bind names
+(imports, definitions, parameters, assignment targets, `global`), bindings
+are recorded per scope from those alone, and a name is resolved only when a
+rule asks about it.
+
+The answers are QualifiedNameProvider's, quirks included, so that rules see
+the same meaning either way (tests/python/test_python_scope.py compares the
+two on tricky snippets): an alias resolves through its import (`import
+torch as t; t.zeros` -> `torch.zeros`), a name bound in the scope where it
+is used (a parameter, a local, a comprehension variable) is a local, class
+attributes are invisible to the methods of the class, and a binding only
+counts for uses that come after it in the same scope. What is not
+reproduced: names inside string annotations (`x: "torch.Tensor"`), which
+QualifiedNameProvider attaches to the string node, and PEP 695 type
+parameter scopes.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Iterator, NamedTuple
+
+import libcst as cst
+
+IMPORT, BUILTIN, LOCAL = "import", "builtin", "local"
+
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+SCOPE_DEFINITIONS = (cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPREHENSIONS
+# Node types the frontend's indexing pass collects for this module.
+BINDING_NODES = (
+    cst.Import, cst.ImportFrom, cst.FunctionDef, cst.ClassDef, cst.Param, cst.Assign, cst.AnnAssign,
+    cst.AugAssign, cst.For, cst.CompFor, cst.AsName, cst.NamedExpr, cst.Global, cst.Nonlocal,
+)
+_EVERYWHERE = -1  # a binding that every use in its scope sees (parameters, comprehension targets)
+
+
+class QualifiedName(NamedTuple):
+    name: str  # "torch.zeros", "f.<locals>.x", "builtins.len"
+    source: str  # IMPORT, BUILTIN or LOCAL
+
+
+class Binding:
+    """One statement or target that binds `name` in `scope`, visible to uses from `point` on."""
+
+    __slots__ = ("name", "scope", "node", "point")
+
+    def __init__(self, name: str, scope: "Scope", node: cst.CSTNode, point: int):
+        self.name, self.scope, self.node, self.point = name, scope, node, point
+
+    def qualified_names(self, full_name: str) -> set[QualifiedName]:
+        prefix = self.scope.prefix
+        return {QualifiedName(f"{prefix}.{full_name}" if prefix else full_name, LOCAL)}
+
+
+class BuiltinBinding(Binding):
+    def qualified_names(self, full_name: str) -> set[QualifiedName]:
+        return {QualifiedName(f"builtins.{self.name}", BUILTIN)}
+
+
+class ImportBinding(Binding):
+    def qualified_names(self, full_name: str) -> set[QualifiedName]:
+        """What `full_name` means through this import statement (any of its aliases may match)."""
+        statement = self.node
+        if isinstance(statement.names, cst.ImportStar):
+            return set()
+        module = _import_module(statement)
+        found = set()
+        for alias in statement.names:
+            imported = full_name_of(alias.name)
+            if not imported:
+                continue
+            parts = imported.split(".")
+            for length in range(len(parts), 0, -1):
+                local = ".".join(parts[:length])
+                real = f"{module}{local}" if module.endswith(".") else f"{module}.{local}" if module else local
+                if alias.asname is not None:
+                    local = alias.evaluated_alias or local
+                if not full_name.startswith(local):
+                    continue
+                rest = full_name[len(local):]
+                if rest and not rest.startswith("."):
+                    continue
+                rest = rest.lstrip(".")
+                found.add(QualifiedName(f"{real}.{rest}" if rest else real, IMPORT))
+                break
+        return found
+
+
+def _import_module(statement: cst.Import | cst.ImportFrom) -> str:
+    if not isinstance(statement, cst.ImportFrom):
+        return ""
+    module = (full_name_of(statement.module) or "") if statement.module else ""
+    return "." * len(statement.relative) + module
+
+
+class Scope:
+    """A module, class, function, lambda or comprehension, and the names bound directly in it."""
+
+    def __init__(self, kind: str, node: cst.CSTNode | None, parent: "Scope | None", name: str | None = None):
+        self.kind = kind
+        self.node = node
+        self.parent = parent if parent is not None else self
+        self.bindings: dict[str, list[Binding]] = {}
+        self.redirects: dict[str, Scope] = {}  # `global x` / `nonlocal x`
+        own = {"function": (name, "<locals>"), "lambda": ("<locals>",), "class": (name,),
+               "comprehension": ("<comprehension>",)}.get(kind, ())
+        # PEP 3155 qualified names, as libcst extends them: `f.<locals>.x`, `C.m.<locals>.<comprehension>.i`.
+        self.prefix = ".".join(part for part in (self.parent.prefix if parent else "", *own) if part)
+
+    def visible_from(self, scope: "Scope") -> bool:
+        """Class bodies do not enclose the functions defined in them."""
+        return self.kind != "class"
+
+    def next_visible(self, from_scope: "Scope", first: "Scope | None" = None) -> "Scope":
+        scope = first if first is not None else self.parent
+        while not scope.visible_from(from_scope):
+            scope = scope.parent
+        return scope
+
+    def binding_target(self, name: str) -> "Scope":
+        """Where an assignment to `name` here lands (elsewhere after `global`/`nonlocal`)."""
+        redirect = self.redirects.get(name)
+        if redirect is None:
+            return self
+        return self.next_visible(self, redirect).binding_target(name)
+
+    def __contains__(self, name: str) -> bool:
+        if self.kind == "builtins":
+            return hasattr(builtins, name)
+        redirect = self.redirects.get(name)
+        if redirect is not None:
+            return name in redirect
+        if self.bindings.get(name):
+            return True
+        return name in self.next_visible(self)
+
+    def lookup(self, name: str, from_scope: "Scope") -> list[Binding]:
+        """Every binding of `name` that code in `from_scope` may see from here outwards."""
+        if self.kind == "builtins":
+            return [BuiltinBinding(name, self, self.node, _EVERYWHERE)] if hasattr(builtins, name) else []
+        redirect = self.redirects.get(name)
+        if redirect is not None:
+            return self.next_visible(from_scope, redirect).lookup(name, from_scope)
+        if name in self.bindings:
+            return self.bindings[name]
+        return self.next_visible(from_scope).lookup(name, from_scope)
+
+
+class NameResolver:
+    """Qualified names for the nodes of one module, resolved on demand."""
+
+    def __init__(self, tree: cst.Module, parents: dict, spans: dict, binding_nodes: list[cst.CSTNode]):
+        """`parents` and `spans` are the frontend's index, keyed by `id(node)`."""
+        self.parents = parents
+        self.spans = spans
+        self.scopes: dict[int, Scope] = {}  # id(scope-defining node) -> its scope
+        self.module_scope = Scope("module", tree, Scope("builtins", None, None))
+        self.scopes[id(tree)] = self.module_scope
+        self.stored: set[int] = set()  # ids of the names in a target position: bindings, not uses
+        self._record(binding_nodes)
+
+    # -- what a rule asks -------------------------------------------------------------------
+
+    def qualified_names(self, node: cst.CSTNode) -> set[QualifiedName]:
+        if self._unscoped(node):
+            return set()
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            root = _chain_root(node)
+            if root is not None and self._is_use(root):
+                promoted, name = self._use_of(root)
+                if promoted is node:
+                    return self._meaning_of_use(root, name)
+        full_name = full_name_of(node)
+        if full_name is None:
+            return set()
+        scope = self.scope_of(node)
+        bindings: list[Binding] = []
+        prefix = full_name
+        while prefix:
+            if prefix in scope:
+                bindings = scope.lookup(prefix, scope)
+                break
+            prefix = prefix.rpartition(".")[0]
+        for binding in bindings:
+            if binding.node is node:
+                return binding.qualified_names(full_name)
+        return {name for binding in bindings for name in binding.qualified_names(full_name)}
+
+    # -- uses -------------------------------------------------------------------------------
+
+    def _is_use(self, name: cst.Name) -> bool:
+        """A Name that reads (or deletes) a variable, as opposed to binding it or naming an attribute."""
+        return id(name) not in self.stored and not self._unscoped(name) and not _names_a_definition(name, self.parents)
+
+    def _use_of(self, name: cst.Name) -> tuple[cst.CSTNode, str]:
+        """The node a use is attached to: the longest dotted prefix bound by an import (`import a.b`)."""
+        top = _enclosing_attribute(name, self.parents)
+        if top is None:
+            return name, name.value
+        scope = self.scope_of(name)
+        for dotted, node in _dotted_prefixes(top):
+            if dotted in scope:
+                return node, dotted
+        return name, name.value
+
+    def _meaning_of_use(self, name: cst.Name, dotted: str) -> set[QualifiedName]:
+        scope = self.scope_of(name)
+        bindings = scope.lookup(dotted, scope)
+        start = self.spans[id(name)][0]
+        earlier = [b for b in bindings if b.scope is not scope or b.point <= start]
+        if not earlier and bindings:  # bound only later here: the enclosing scope's meaning (builtins for a module)
+            earlier = scope.parent.lookup(dotted, scope)
+        return {qualified for binding in earlier for qualified in binding.qualified_names(binding.name)}
+
+    # -- scopes -----------------------------------------------------------------------------
+
+    def scope_of(self, node: cst.CSTNode) -> Scope:
+        """The scope whose code `node` belongs to."""
+        parents = self.parents
+        if isinstance(node, cst.CompFor) and isinstance(parents.get(id(node)), COMPREHENSIONS) and parents[id(node)].for_in is node:
+            node = parents[id(node)]  # the outermost `for` clause belongs to the enclosing scope
+        child, parent = node, parents.get(id(node))
+        while parent is not None:
+            kind = type(parent)
+            if kind is cst.FunctionDef or kind is cst.Lambda:
+                if child is parent.params or child is parent.body:
+                    return self._scope(parent)
+            elif kind is cst.ClassDef:
+                if child is parent.body:
+                    return self._scope(parent)
+            elif kind is cst.Param:
+                if child is parent.default or child is parent.annotation:
+                    child = parents[id(parents[id(parent)])]  # defaults and annotations run in the enclosing scope
+                    parent = parents.get(id(child))
+                    continue
+            elif kind is cst.CompFor:
+                owner = parents.get(id(parent))
+                if child is parent.iter and isinstance(owner, COMPREHENSIONS) and owner.for_in is parent:
+                    child, parent = owner, parents.get(id(owner))  # the first iterable is evaluated outside
+                    continue
+            elif kind in COMPREHENSIONS:
+                if _inside_comprehension(parent, child):
+                    return self._scope(parent)
+            child, parent = parent, parents.get(id(parent))
+        return self.module_scope
+
+    def _scope(self, node: cst.CSTNode) -> Scope:
+        scope = self.scopes.get(id(node))
+        if scope is None:
+            enclosing = self.scope_of(node)
+            if isinstance(node, cst.FunctionDef):
+                scope = Scope("function", node, enclosing, node.name.value)
+            elif isinstance(node, cst.ClassDef):
+                scope = Scope("class", node, enclosing, node.name.value)
+            elif isinstance(node, cst.Lambda):
+                scope = Scope("lambda", node, enclosing)
+            else:
+                scope = Scope("comprehension", node, enclosing)
+            self.scopes[id(node)] = scope
+        return scope
+
+    # -- bindings ---------------------------------------------------------------------------
+
+    def _record(self, nodes: list[cst.CSTNode]) -> None:
+        for node in nodes:  # redirects first: they decide where later assignments land
+            if isinstance(node, (cst.Global, cst.Nonlocal)):
+                scope = self.scope_of(node)
+                if scope.kind == "module":
+                    continue
+                target = self.module_scope if isinstance(node, cst.Global) else scope.parent
+                for item in node.names:
+                    scope.redirects[item.name.value] = target
+        for node in nodes:
+            self._record_one(node)
+
+    def _record_one(self, node: cst.CSTNode) -> None:
+        end = self.spans[id(node)][1]
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            if isinstance(node.names, cst.ImportStar):
+                return
+            scope = self.scope_of(node)
+            for alias in node.names:
+                if alias.asname is not None:
+                    dotted = [alias.asname.name.value] if isinstance(alias.asname.name, cst.Name) else []
+                else:
+                    dotted = [name for name, _ in _dotted_prefixes(alias.name)]
+                for name in dotted:
+                    self._bind(scope, ImportBinding(name, scope, node, end))
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            scope = self.scope_of(node)
+            self._bind(scope, Binding(node.name.value, scope, node, end))
+        elif isinstance(node, cst.Param):
+            scope = self.scope_of(node.name)
+            self._bind(scope, Binding(node.name.value, scope, node, _EVERYWHERE))
+        elif isinstance(node, cst.Assign):
+            for target in node.targets:
+                self._bind_targets(target.target, end)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+            self._bind_targets(node.target, end)
+        elif isinstance(node, cst.For):
+            self._bind_targets(node.target, self.spans[id(node.target)][1])
+        elif isinstance(node, cst.CompFor):
+            self._bind_targets(node.target, _EVERYWHERE)
+        elif isinstance(node, cst.AsName) and not isinstance(self.parents.get(id(node)), cst.ImportAlias):
+            self._bind_targets(node.name, end)
+
+    def _bind_targets(self, target: cst.CSTNode, point: int) -> None:
+        for name in _stored_names(target):
+            self.stored.add(id(name))
+            scope = self.scope_of(name)
+            self._bind(scope, Binding(name.value, scope, name, point))
+
+    def _bind(self, scope: Scope, binding: Binding) -> None:
+        target = scope.binding_target(binding.name)
+        binding.scope = target
+        target.bindings.setdefault(binding.name, []).append(binding)
+
+    def _unscoped(self, node: cst.CSTNode) -> bool:
+        """Nodes QualifiedNameProvider never looks at: attribute and keyword names, import and global statements' names."""
+        child, parent = node, self.parents.get(id(node))
+        while parent is not None:
+            kind = type(parent)
+            if kind is cst.Attribute:
+                if child is parent.attr:
+                    return True
+            elif kind is cst.Arg:
+                return child is parent.keyword
+            elif kind in (cst.ImportAlias, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal):
+                return True
+            elif isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return False
+            child, parent = parent, self.parents.get(id(parent))
+        return False
+
+
+# -- syntax helpers -----------------------------------------------------------------------------
+
+
+def full_name_of(node: cst.CSTNode) -> str | None:
+    """`a.b.c` for names, attribute chains, calls (their callee), subscripts (their value) and definitions.
+
+    An attribute of something unnamed is spelled `None.attr`, as libcst spells
+    it, so that `"sep".join` keeps the meaning QualifiedNameProvider gave it.
+    """
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{full_name_of(node.value)}.{node.attr.value}"
+    if isinstance(node, cst.Call):
+        return full_name_of(node.func)
+    if isinstance(node, cst.Subscript):
+        return full_name_of(node.value)
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return full_name_of(node.name)
+    if isinstance(node, cst.Decorator):
+        return full_name_of(node.decorator)
+    return None
+
+
+def _dotted_prefixes(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
+    """`a.b.c` -> ("a.b.c", node), ("a.b", ...), ("a", ...); through calls: `a.b().c` -> "a.b", "a"."""
+    if isinstance(node, cst.Name):
+        yield node.value, node
+        return
+    if not isinstance(node, cst.Attribute):
+        return
+    value = node.value
+    if isinstance(value, cst.Call):
+        yield from _dotted_prefixes(value.func) if isinstance(value.func, (cst.Attribute, cst.Name)) else ()
+        return
+    if not isinstance(value, (cst.Attribute, cst.Name)):
+        return
+    inner = list(_dotted_prefixes(value))
+    if inner:
+        yield f"{inner[0][0]}.{node.attr.value}", node
+        yield from inner
+
+
+def _chain_root(node: cst.CSTNode) -> cst.Name | None:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node if isinstance(node, cst.Name) else None
+
+
+def _enclosing_attribute(name: cst.Name, parents: dict) -> cst.Attribute | None:
+    """The attribute chain `name` roots, if that chain is the outermost attribute of its expression.
+
+    A dotted import can only match a chain like `a.b.c`; when the chain sits
+    inside a bigger attribute expression (`a.b[i].c`), libcst's matcher
+    starts from the outer one and finds nothing, and so does this.
+    """
+    top = None
+    child, parent = name, parents.get(id(name))
+    while type(parent) is cst.Attribute and parent.value is child:
+        top = child = parent
+        parent = parents.get(id(parent))
+    if top is None:
+        return None
+    while parent is not None and type(parent) is not cst.Call:
+        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            break
+        if type(parent) is cst.Attribute:
+            return None
+        parent = parents.get(id(parent))
+    return top
+
+
+def _names_a_definition(name: cst.Name, parents: dict) -> bool:
+    parent = parents.get(id(name))
+    return isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Param)) and parent.name is name
+
+
+def _inside_comprehension(comprehension: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """True when `child` (a direct child) is evaluated in the comprehension's own scope."""
+    if child is comprehension.for_in:
+        return True
+    if isinstance(comprehension, cst.DictComp):
+        return child is comprehension.key or child is comprehension.value
+    return child is comprehension.elt
+
+
+def _stored_names(target: cst.CSTNode) -> Iterator[cst.Name]:
+    """The names an assignment target binds: `a`, `a, (b, *c)`; not `a.b` or `a[i]`."""
+    if isinstance(target, cst.Name):
+        yield target
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _stored_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _stored_names(target.value)
