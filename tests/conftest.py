@@ -1,5 +1,6 @@
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 # `import torch` warns without numpy's C API in some builds; tests never need that noise.
 os.environ.setdefault("PYTHONWARNINGS", "ignore::UserWarning")
+# The result cache lives outside scanned trees (src/optpatch/cache.py); tests keep theirs out of $HOME.
+os.environ.setdefault("OPTPATCH_CACHE_DIR", tempfile.mkdtemp(prefix="optpatch-test-cache-"))
 
 
 def run_cli(*args: str, cwd: Path | None = None):

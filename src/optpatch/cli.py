@@ -12,7 +12,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from optpatch import __version__
 
@@ -32,6 +31,7 @@ def common_options(function):
         click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes of the `unsafe` tier."),
         click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True),
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache ($OPTPATCH_CACHE_DIR, else ~/.cache/optpatch)."),
         click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="Read settings from this TOML file."),
         click.option("--trust-config", is_flag=True, help="Allow the scanned repo's configuration to name commands to run."),
         click.option("-q", "--quiet", is_flag=True, help="Print only errors and the summary line."),
@@ -64,7 +64,7 @@ class Session:
         self.settings = replace(settings, **overrides)
         self._check_codes()
         self.console = _console(stderr=report_to_stderr)
-        self.stderr = Console(stderr=True, highlight=False)
+        self.stderr = _console(stderr=True, fixed_width=False)
 
     def _check_codes(self) -> None:
         from optpatch.rule import load_rules
@@ -82,7 +82,10 @@ class Session:
         if self.stderr.is_terminal and not self.options["quiet"]:
             progress = _ProgressBar(self.stderr)
         try:
-            return run(self.root, self.settings, policy, paths, self.options["jobs"], progress)
+            return run(
+                self.root, self.settings, policy, paths, self.options["jobs"], progress,
+                use_cache=not self.options["no_cache"],
+            )
         finally:
             if progress:
                 progress.close()
@@ -105,10 +108,12 @@ class Session:
         render_text(result, self.console, self.options["verbose"], patch_note, title)
 
 
-def _console(stderr: bool = False) -> Console:
+def _console(stderr: bool = False, fixed_width: bool = True):
     """A terminal keeps its own width; logs and pipes get room for the reason column."""
+    from rich.console import Console  # imported here: `--help` and `--version` do without it
+
     console = Console(stderr=stderr, highlight=False)
-    if not console.is_terminal:
+    if fixed_width and not console.is_terminal:
         console = Console(stderr=stderr, highlight=False, width=160)
     return console
 
@@ -116,7 +121,7 @@ def _console(stderr: bool = False) -> Console:
 class _ProgressBar:
     """A progress bar on stderr, shown only for large trees on a terminal."""
 
-    def __init__(self, console: Console):
+    def __init__(self, console):
         self.console = console
         self.bar = None
         self.task = None

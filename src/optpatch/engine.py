@@ -3,15 +3,21 @@
 `analyse_file` is a pure function of (file bytes, rules, settings), which is
 what makes the run parallel, cacheable and deterministic: results are merged
 in path order whatever the number of workers.
+
+Cost, cheapest first: a file whose bytes are in the result cache is not
+read further (cache.py); a file that holds none of a rule's trigger words
+is done without importing the rules (rule_facts.py); a rule's `screen` may
+reject a Python file from its `ast` before libcst parses it; only what is
+left is parsed, indexed and checked, in a process pool when there is enough
+of it.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
+from functools import cache
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -21,7 +27,8 @@ from optpatch.config import TIER_ORDER, Settings
 from optpatch.discovery import discover, is_generated
 from optpatch.model import FileError, Finding, Tier
 from optpatch.planner import apply_edits, plan_edits
-from optpatch.rule import Rule, load_rules, select_rules
+from optpatch.rule import Rule, builtin_rules_dir, load_rules, select_rules
+from optpatch.rule_facts import RuleFacts, rule_facts
 from optpatch.source import SourceFile, read_source
 from optpatch.suppression import apply_suppressions, find_suppressions
 
@@ -71,6 +78,9 @@ class FileResult:
     new: bytes | None = None
     suppressed: int = 0
     unused_suppressions: list[int] = field(default_factory=list)
+    digest: str | None = None  # SHA-256 of the bytes analysed: the result cache's key
+    # Other files the analysis read (C++ headers), as (absolute path, SHA-256): the cache checks them too.
+    inputs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -109,15 +119,58 @@ def run(
     paths: list[Path] | None = None,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    use_cache: bool = True,
 ) -> RunResult:
     started = time.perf_counter()
-    rules = select_rules(load_rules(), settings.select, settings.ignore)
+    rules = select_rules(rule_facts(), settings.select, settings.ignore)
     found = discover(root, settings.exclude, paths)
     jobs = max(1, jobs or os.cpu_count() or 1)
     task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy)
-    results = list(_map(task, found.files, jobs, progress))
+    results: list[FileResult] = []
+    todo = found.files
+    store = None
+    if use_cache:
+        from optpatch.cache import ResultCache, code_fingerprint, pack_key
+
+        code = code_fingerprint(Path(__file__).parent, builtin_rules_dir())
+        store = ResultCache.open(pack_key(root.resolve(), rules, settings, policy, code))
+        results, todo = _cached(store, found.files, settings.max_file_size)
+    done = len(results)
+    for result in _map(task, todo, jobs, _offset(progress, done, len(found.files))):
+        results.append(result)
+        if store is not None and result.digest is not None:
+            store.put(result.rel, result.digest, result)
+    if store is not None:
+        store.save()
     results.sort(key=lambda r: r.rel)
     return RunResult(root.resolve(), results, found.errors, found.skipped, time.perf_counter() - started)
+
+
+def _cached(store, files: list[tuple[Path, str]], max_bytes: int) -> tuple[list[FileResult], list[tuple[Path, str]]]:
+    """Split the files into those whose results the cache holds and those to analyse."""
+    from optpatch.cache import digest
+
+    hits, misses = [], []
+    for path, rel in files:
+        result = None
+        try:
+            if os.stat(path).st_size <= max_bytes:
+                result = store.get(rel, digest(path.read_bytes()))
+        except OSError:
+            pass  # the analysis reports it
+        if result is None:
+            misses.append((path, rel))
+        else:
+            hits.append(result)
+    return hits, misses
+
+
+def _offset(progress, done: int, total: int):
+    if progress is None:
+        return None
+    if done:
+        progress(done, total)
+    return lambda index, _: progress(done + index, total)
 
 
 def _map(task, files, jobs, progress) -> Iterator[FileResult]:
@@ -128,6 +181,10 @@ def _map(task, files, jobs, progress) -> Iterator[FileResult]:
             if progress:
                 progress(index, total)
         return
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    load_rules()  # imported once here, inherited by every forked worker
     chunk = max(1, min(32, total // (jobs * 8)))
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
         for index, result in enumerate(pool.map(task, files, chunksize=chunk), start=1):
@@ -145,6 +202,10 @@ class _FileTask:
     policy: FixPolicy
 
     @property
+    def facts(self) -> list[RuleFacts]:
+        return [facts for facts in rule_facts() if facts.code in self.codes]
+
+    @property
     def rules(self) -> list[type[Rule]]:
         return [rule for rule in load_rules() if rule.code in self.codes]
 
@@ -154,8 +215,12 @@ class _FileTask:
         if isinstance(source, FileError):
             return FileResult(rel, error=source)
         if is_generated(source.text):
-            return FileResult(rel, skipped="generated file")
-        return analyse_file(source, self.rules, self.settings, self.policy)
+            return FileResult(rel, skipped="generated file", digest=source.digest)
+        if not any(facts.wants(source) for facts in self.facts):
+            return FileResult(rel, digest=source.digest)  # no rule can have a site here: no import, no parse
+        result = analyse_file(source, self.rules, self.settings, self.policy)
+        result.digest = source.digest
+        return result
 
 
 def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Settings, policy: FixPolicy) -> FileResult:
@@ -187,7 +252,7 @@ def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Sett
 
 
 def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy):
-    wanted = [rule for rule in rules if rule.wants(source)]
+    wanted = _screened([rule for rule in rules if rule.wants(source)], source)
     if not wanted:
         return [], 0, [], source.text
     try:
@@ -209,6 +274,18 @@ def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy):
     return sorted(findings, key=lambda f: f.sort_key), suppressed, unused, apply_edits(source.text, edits)
 
 
+def _screened(rules: list[type[Rule]], source: SourceFile) -> list[type[Rule]]:
+    """Drop the rules whose `screen` rejects the file's `ast` (parsed once, only if some rule screens)."""
+    if source.language != "python" or all(rule.screen.__func__ is Rule.screen.__func__ for rule in rules):
+        return rules
+    from optpatch.python_screen import CallIndex
+
+    calls = CallIndex.of(source.text)
+    if calls is None:
+        return rules  # `ast` refused the file: libcst reports the syntax error properly
+    return [rule for rule in rules if rule.screen(calls)]
+
+
 def _merge_later_pass(first: list[Finding], later: list[Finding]) -> list[Finding]:
     """Fixes applied on a later pass replace the first pass's deferred findings."""
     applied_later = [f for f in later if f.applied]
@@ -224,9 +301,14 @@ def _rewritten(source: SourceFile, text: str) -> SourceFile:
 def _ignored_codes(rel: str, settings: Settings) -> set[str]:
     codes: set[str] = set()
     for pattern, ignored in settings.per_file_ignores:
-        if pathspec.GitIgnoreSpec.from_lines([pattern]).match_file(rel):
-            codes.update(rule.code for rule in load_rules() if any(rule.code.startswith(c) for c in ignored))
+        if _pattern(pattern).match_file(rel):
+            codes.update(rule.code for rule in rule_facts() if any(rule.code.startswith(c) for c in ignored))
     return codes
+
+
+@cache
+def _pattern(pattern: str) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
 class FrontendError(Exception):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar, Iterable
 from optpatch.model import Finding
 
 if TYPE_CHECKING:
+    from optpatch.python_screen import CallIndex
     from optpatch.source import SourceFile
 
 DOC_SECTIONS = (
@@ -79,6 +80,20 @@ class Rule:
         if source.language != cls.language:
             return False
         return not cls.trigger_words or any(w in source.text for w in cls.trigger_words)
+
+    @classmethod
+    def screen(cls, calls: "CallIndex") -> bool:
+        """False when the file's Python `ast` already shows it holds no site (Python rules only).
+
+        Runs after `trigger_words` and before libcst parses the file, which
+        costs about ten times the `ast` parse: worth overriding when the
+        trigger words are common but sites are rare (`.to(` is everywhere,
+        `torch.zeros(n).to(d)` is not). `calls.named("to", "cuda")` lists
+        the `ast.Call` nodes whose callee ends in those names. A screen must
+        accept every file where `check` could find a site: a rejected file
+        is not analysed at all. The default accepts every file.
+        """
+        return True
 
     @classmethod
     def documentation(cls) -> dict[str, str]:

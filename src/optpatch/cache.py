@@ -1,0 +1,161 @@
+"""The result cache: a file whose bytes did not change is not analysed again.
+
+Where: `$OPTPATCH_CACHE_DIR`, else `$XDG_CACHE_HOME/optpatch`, else
+`~/.cache/optpatch`; never inside the scanned repository, which `apply`
+promises to leave untouched (and a cache there would show up in its `git
+status`). `--no-cache` neither reads nor writes it; deleting the directory
+is always safe.
+
+What: one pack per (scanned root, optpatch's code, rules, settings, fix
+policy), holding for every analysed file the SHA-256 of its bytes and its
+`FileResult`. The pack's key changes with the optpatch version, the bytes of
+every engine and rule source file (so an edited rule invalidates its results
+even before its `version` is bumped), the selected rules' codes and
+versions, every setting that can change a result, and the fix policy. A
+file's entry is used only when its bytes hash the same; a frontend that read
+other files (C++ headers) lists them in `FileResult.inputs`, and those must
+hash the same too. Results are language-agnostic: the cache never looks
+inside them.
+
+Packs are written atomically (a temporary file renamed over the old one),
+so concurrent runs cannot corrupt one: the last writer wins. Packs unused
+for `STALE_AFTER_DAYS` are deleted when a pack is saved.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pickle
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+from optpatch import __version__
+
+if TYPE_CHECKING:
+    from optpatch.config import Settings
+    from optpatch.engine import FileResult, FixPolicy
+
+FORMAT = 1  # bumped when the pack layout changes
+STALE_AFTER_DAYS = 30
+# Settings that cannot change one file's result: which files are found, and where they came from.
+_NOT_IN_KEY = frozenset({"exclude", "source"})
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("OPTPATCH_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "optpatch"
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@cache
+def code_fingerprint(*directories: Path) -> str:
+    """A hash of every Python source file of optpatch and of the rules directory."""
+    hasher = hashlib.sha256()
+    for directory in directories:
+        for path in sorted(directory.rglob("*.py")):
+            hasher.update(path.relative_to(directory).as_posix().encode() + b"\0")
+            hasher.update(path.read_bytes() + b"\0")
+    return hasher.hexdigest()
+
+
+def pack_key(root: Path, rules: Iterable, settings: "Settings", policy: "FixPolicy", code: str) -> str:
+    """What a cached result depends on besides the file itself."""
+    relevant = {
+        f.name: getattr(settings, f.name) for f in dataclasses.fields(settings) if f.name not in _NOT_IN_KEY
+    }
+    parts = {
+        "format": FORMAT,
+        "optpatch": __version__,
+        "code": code,
+        "root": str(root),
+        "rules": sorted((rule.code, rule.version) for rule in rules),
+        "settings": relevant,
+        "policy": {
+            "unsafe_fixes": policy.unsafe_fixes,
+            "validated": sorted(policy.validated),
+            "tiers": list(policy.tiers),
+        },
+    }
+    return digest(json.dumps(parts, sort_keys=True, default=repr).encode())
+
+
+class ResultCache:
+    """The pack of one (root, code, rules, settings, policy): relative path -> (digest, inputs, result)."""
+
+    def __init__(self, path: Path, entries: dict):
+        self.path = path
+        self.entries = entries
+        self.changed = False
+
+    @classmethod
+    def open(cls, key: str, directory: Path | None = None) -> "ResultCache":
+        path = (directory or cache_dir()) / f"v{FORMAT}" / f"{key[:40]}.pickle"
+        try:
+            with open(path, "rb") as stream:
+                entries = pickle.load(stream)
+            if not isinstance(entries, dict):
+                entries = {}
+            os.utime(path)  # in use: not stale
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+            entries = {}  # missing, unreadable or from incompatible code: start afresh
+        return cls(path, entries)
+
+    def get(self, rel: str, file_digest: str) -> "FileResult | None":
+        entry = self.entries.get(rel)
+        if entry is None:
+            return None
+        cached_digest, inputs, result = entry
+        if cached_digest != file_digest or not _inputs_unchanged(inputs):
+            return None
+        return result
+
+    def put(self, rel: str, file_digest: str, result: "FileResult") -> None:
+        self.entries[rel] = (file_digest, tuple(result.inputs), result)
+        self.changed = True
+
+    def save(self) -> None:
+        """Write the pack if anything changed; a cache that cannot be written only costs speed."""
+        if not self.changed:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(prefix=".pack-", dir=self.path.parent)
+            with os.fdopen(handle, "wb") as stream:
+                pickle.dump(self.entries, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, self.path)
+        except OSError:
+            return
+        self.changed = False
+        _remove_stale_packs(self.path.parent)
+
+
+def _inputs_unchanged(inputs: tuple[tuple[str, str], ...]) -> bool:
+    for path, expected in inputs:
+        try:
+            if digest(Path(path).read_bytes()) != expected:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _remove_stale_packs(directory: Path) -> None:
+    cutoff = time.time() - STALE_AFTER_DAYS * 86400
+    for pack in directory.glob("*.pickle"):
+        try:
+            if pack.stat().st_mtime < cutoff:
+                pack.unlink()
+        except OSError:
+            continue
