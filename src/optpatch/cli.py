@@ -17,6 +17,7 @@ from rich.console import Console
 from optpatch import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILE_ERRORS, EXIT_VALIDATION = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130  # Ctrl-C during --validate, as a shell reports SIGINT
 PROGRESS_MIN_FILES = 200
 
 
@@ -36,6 +37,21 @@ def common_options(function):
         click.option("--trust-config", is_flag=True, help="Allow the scanned repo's configuration to name commands to run."),
         click.option("-q", "--quiet", is_flag=True, help="Print only errors and the summary line."),
         click.option("-v", "--verbose", is_flag=True, help="List kept sites too."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def validation_options(function):
+    """--validate CMD and its companions (apply and check)."""
+    options = [
+        click.option("--validate", "validate_command", metavar="CMD",
+                     help="Run CMD on a temporary copy of the tree, first unchanged, then with the fixes, with "
+                          "uninitialised memory poisoned; back out every fix that makes it fail."),
+        click.option("--build", "build_command", metavar="CMD", help="With --validate: rebuild C++ extensions before the tests when C++ files changed."),
+        click.option("--validate-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+                     help="With --validate: stop one run of CMD after this long (default: 1800)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -157,6 +173,7 @@ def main() -> None:
 @click.option("-o", "--output", default="model_patch.diff", show_default=True, help="Where to write the patch; `-` for stdout.")
 @click.option("--write", "write_in_place", is_flag=True, help="Also apply the fixes to REPO in place (atomically).")
 @common_options
+@validation_options
 def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     """Analyse REPO and write the patch of every fix that applies."""
     from optpatch.patch import write_patch
@@ -167,7 +184,12 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     output_path = None if to_stdout else Path(output).resolve()
     if output_path is not None and output_path.is_dir():
         raise click.UsageError(f"-o {output}: is a directory; give a file path")
-    result = session.run()
+    validation = _run_validation(session)
+    result = session.run() if validation is None else validation.result
+    if result is None:
+        _report_validation(session, None, None, validation)
+        session.stderr.print(f"No patch written: {validation.message}", markup=False)
+        sys.exit(EXIT_VALIDATION)
     patch = write_patch(result.changes)
     if to_stdout:
         sys.stdout.buffer.write(patch)
@@ -182,10 +204,10 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
             session.stderr.print(f"error {rel}: not written: {why}")
         note = (note or "") + f"\nWrote {len(report.written)} files in {repo}."
         if report.refused:
-            session.report(result, note)
+            _report_validation(session, result, note, validation)
             sys.exit(EXIT_FILE_ERRORS)
-    session.report(result, note)
-    sys.exit(_exit_status(result))
+    _report_validation(session, result, note, validation)
+    sys.exit(EXIT_VALIDATION if validation is not None and validation.failed else _exit_status(result))
 
 
 def _patch_note(result, output: str, repo: Path) -> str:
@@ -202,6 +224,7 @@ def _patch_note(result, output: str, repo: Path) -> str:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--fix", is_flag=True, help="Apply the fixes in place (what the pre-commit hook `optpatch-fix` runs).")
 @common_options
+@validation_options
 def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
     from optpatch.writer import write_fixes
@@ -212,7 +235,11 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
         raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
     root = project_root([p.resolve() for p in paths])
     session = Session(root, options)
-    result = session.run([p.absolute() for p in paths])
+    validation = _run_validation(session, [p.absolute() for p in paths])
+    result = session.run([p.absolute() for p in paths]) if validation is None else validation.result
+    if result is None:
+        _report_validation(session, None, None, validation)
+        sys.exit(EXIT_VALIDATION)
     fixable = [f for f in result.findings if f.applied]
     note = None
     if fix:
@@ -221,8 +248,67 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
             session.stderr.print(f"error {rel}: not written: {why}")
         note = f"Fixed {len(report.written)} file(s)."
         fixable = []
-    session.report(result, note)
+    _report_validation(session, result, note, validation)
+    if validation is not None and validation.failed:
+        sys.exit(EXIT_VALIDATION)
     sys.exit(_exit_status(result, EXIT_FINDINGS if fixable else EXIT_OK))
+
+
+def _run_validation(session: Session, paths: list[Path] | None = None):
+    """The outcome of --validate CMD (or of a trusted config's validate-command); None when not asked for."""
+    from optpatch.validation import ValidationSetupError, validate
+
+    options = session.options
+    command = options["validate_command"] or session.settings.validate_command
+    if not command:
+        if options["build_command"]:
+            raise click.UsageError("--build CMD needs --validate CMD: the build runs only before validation runs")
+        return None
+
+    def progress(message: str) -> None:
+        if not options["quiet"]:
+            session.stderr.print(message, style="dim", markup=False)
+
+    try:
+        return validate(
+            session.root, session.settings, command, paths=paths, jobs=options["jobs"],
+            build_command=options["build_command"], timeout_s=options["validate_timeout"], progress=progress,
+        )
+    except ValidationSetupError as error:
+        session.stderr.print(f"error: {error}", markup=False)
+        sys.exit(EXIT_VALIDATION)
+    except KeyboardInterrupt:
+        session.stderr.print(
+            f"Interrupted: stopped `{command}`, removed the temporary copy; {session.root} is unchanged. Nothing written.",
+            markup=False,
+        )
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _report_validation(session: Session, result, note: str | None, validation) -> None:
+    """The usual report, plus what validation ran, dropped and accepted."""
+    import json
+
+    from optpatch.reporters import MACHINE_FORMATS
+    from optpatch.validation import render_validation
+
+    if validation is None:
+        session.report(result, note)
+        return
+    fmt = session.options["output_format"]
+    if fmt == "json":
+        document = json.loads(MACHINE_FORMATS["json"](result)) if result is not None else {}
+        document["validation"] = validation.to_dict()
+        click.echo(json.dumps(document, indent=2))
+        return
+    if result is not None:
+        session.report(result, note)
+    if fmt != "text":
+        render_validation(validation, session.stderr)
+    elif session.options["quiet"]:
+        session.console.print(validation.message, markup=False)
+    else:
+        render_validation(validation, session.console)
 
 
 def project_root(paths: list[Path]) -> Path:
