@@ -188,7 +188,7 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     result = session.run() if validation is None else validation.result
     if result is None:
         _report_validation(session, None, None, validation)
-        session.stderr.print(f"No patch written: {validation.message}", markup=False)
+        session.stderr.print("No patch written.")
         sys.exit(EXIT_VALIDATION)
     patch = write_patch(result.changes)
     if to_stdout:
@@ -259,6 +259,8 @@ def _run_validation(session: Session, paths: list[Path] | None = None):
     from optpatch.validation import ValidationSetupError, validate
 
     options = session.options
+    if options["validate_command"] is not None and not options["validate_command"].strip():
+        raise click.UsageError("--validate needs a command, e.g. --validate \"python -m pytest -q\"")
     command = options["validate_command"] or session.settings.validate_command
     if not command:
         if options["build_command"]:
@@ -267,7 +269,7 @@ def _run_validation(session: Session, paths: list[Path] | None = None):
 
     def progress(message: str) -> None:
         if not options["quiet"]:
-            session.stderr.print(message, style="dim", markup=False)
+            session.stderr.print(message, style="dim", markup=False, soft_wrap=True)
 
     try:
         return validate(
@@ -275,12 +277,12 @@ def _run_validation(session: Session, paths: list[Path] | None = None):
             build_command=options["build_command"], timeout_s=options["validate_timeout"], progress=progress,
         )
     except ValidationSetupError as error:
-        session.stderr.print(f"error: {error}", markup=False)
+        session.stderr.print(f"error: {error}", markup=False, soft_wrap=True)
         sys.exit(EXIT_VALIDATION)
     except KeyboardInterrupt:
         session.stderr.print(
             f"Interrupted: stopped `{command}`, removed the temporary copy; {session.root} is unchanged. Nothing written.",
-            markup=False,
+            markup=False, soft_wrap=True,
         )
         sys.exit(EXIT_INTERRUPTED)
 
@@ -290,6 +292,7 @@ def _report_validation(session: Session, result, note: str | None, validation) -
     import json
 
     from optpatch.reporters import MACHINE_FORMATS
+    from optpatch.reporters.json_report import SCHEMA_VERSION
     from optpatch.validation import render_validation
 
     if validation is None:
@@ -297,7 +300,7 @@ def _report_validation(session: Session, result, note: str | None, validation) -
         return
     fmt = session.options["output_format"]
     if fmt == "json":
-        document = json.loads(MACHINE_FORMATS["json"](result)) if result is not None else {}
+        document = json.loads(MACHINE_FORMATS["json"](result)) if result is not None else {"schema_version": SCHEMA_VERSION}
         document["validation"] = validation.to_dict()
         click.echo(json.dumps(document, indent=2))
         return
@@ -305,8 +308,8 @@ def _report_validation(session: Session, result, note: str | None, validation) -
         session.report(result, note)
     if fmt != "text":
         render_validation(validation, session.stderr)
-    elif session.options["quiet"]:
-        session.console.print(validation.message, markup=False)
+    elif session.options["quiet"] and not validation.failed:
+        session.console.print(validation.message, markup=False, soft_wrap=True)
     else:
         render_validation(validation, session.console)
 

@@ -28,6 +28,7 @@ reports being poisoned, and refused.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -52,7 +53,9 @@ DEFAULT_TIMEOUT_S = 1800
 TAIL_LINES = 40
 TAIL_BYTES = 64 * 1024
 STOP_GRACE_S = 5  # how long a stopped command may take to exit before it is killed
-_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
+STATUSES = ("passed", "nothing to validate", "baseline failed", "none survived", "not confirmed")
+# Failing tests as pytest ("FAILED path::test - ...") and unittest ("FAIL: test (module.Case.test)") name them.
+_FAILED_TEST = re.compile(r"^(?:FAILED |ERROR |FAIL: |ERROR: )(\S+(?: \([\w.]+\))?)", re.MULTILINE)
 
 T = TypeVar("T")
 
@@ -227,6 +230,12 @@ class Workspace:
     """A temporary directory holding the copy of REPO, the sitecustomize per poison pass, and logs."""
 
     def __init__(self, root: Path):
+        temporary = Path(tempfile.gettempdir()).resolve()
+        if temporary == root.resolve() or root.resolve() in temporary.parents:
+            raise ValidationSetupError(
+                f"the temporary directory {temporary} is inside {root}, which optpatch must not write to; "
+                "set TMPDIR to a directory outside it"
+            )
         self.base = Path(tempfile.mkdtemp(prefix="optpatch-validate-"))
         self.tree = self.base / (root.name or "repo")
         self.logs = self.base / "logs"
@@ -252,7 +261,10 @@ class Workspace:
         path = self.tree / rel
         if path.read_bytes() == data:
             return
-        previous = self._stamps.get(rel, int(path.stat().st_mtime))
+        status = path.stat()
+        previous = self._stamps.get(rel, int(status.st_mtime))
+        if not status.st_mode & 0o200:
+            path.chmod(status.st_mode | 0o200)  # a read-only source file; the copy is ours to change
         path.write_bytes(data)
         second = max(int(time.time()), previous + 1)
         self._stamps[rel] = second
@@ -277,7 +289,8 @@ class Workspace:
 
 
 def _copy_tree(root: Path, destination: Path) -> None:
-    """Copy REPO as it is; absolute links into REPO are pointed at the copy, so nothing writes through to REPO."""
+    """Copy REPO as it is, less sockets and fifos; absolute links into REPO are pointed at the copy,
+    so nothing writes through to REPO."""
 
     def copy_regular(source: str, target: str) -> None:
         if Path(source).is_file():
@@ -287,32 +300,35 @@ def _copy_tree(root: Path, destination: Path) -> None:
         shutil.copytree(root, destination, symlinks=True, copy_function=copy_regular)
     except (shutil.Error, OSError) as error:
         raise ValidationSetupError(f"cannot copy {root} to a temporary directory: {error}") from None
-    resolved_root = root.resolve()
+    spellings = {root.absolute(), root.resolve()}
     for directory, dirnames, filenames in os.walk(destination):
         for name in dirnames + filenames:
             link = Path(directory) / name
             if not link.is_symlink():
                 continue
             target = Path(os.readlink(link))
-            if target.is_absolute() and (target == resolved_root or resolved_root in target.parents):
+            inside = next((r for r in spellings if target == r or r in target.parents), None)
+            if target.is_absolute() and inside is not None:
                 link.unlink()
-                link.symlink_to(destination / target.relative_to(resolved_root))
+                link.symlink_to(destination / target.relative_to(inside))
 
 
 def _remove_tree(path: Path) -> None:
     """Remove the temporary tree even where the tests left read-only files or directories."""
 
     def make_writable(function, failed_path, _):
-        parent = os.path.dirname(failed_path)
-        os.chmod(parent, 0o700)
-        if os.path.isdir(failed_path) and not os.path.islink(failed_path):
-            os.chmod(failed_path, 0o700)
-        function(failed_path)
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(failed_path), 0o700)
+            if os.path.isdir(failed_path) and not os.path.islink(failed_path):
+                os.chmod(failed_path, 0o700)
+            function(failed_path)
 
     if sys.version_info >= (3, 12):
         shutil.rmtree(path, onexc=make_writable)
     else:
         shutil.rmtree(path, onerror=make_writable)
+    if path.exists():
+        sys.stderr.write(f"optpatch: could not remove the temporary copy {path}; remove it by hand\n")
 
 
 class ValidationSetupError(Exception):
@@ -364,7 +380,7 @@ class FixRenderer:
 @dataclass
 class ValidationOutcome:
     command: str
-    status: str  # one of STATUSES
+    status: str  # one of STATUSES; the last three fail (exit status 4)
     message: str
     result: RunResult | None  # the final analysis (None when the baseline failed)
     candidates: list[Finding] = field(default_factory=list)
@@ -377,7 +393,7 @@ class ValidationOutcome:
     @property
     def failed(self) -> bool:
         """Exit status 4 (CONTRACT.md): the baseline failed, or no fix survived."""
-        return self.status in ("baseline failed", "none survived", "not confirmed")
+        return self.status in STATUSES[2:]
 
     @property
     def validated_passed(self) -> list[Finding]:
@@ -435,7 +451,10 @@ def validate(
     candidates = [f for f in analysis.findings if f.applied]
     if not candidates:
         return ValidationOutcome(command, "nothing to validate", f"no fix to validate: `{command}` was not run", analysis)
-    with _terminate_as_interrupt():
+    report = progress or (lambda message: None)
+    files = len({f.path for f in candidates})
+    report(f"validate: {len(candidates)} candidate fixes in {files} files; copying {root} to a temporary directory")
+    with _sigterm_as_interrupt():
         workspace = Workspace(root)
         try:
             renderer = FixRenderer(root, settings, policy, analysis, candidates)
@@ -445,7 +464,7 @@ def validate(
             workspace.remove()
     if outcome.status in ("passed", "none survived"):
         chosen = frozenset(fix_id(f) for f in outcome.kept)
-        reasons = tuple((fix_id(f), _dropped_reason(command, r)) for f, r in outcome.dropped)
+        reasons = tuple((fix_id(f), _dropped_reason(r)) for f, r in outcome.dropped)
         final_policy = ChosenFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, chosen=chosen, dropped=reasons)
         outcome.result = run(root, settings, final_policy, paths, jobs)
         _check_final_matches(outcome, validation_run.passed_tree())
@@ -453,10 +472,10 @@ def validate(
     return outcome
 
 
-def _dropped_reason(command: str, failure: CommandRun | None) -> str:
+def _dropped_reason(failure: CommandRun | None) -> str:
     if failure is None:
-        return f"backed out: `{command}` failed with this fix"
-    return f"backed out: `{command}` {failure.describe()} with this fix ({failure.what()})"
+        return "backed out: the --validate command failed with this fix"
+    return f"backed out: the --validate command {failure.describe()} with this fix ({failure.what()})"
 
 
 def _check_final_matches(outcome: ValidationOutcome, passed: dict[str, tuple[bytes, bytes]]) -> None:
@@ -513,7 +532,7 @@ class ValidationRun:
             if not confirmation.passed:
                 outcome.status = "not confirmed"
                 outcome.message = (
-                    "the fixes that passed one by one failed together on the confirming run "
+                    "the fixes the bisection kept failed together on the confirming run "
                     f"({confirmation.failure.describe()}): the tests may be flaky; no fix is given"
                 )
                 return outcome
@@ -596,23 +615,21 @@ def _baseline_message(command: str, failure: CommandRun | None) -> str:
     )
 
 
-class _terminate_as_interrupt:
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
     """SIGTERM behaves like Ctrl-C while validating, so the same clean-up runs for both."""
 
-    def __enter__(self):
-        self.previous = None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGTERM, self._interrupt)
-        return self
-
-    def __exit__(self, *exc_info):
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
-        return False
-
-    @staticmethod
-    def _interrupt(signum, frame):
+    def interrupt(signum, frame):
         raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 # -- the report ---------------------------------------------------------------------------
@@ -623,21 +640,21 @@ def render_validation(outcome: ValidationOutcome, console) -> None:
     from rich.text import Text
 
     header = f"Validation with `{outcome.command}`: {len(outcome.runs)} runs in {outcome.seconds:.1f} s"
-    console.print(Text(header, style="bold"))
+    console.print(Text(header, style="bold"), soft_wrap=True)
     if outcome.baseline_failure is not None:
-        console.print(Text("Output of the failing baseline run:", style="bold red"))
-        console.print(Text(_indent(outcome.baseline_failure.tail)))
+        console.print(Text("Output of the failing baseline run:", style="bold red"), soft_wrap=True)
+        console.print(Text(_indent(outcome.baseline_failure.tail)), soft_wrap=True)
     for finding, failure in outcome.dropped:
         console.print(Text.assemble(("dropped ", "bold red"), f"{finding.code} {finding.location()} ({finding.tier.value}): ",
-                                    failure.describe() if failure else "failed", f" [{failure.what()}]" if failure else ""))
+                                    failure.describe() if failure else "failed", f" [{failure.what()}]" if failure else ""), soft_wrap=True)
         if failure is not None:
             if failure.failing_tests:
-                console.print(Text("  failing: " + ", ".join(failure.failing_tests)))
-            console.print(Text(_indent(failure.tail), style="dim"))
+                console.print(Text("  failing: " + ", ".join(failure.failing_tests)), soft_wrap=True)
+            console.print(Text(_indent(failure.tail), style="dim"), soft_wrap=True)
     for finding in outcome.validated_passed:
-        console.print(Text.assemble(("passed ", "bold green"), f"{finding.code} {finding.location()} (validate tier): applied"))
+        console.print(Text.assemble(("passed ", "bold green"), f"{finding.code} {finding.location()} (validate tier): applied"), soft_wrap=True)
     style = "bold red" if outcome.failed else "bold"
-    console.print(Text(outcome.message, style=style))
+    console.print(Text(outcome.message, style=style), soft_wrap=True)
 
 
 def _indent(text: str) -> str:

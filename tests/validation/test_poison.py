@@ -43,6 +43,7 @@ def test_poisoned_restores_allocators_and_deterministic_flags():
         assert torch.are_deterministic_algorithms_enabled() == was_deterministic
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 def test_torchscript_still_compiles_torch_empty_under_the_pattern_pass():
     with poison.poisoned("pattern"):
 

@@ -3,12 +3,11 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from optpatch.model import Context, Finding, Impact, Tier, Verdict
-from optpatch.validation import ValidationRun, Workspace, fix_id
+from optpatch.validation import ValidationRun, ValidationSetupError, Workspace, fix_id
 
 # The poison oracle is checked by looking for processes that reported being poisoned; these
 # fake test commands report themselves instead of importing torch, which keeps them fast.
@@ -169,3 +168,45 @@ def test_the_pass_that_failed_last_runs_first(repo, tmp_path):
     passes = log.read_text().split()
     assert passes[:4] == ["nan", "pattern", "nan", "pattern"]  # baseline, then all fixes: pattern fails
     assert passes[4] == "pattern"  # from then on the pattern pass goes first
+
+
+def test_the_kept_fixes_are_run_once_more_when_the_last_run_held_others(repo, tmp_path):
+    # Fixes 2 and 3 are bad; the last probe holds fixes 1 and 3, so fix 1 alone is confirmed,
+    # and a suite that fails on that confirming run (a flaky one) leaves no fix standing.
+    counter = tmp_path / "count"
+    fixes = [fix("model.py", line) for line in (1, 2, 3)]
+    test = (
+        f"{REPORT_POISON}; n=$(($(cat {counter} 2>/dev/null || echo 0) + 1)); echo $n > {counter}; "
+        "[ $n -ne 8 ] && ! grep -qE 'model.py:(2|3)' model.py"
+    )
+    workspace, run = validation_run(repo, fixes, test)
+    try:
+        outcome = run.validate(fixes)
+    finally:
+        workspace.remove()
+    assert [item.label for item in outcome.runs][-1] == "confirming 1 of 3 fixes"
+    assert outcome.status == "not confirmed" and outcome.failed
+    assert "may be flaky" in outcome.message
+
+
+def test_a_read_only_source_file_can_be_rewritten_in_the_copy(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "mod.py").write_text("x = 1\n")
+    (repo / "mod.py").chmod(0o444)
+    workspace = Workspace(repo)
+    try:
+        workspace.write("mod.py", b"x = 2\n")
+        assert (workspace.tree / "mod.py").read_text() == "x = 2\n"
+        assert (repo / "mod.py").read_text() == "x = 1\n"
+    finally:
+        workspace.remove()
+
+
+def test_a_temporary_directory_inside_the_repository_is_refused(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / "tmp").mkdir(parents=True)
+    monkeypatch.setattr("tempfile.tempdir", str(repo / "tmp"))
+    with pytest.raises(ValidationSetupError, match="set TMPDIR to a directory outside it"):
+        Workspace(repo)
+    assert list((repo / "tmp").iterdir()) == []
