@@ -10,13 +10,19 @@ covers the first; the NVIDIA library wheels carry the second under
 keeps only their headers (about 1 MB of the 750 MB downloaded).
 
     python -m kernels.build_check fetch-headers
-    python -m kernels.build_check compile kernels/csrc/cache_kernels.cu
+    python -m kernels.build_check compile kernels/csrc/cache_kernels.cu [--json FILE]
+
+`compile` exits 0 when everything compiled or the toolchain is missing (it
+says which part, and records it as "skipped" in the JSON), 1 when nvcc
+failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -181,25 +187,30 @@ def main(argv: list[str] | None = None) -> int:
     compile_parser = commands.add_parser("compile", help="compile .cu files to objects")
     compile_parser.add_argument("sources", nargs="+", type=Path)
     compile_parser.add_argument("--out-dir", type=Path, default=None)
+    compile_parser.add_argument("--json", type=Path, default=None, help="write the results here")
     args = parser.parse_args(argv)
 
     if args.command == "fetch-headers":
         print(fetch_headers(args.dest))
         return 0
+    skipped, results = None, []
     try:
         toolchain = find_toolchain()
     except ToolchainMissing as missing:
+        skipped = str(missing)
         print(f"skipped: {missing}", file=sys.stderr)
-        return 0
-    out_dir = args.out_dir or Path(tempfile.mkdtemp(prefix="optpatch-nvcc-"))
-    failed = False
-    for source in args.sources:
-        result = compile_source(toolchain, source, out_dir / (source.stem + ".o"))
-        print(f"{'ok' if result.ok else 'FAILED'}  {source}  {result.seconds:.1f} s")
-        if not result.ok:
-            print(result.log, file=sys.stderr)
-            failed = True
-    return 1 if failed else 0
+    else:
+        out_dir = args.out_dir or Path(tempfile.mkdtemp(prefix="optpatch-nvcc-"))
+        for source in args.sources:
+            result = compile_source(toolchain, source, out_dir / (source.stem + ".o"))
+            print(f"{'ok' if result.ok else 'FAILED'}  {source}  {result.seconds:.1f} s")
+            if not result.ok:
+                print(result.log, file=sys.stderr)
+            results.append(result)
+    if args.json:
+        records = [{**dataclasses.asdict(result), "source": str(result.source)} for result in results]
+        args.json.write_text(json.dumps({"skipped": skipped, "results": records}, indent=2) + "\n")
+    return 0 if all(result.ok for result in results) else 1
 
 
 if __name__ == "__main__":
