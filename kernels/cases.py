@@ -63,12 +63,14 @@ class RandomSource:
 
 @dataclass(frozen=True)
 class Workload:
-    """One kernel at one size: a builder of fresh, poisoned arguments, and
-    which of those arguments the kernel writes."""
+    """One kernel at one size: a builder of fresh, poisoned arguments, the
+    data the kernel reads (which must hold no NaN: a copy kernel would pass
+    poison through unnoticed), and the tensors it writes."""
 
     kernel: str
     shape: str
     make_args: Callable[[torch.dtype, torch.device, RandomSource], tuple]
+    read: Callable[[tuple], list[torch.Tensor]]
     written: Callable[[tuple], list[torch.Tensor]]
 
 
@@ -110,6 +112,7 @@ def copy_blocks_workload(geometry: CacheGeometry, num_layers: int, num_pairs: in
         kernel="copy_blocks",
         shape=f"layers={num_layers} pairs={num_pairs}",
         make_args=make_args,
+        read=lambda args: [cache[args[2][:, 0]] for cache in (*args[0], *args[1])],
         written=lambda args: [*args[0], *args[1]],
     )
 
@@ -136,6 +139,7 @@ def swap_blocks_workload(geometry: CacheGeometry, direction: str, num_pairs: int
         kernel="swap_blocks",
         shape=f"{direction} pairs={num_pairs}",
         make_args=make_args,
+        read=lambda args: [args[0][args[2][:, 0].to(args[0].device)]],
         written=lambda args: [args[1]],
     )
 
@@ -162,6 +166,7 @@ def _scatter_workload(kernel: str, geometry: CacheGeometry, num_tokens: int, fla
         kernel=kernel,
         shape=f"tokens={num_tokens}",
         make_args=make_args,
+        read=lambda args: [args[0], args[1]],
         written=lambda args: [args[2], args[3]],
     )
 

@@ -112,6 +112,8 @@ def check_workload(
     try:
         with poisoned_allocations():
             args = workload.make_args(dtype, device, cases.RandomSource(SEED))
+            if any(tensor.isnan().any() for tensor in workload.read(args)):
+                return Check(**label, ok=False, detail="the inputs hold NaN: an allocation was read before it was written")
             expected = clone_args(args)
             oracle(*expected)
             kernel(*args)

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TextIO
 
 EXIT_OK = 0
 EXIT_VALIDATION_FAILED = 4
@@ -342,11 +342,11 @@ def _format_us(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
 
 
-def print_text(report: ValidationReport) -> None:
+def print_text(report: ValidationReport, file: TextIO | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(file=file, width=150 if file is not None else None)
     if report.environment:
         env = report.environment
         console.print(f"{env.get('device')}, torch {env.get('torch')}, CUDA {env.get('cuda')}, {env.get('date')}")
@@ -378,10 +378,10 @@ def print_text(report: ValidationReport) -> None:
     console.print(f"validate: {verdict} (exit {report.exit_code})", markup=False)
 
 
-def print_json(report: ValidationReport) -> None:
+def print_json(report: ValidationReport, file: TextIO | None = None) -> None:
     payload = dataclasses.asdict(report)
     payload["exit_code"] = report.exit_code
-    print(json.dumps(payload, indent=2))
+    print(json.dumps(payload, indent=2), file=file or sys.stdout)
 
 
 def run_validate(

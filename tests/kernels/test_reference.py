@@ -127,3 +127,18 @@ def test_the_check_reports_a_crash():
 
     check = harness.check_workload(raises, loops.swap_blocks, workload, torch.float32, torch.device("cpu"))
     assert not check.ok and "boom" in check.detail
+
+
+def test_the_check_catches_inputs_read_before_written(monkeypatch):
+    # What a wrong zeros -> empty rewrite of the input builder would cause.
+    def half_filled(shape, dtype, device, rng, pin_memory=False):
+        tensor = torch.empty(shape, dtype=dtype, device=device)
+        tensor[: shape[0] // 2].uniform_(-1.0, 1.0, generator=rng.on(device))
+        return tensor
+
+    monkeypatch.setattr(cases, "random_tensor", half_filled)
+    workload = cases.reshape_and_cache_flash_workload(cases.TINY_GEOMETRY, num_tokens=9)
+    check = harness.check_workload(
+        reference.reshape_and_cache_flash, loops.reshape_and_cache_flash, workload, torch.float32, torch.device("cpu")
+    )
+    assert not check.ok and "NaN" in check.detail
