@@ -346,7 +346,9 @@ def print_text(report: ValidationReport, file: TextIO | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=file, width=150 if file is not None else None)
+    # Off a terminal rich would wrap the table at 80 columns.
+    on_terminal = file is None and sys.stdout.isatty()
+    console = Console(file=file, width=None if on_terminal else 160)
     if report.environment:
         env = report.environment
         console.print(f"{env.get('device')}, torch {env.get('torch')}, CUDA {env.get('cuda')}, {env.get('date')}")
