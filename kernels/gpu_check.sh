@@ -11,8 +11,8 @@
 #                                    build/check/timing path before the rules
 #                                    exist; its report says so
 #
-# Writes validate.txt, validate.json, optpatch.diff, results-*.json and
-# logs.txt to $OUT (default ./gpu-check-out); builds stay in
+# Writes validate.txt, validate.json, optpatch.diff, checks-*.json,
+# timings.json and logs.txt to $OUT (default ./gpu-check-out); builds stay in
 # /tmp/optpatch-gpu-check. Exit status: that of validate (0 or 4).
 set -euo pipefail
 
@@ -94,7 +94,9 @@ kv.print_text(report)
 diff = workdir / "patched" / "optpatch.diff"
 if diff.exists():
     shutil.copy(diff, out / "optpatch.diff")
-for results in sorted(workdir.glob("results-*.json")):
+for results in [*sorted(workdir.glob("checks-*.json")), workdir / "timings.json"]:
+    if not results.exists():
+        continue
     shutil.copy(results, out / results.name)
 with (out / "logs.txt").open("w") as logs:
     for log in sorted(workdir.glob("*.log")):

@@ -1,15 +1,18 @@
-"""Build, check and time one copy of the kernels; `optpatch validate` runs
-it once in the original tree and once in the rewritten one.
+"""Build, check and time the kernels; `optpatch validate` drives it in the
+original and the rewritten tree.
 
     python -m kernels.harness build --name NAME --build-dir DIR
-    python -m kernels.harness run --name NAME --build-dir DIR --out FILE.json
+    python -m kernels.harness check --name NAME --build-dir DIR --out FILE.json
+    python -m kernels.harness time --variant LABEL NAME DIR KERNELS_DIR [--variant ...] --out FILE.json
     python -m kernels.harness check-reference --out FILE.json
 
-`run` needs a GPU: it checks every kernel bit for bit against
+`check` needs a GPU: it checks this tree's build bit for bit against
 kernels.reference over the sweep of kernels.cases (fp16, bf16, fp32, with
-NaN-poisoned outputs and poisoned fresh allocations), then times each
-kernel in fp16. `check-reference` needs none: it checks kernels.reference
-against the loops of kernels.loops on the CPU. Both write JSON.
+NaN-poisoned outputs and poisoned fresh allocations). `time` loads several
+builds into one process and times them in alternating rounds on the same
+inputs (fp16), so that the GPU's clock ramp favours none of them.
+`check-reference` needs no GPU: it checks kernels.reference against the
+loops of kernels.loops on the CPU. All write JSON.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import contextlib
 import dataclasses
 import datetime
+import functools
 import json
 import statistics
 import sys
@@ -30,12 +34,13 @@ import torch
 from . import cases, loops, reference
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-SOURCES = (PACKAGE_DIR / "csrc" / "cache_kernels.cu", PACKAGE_DIR / "csrc" / "bindings.cpp")
+SOURCES = ("cache_kernels.cu", "bindings.cpp")
 SEED = 20261126
 TIMING_DTYPE = torch.float16
 HOST_REPEATS = 200
 GPU_REPEATS = 200
 QUEUED_REPEATS = 20
+TIMING_ROUNDS = 10
 WARMUP_CALLS = 20
 QUEUED_GPU_MILLISECONDS = 5.0
 
@@ -51,6 +56,7 @@ class Check:
 
 @dataclasses.dataclass(frozen=True)
 class Timing:
+    variant: str
     kernel: str
     shape: str
     measure: str
@@ -135,19 +141,19 @@ def check_all(implementation, oracle_module, workloads, device: torch.device) ->
     ]
 
 
-def host_microseconds(call: Callable[[], None], repeats: int = HOST_REPEATS) -> float:
-    """Median time for a call to return to the host, starting from an idle GPU."""
+def host_samples(call: Callable[[], None], repeats: int) -> list[float]:
+    """Microseconds for a call to return to the host, each from an idle GPU."""
     samples = []
     for _ in range(repeats):
         torch.cuda.synchronize()
         started = time.perf_counter()
         call()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples) * 1e6
+        samples.append((time.perf_counter() - started) * 1e6)
+    return samples
 
 
-def gpu_microseconds(call: Callable[[], None], repeats: int = GPU_REPEATS) -> float:
-    """Median stream time from before to after one call (CUDA events)."""
+def gpu_samples(call: Callable[[], None], repeats: int) -> list[float]:
+    """Microseconds of stream time from before to after one call (CUDA events)."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     samples = []
     for _ in range(repeats):
@@ -156,8 +162,8 @@ def gpu_microseconds(call: Callable[[], None], repeats: int = GPU_REPEATS) -> fl
         call()
         end.record()
         end.synchronize()
-        samples.append(start.elapsed_time(end))
-    return statistics.median(samples) * 1e3
+        samples.append(start.elapsed_time(end) * 1e3)
+    return samples
 
 
 def sleep_cycles_for(milliseconds: float) -> int:
@@ -174,8 +180,8 @@ def sleep_cycles_for(milliseconds: float) -> int:
     return int(probe_cycles * milliseconds / start.elapsed_time(end))
 
 
-def queued_return_microseconds(call: Callable[[], None], sleep_cycles: int, repeats: int = QUEUED_REPEATS) -> float:
-    """Median time for a call to return while the stream still has work
+def queued_return_samples(call: Callable[[], None], repeats: int, sleep_cycles: int) -> list[float]:
+    """Microseconds for a call to return while the stream still has work
     queued: a call that waits for the device shows the queue's length."""
     samples = []
     for _ in range(repeats):
@@ -183,48 +189,64 @@ def queued_return_microseconds(call: Callable[[], None], sleep_cycles: int, repe
         torch.cuda._sleep(sleep_cycles)
         started = time.perf_counter()
         call()
-        samples.append(time.perf_counter() - started)
+        samples.append((time.perf_counter() - started) * 1e6)
     torch.cuda.synchronize()
-    return statistics.median(samples) * 1e6
+    return samples
 
 
-def time_workload(kernel: Callable, workload: cases.Workload, device: torch.device, sleep_cycles: int) -> list[Timing]:
+def interleaved_medians(
+    calls: dict[str, Callable[[], None]], sampler: Callable[[Callable[[], None], int], list[float]], repeats: int
+) -> dict[str, float]:
+    """Median per variant, sampled in TIMING_ROUNDS alternating rounds
+    (A B, B A, ...) so that clock ramps and drift hit every variant alike."""
+    samples: dict[str, list[float]] = {label: [] for label in calls}
+    labels = list(calls)
+    for round_index in range(TIMING_ROUNDS):
+        for label in labels if round_index % 2 == 0 else reversed(labels):
+            samples[label] += sampler(calls[label], max(1, repeats // TIMING_ROUNDS))
+    return {label: statistics.median(values) for label, values in samples.items()}
+
+
+def time_workload(variants: dict, workload: cases.Workload, device: torch.device, sleep_cycles: int) -> list[Timing]:
+    """Time every variant's kernel on the same arguments (the kernels are
+    idempotent on them: every call writes the same values)."""
     args = workload.make_args(TIMING_DTYPE, device, cases.RandomSource(SEED))
-
-    def call() -> None:
-        kernel(*args)
-
-    for _ in range(WARMUP_CALLS):
-        call()
-    timings = [
-        Timing(workload.kernel, workload.shape, "host us/call", host_microseconds(call)),
-        Timing(workload.kernel, workload.shape, "gpu us/call", gpu_microseconds(call)),
-    ]
+    calls = {label: functools.partial(getattr(module, workload.kernel), *args) for label, module in variants.items()}
+    for call in calls.values():
+        for _ in range(WARMUP_CALLS):
+            call()
+    measures = [("host us/call", host_samples, HOST_REPEATS), ("gpu us/call", gpu_samples, GPU_REPEATS)]
     if workload.kernel == "copy_blocks":
-        measure = f"us to return, {QUEUED_GPU_MILLISECONDS:g} ms queued"
-        timings.append(Timing(workload.kernel, workload.shape, measure,
-                              queued_return_microseconds(call, sleep_cycles)))
+        queued = functools.partial(queued_return_samples, sleep_cycles=sleep_cycles)
+        measures.append((f"us to return, {QUEUED_GPU_MILLISECONDS:g} ms queued", queued, QUEUED_REPEATS))
+    timings = []
+    for measure, sampler, repeats in measures:
+        for label, median in interleaved_medians(calls, sampler, repeats).items():
+            timings.append(Timing(label, workload.kernel, workload.shape, measure, median))
     return timings
 
 
-def time_all(implementation, workloads, device: torch.device) -> list[Timing]:
+def time_all(variants: dict, workloads, device: torch.device) -> list[Timing]:
     sleep_cycles = sleep_cycles_for(QUEUED_GPU_MILLISECONDS)
     timings = []
     for workload in workloads:
-        timings += time_workload(getattr(implementation, workload.kernel), workload, device, sleep_cycles)
+        timings += time_workload(variants, workload, device, sleep_cycles)
         torch.cuda.empty_cache()
     return timings
 
 
-def load_extension(name: str, build_dir: Path, verbose: bool = False):
-    """Build (or reuse) this tree's extension under its own name and folder,
+def load_extension(name: str, build_dir: Path, source_dir: Path = PACKAGE_DIR, verbose: bool = False):
+    """Build (or reuse) a tree's extension under its own name and folder,
     so that two trees' builds can be loaded side by side."""
     from torch.utils import cpp_extension
 
+    # Resolved paths keep the generated ninja file identical between the
+    # build and later loads, so that a load never recompiles.
+    build_dir, source_dir = build_dir.resolve(), source_dir.resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     return cpp_extension.load(
         name=name,
-        sources=[str(source) for source in SOURCES],
+        sources=[str(source_dir / "csrc" / source) for source in SOURCES],
         build_directory=str(build_dir),
         extra_cflags=["-O3"],
         extra_cuda_cflags=["-O3"],
@@ -260,33 +282,45 @@ def summarize(checks: list[Check]) -> int:
     return 1 if failed else 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m kernels.harness", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in ("build", "run"):
-        sub = commands.add_parser(command)
+    for command in ("build", "check"):
+        sub = commands.add_parser(command, help=f"{command} this tree's extension")
         sub.add_argument("--name", required=True, help="the extension's module name")
         sub.add_argument("--build-dir", required=True, type=Path)
         sub.add_argument("--verbose", action="store_true")
-        if command == "run":
+        if command == "check":
             sub.add_argument("--out", required=True, type=Path)
-    reference_parser = commands.add_parser("check-reference")
+    timing = commands.add_parser("time", help="time built extensions against each other")
+    timing.add_argument("--variant", nargs=4, action="append", required=True,
+                        metavar=("LABEL", "NAME", "BUILD_DIR", "KERNELS_DIR"),
+                        help="an extension built from KERNELS_DIR/csrc; repeat for each variant")
+    timing.add_argument("--out", required=True, type=Path)
+    reference_parser = commands.add_parser("check-reference", help="reference vs loops on the CPU")
     reference_parser.add_argument("--out", required=True, type=Path)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
     if args.command == "check-reference":
         checks = check_all(reference, loops, cases.cpu_reference_sweep(), torch.device("cpu"))
         write_results(args.out, checks, [])
         return summarize(checks)
-
+    if args.command == "time":
+        variants = {
+            label: load_extension(name, Path(build_dir), Path(kernels_dir))
+            for label, name, build_dir, kernels_dir in args.variant
+        }
+        timings = time_all(variants, cases.gpu_sweep(), torch.device("cuda"))
+        write_results(args.out, [], timings)
+        return 0
     extension = load_extension(args.name, args.build_dir, verbose=args.verbose)
     if args.command == "build":
         return 0
-    device = torch.device("cuda")
-    workloads = cases.gpu_sweep()
-    checks = check_all(extension, reference, workloads, device)
-    timings = time_all(extension, workloads, device)
-    write_results(args.out, checks, timings)
+    checks = check_all(extension, reference, cases.gpu_sweep(), torch.device("cuda"))
+    write_results(args.out, checks, [])
     return summarize(checks)
 
 

@@ -8,14 +8,14 @@ bundled KV-cache kernels.
    would prove nothing.
 4. With a GPU: build both trees as torch extensions (in parallel, distinct
    names and build folders), check each bit for bit against the PyTorch
-   reference over the size sweep with poisoned outputs, time both, and
-   compare. Without one: compile both trees' CUDA sources with nvcc where
+   reference over the size sweep with poisoned outputs, then time both in
+   one process in alternating rounds on the same inputs, and compare. Without one: compile both trees' CUDA sources with nvcc where
    the headers exist, check the reference against plain loops on the CPU
    in both trees, and list what was skipped.
 
-Each tree runs in its own process (`python -m kernels.harness` with the
-tree as working folder), so each imports its own copy of the Python code
-and a crash in one build cannot take the other down.
+Builds and checks run in each tree's own process (`python -m
+kernels.harness` with the tree as working folder), so each imports its own
+copy of the Python code and a crash in one cannot take the other down.
 
 Exit status: 0 when everything that ran passed, 4 when the rewrite failed
 or changed no host code, a build failed, or any check failed. Timings are
@@ -139,9 +139,13 @@ def log_tail(path: Path) -> str:
     return path.read_text(errors="replace")[-LOG_TAIL_CHARS:] if path.exists() else ""
 
 
-def run_in_tree(tree: Path, module: str, arguments: list[str], log_path: Path) -> int:
+def run_in_tree(tree: Path, module: str, arguments: list[str], log_path: Path, result_file: Path | None = None) -> int:
     """Run `python -m module` with the tree as working folder, so that
-    `kernels` resolves to that tree's copy; output goes to log_path."""
+    `kernels` resolves to that tree's copy; output goes to log_path. A
+    result_file left by an earlier run in a kept workdir is removed first,
+    so that a crash cannot pass off old results as new."""
+    if result_file is not None:
+        result_file.unlink(missing_ok=True)
     with log_path.open("w") as log:
         completed = subprocess.run(
             [sys.executable, "-m", module, *arguments],
@@ -171,7 +175,7 @@ def compile_with_nvcc(trees: dict[str, Path], workdir: Path, report: ValidationR
         result_file = workdir / f"nvcc-{version}.json"
         arguments = ["compile", *sources, "--out-dir", str(workdir / f"nvcc-{version}"), "--json", str(result_file)]
         log_path = workdir / f"nvcc-{version}.log"
-        run_in_tree(tree, "kernels.build_check", arguments, log_path)
+        run_in_tree(tree, "kernels.build_check", arguments, log_path, result_file)
         if not result_file.exists():
             return {"skipped": None, "results": [], "crash": log_tail(log_path)}
         return json.loads(result_file.read_text())
@@ -196,7 +200,7 @@ def check_reference_on_cpu(trees: dict[str, Path], workdir: Path, report: Valida
     def check_tree(version: str, tree: Path) -> dict | None:
         result_file = workdir / f"reference-{version}.json"
         log_path = workdir / f"reference-{version}.log"
-        run_in_tree(tree, "kernels.harness", ["check-reference", "--out", str(result_file)], log_path)
+        run_in_tree(tree, "kernels.harness", ["check-reference", "--out", str(result_file)], log_path, result_file)
         if not result_file.exists():
             report.failures.append(f"{version}: the reference check crashed:\n{log_tail(log_path)}")
             return None
@@ -225,57 +229,78 @@ def validate_without_gpu(trees: dict[str, Path], workdir: Path, report: Validati
 # --- with a GPU ---------------------------------------------------------
 
 
-def build_and_run_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> dict[str, dict]:
-    """Build both extensions at once, then run each tree's checks and
-    timings one after the other (timings must not share the GPU)."""
-    progress("building both extensions (a few minutes)")
+def extension_name(version: str) -> str:
+    return f"optpatch_kernels_{version}"
+
+
+def build_both(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> bool:
+    progress("building both extensions at once (about a minute)")
 
     def build(version: str, tree: Path) -> int:
-        arguments = ["build", "--name", f"optpatch_kernels_{version}", "--build-dir", str(workdir / f"build-{version}")]
+        arguments = ["build", "--name", extension_name(version), "--build-dir", str(workdir / f"build-{version}")]
         return run_in_tree(tree, "kernels.harness", arguments, workdir / f"build-{version}.log")
 
-    built = run_in_both_trees(trees, build)
+    exit_codes = run_in_both_trees(trees, build)
+    for version, exit_code in exit_codes.items():
+        if exit_code != 0:
+            report.failures.append(f"{version}: the extension build failed:\n{log_tail(workdir / f'build-{version}.log')}")
+    return all(exit_code == 0 for exit_code in exit_codes.values())
+
+
+def check_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> dict[str, dict]:
+    """Each tree's build against the reference, in that tree's own process
+    (its own Python code, as rewritten)."""
     results = {}
     for version, tree in trees.items():
-        log_path = workdir / f"build-{version}.log"
-        if built[version] != 0:
-            report.failures.append(f"{version}: the extension build failed:\n{log_tail(log_path)}")
-            continue
-        progress(f"checking and timing the {version} build")
-        result_file = workdir / f"results-{version}.json"
-        log_path = workdir / f"run-{version}.log"
-        arguments = ["run", "--name", f"optpatch_kernels_{version}",
-                     "--build-dir", str(workdir / f"build-{version}"), "--out", str(result_file)]
-        run_in_tree(tree, "kernels.harness", arguments, log_path)
+        progress(f"checking the {version} build bit for bit")
+        result_file, log_path = workdir / f"checks-{version}.json", workdir / f"checks-{version}.log"
+        arguments = ["check", "--name", extension_name(version), "--build-dir", str(workdir / f"build-{version}"),
+                     "--out", str(result_file)]
+        run_in_tree(tree, "kernels.harness", arguments, log_path, result_file)
         if not result_file.exists():
-            report.failures.append(f"{version}: the harness crashed:\n{log_tail(log_path)}")
+            report.failures.append(f"{version}: the checks crashed:\n{log_tail(log_path)}")
             continue
         results[version] = json.loads(result_file.read_text())
     return results
 
 
-def compare_versions(results: dict[str, dict], report: ValidationReport) -> None:
+def time_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> dict | None:
+    """Both builds in one process, timed in alternating rounds."""
+    progress("timing both builds in alternating rounds")
+    result_file, log_path = workdir / "timings.json", workdir / "timings.log"
+    arguments = ["time", "--out", str(result_file)]
+    for version, tree in trees.items():
+        arguments += ["--variant", version, extension_name(version), str(workdir / f"build-{version}"),
+                      str(tree / "kernels")]
+    run_in_tree(trees["original"], "kernels.harness", arguments, log_path, result_file)
+    if not result_file.exists():
+        report.failures.append(f"the timing run crashed:\n{log_tail(log_path)}")
+        return None
+    return json.loads(result_file.read_text())
+
+
+def compare_versions(checks: dict[str, dict], timings: list[dict], report: ValidationReport) -> None:
     """One row per (kernel, shape, measure); a shape is correct when every
     dtype passed in both versions."""
     correct_shapes: dict[tuple[str, str], bool] = {}
-    timings: dict[tuple[str, str, str], dict[str, float]] = {}
-    for version, result in results.items():
+    for version, result in checks.items():
         for check in result["checks"]:
             key = (check["kernel"], check["shape"])
             correct_shapes[key] = correct_shapes.get(key, True) and check["ok"]
             if not check["ok"]:
                 report.failures.append(
                     f"{version}: {check['kernel']} {check['shape']} {check['dtype']}: {check['detail']}")
-        for timing in result["timings"]:
-            key = (timing["kernel"], timing["shape"], timing["measure"])
-            timings.setdefault(key, {})[version] = timing["microseconds"]
-    both_ran = len(results) == len(VERSIONS)
-    for (kernel, shape, measure), by_version in timings.items():
+        report.passed.append(f"{version}: {len(result['checks'])} bit-exact checks ran")
+    by_measure: dict[tuple[str, str, str], dict[str, float]] = {}
+    for timing in timings:
+        key = (timing["kernel"], timing["shape"], timing["measure"])
+        by_measure.setdefault(key, {})[timing["variant"]] = timing["microseconds"]
+    both_checked = len(checks) == len(VERSIONS)
+    for (kernel, shape, measure), by_version in by_measure.items():
         original, patched = by_version.get("original"), by_version.get("patched")
         speedup = original / patched if original and patched else None
-        correct = both_ran and correct_shapes.get((kernel, shape), False)
+        correct = both_checked and correct_shapes.get((kernel, shape), False)
         report.rows.append(ComparisonRow(kernel, shape, measure, original, patched, speedup, correct))
-    report.passed += [f"{version}: {len(r['checks'])} bit-exact checks ran" for version, r in results.items()]
 
 
 def evaluate_targets(report: ValidationReport) -> None:
@@ -294,11 +319,14 @@ def evaluate_targets(report: ValidationReport) -> None:
 
 
 def validate_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> None:
-    results = build_and_run_on_gpu(trees, workdir, report)
-    if results:
-        report.environment.update(next(iter(results.values()))["environment"])
+    if not build_both(trees, workdir, report):
+        return
+    checks = check_on_gpu(trees, workdir, report)
+    timings = time_on_gpu(trees, workdir, report)
+    if timings is not None:
+        report.environment.update(timings["environment"])
         report.environment.pop("tree", None)
-    compare_versions(results, report)
+    compare_versions(checks, timings["timings"] if timings else [], report)
     evaluate_targets(report)
 
 

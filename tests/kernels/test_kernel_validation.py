@@ -108,28 +108,85 @@ def test_unknown_format_is_a_usage_error():
         kv.run_validate("sarif")
 
 
-def test_gpu_results_become_rows_with_speedups_and_targets():
-    def result(host_us, queued_us, ok=True):
-        return {
-            "checks": [{"kernel": "copy_blocks", "shape": kv.TARGET_SHAPE, "dtype": "float16", "ok": ok, "detail": ""}],
-            "timings": [
-                {"kernel": "copy_blocks", "shape": kv.TARGET_SHAPE, "measure": "host us/call", "microseconds": host_us},
-                {"kernel": "copy_blocks", "shape": kv.TARGET_SHAPE, "measure": "us to return, 5 ms queued",
-                 "microseconds": queued_us},
-            ],
-        }
+def _checks(ok=True):
+    return {"checks": [{"kernel": "copy_blocks", "shape": kv.TARGET_SHAPE, "dtype": "float16", "ok": ok, "detail": "x"}]}
 
+
+def _timings(original_host, patched_host, original_queued, patched_queued):
+    rows = []
+    for variant, host, queued in (("original", original_host, original_queued), ("patched", patched_host, patched_queued)):
+        rows += [
+            {"variant": variant, "kernel": "copy_blocks", "shape": kv.TARGET_SHAPE, "measure": "host us/call",
+             "microseconds": host},
+            {"variant": variant, "kernel": "copy_blocks", "shape": kv.TARGET_SHAPE,
+             "measure": "us to return, 5 ms queued", "microseconds": queued},
+        ]
+    return rows
+
+
+def test_gpu_results_become_rows_with_speedups_and_targets():
     report = kv.ValidationReport()
-    kv.compare_versions({"original": result(40.0, 5400.0), "patched": result(20.0, 30.0)}, report)
+    kv.compare_versions({"original": _checks(), "patched": _checks()}, _timings(40.0, 20.0, 5400.0, 30.0), report)
     kv.evaluate_targets(report)
     host_row = report.rows[0]
     assert (host_row.original_us, host_row.patched_us, host_row.speedup, host_row.correct) == (40.0, 20.0, 2.0, True)
     assert [target["met"] for target in report.targets] == [True, True]
     assert report.exit_code == 0
 
-    failing = kv.ValidationReport()
-    kv.compare_versions({"original": result(40.0, 5400.0), "patched": result(35.0, 5300.0, ok=False)}, failing)
-    kv.evaluate_targets(failing)
-    assert not failing.rows[0].correct and failing.exit_code == kv.EXIT_VALIDATION_FAILED
-    assert [target["met"] for target in failing.targets] == [False, False]
 
+def test_a_wrong_patched_result_fails_and_misses_the_targets():
+    report = kv.ValidationReport()
+    kv.compare_versions({"original": _checks(), "patched": _checks(ok=False)}, _timings(40.0, 35.0, 5400.0, 5300.0), report)
+    kv.evaluate_targets(report)
+    assert not report.rows[0].correct and report.exit_code == kv.EXIT_VALIDATION_FAILED
+    assert report.failures == [f"patched: copy_blocks {kv.TARGET_SHAPE} float16: x"]
+    assert [target["met"] for target in report.targets] == [False, False]
+
+
+class FakeHarness:
+    """Stands in for `python -m kernels.harness` in each tree: records the
+    calls and writes what the real one would."""
+
+    def __init__(self, failing_build=None):
+        self.calls = []
+        self.failing_build = failing_build
+
+    def __call__(self, tree, module, arguments, log_path, result_file=None):
+        self.calls.append((tree.name, arguments[0]))
+        log_path.write_text("log of " + " ".join(arguments))
+        command = arguments[0]
+        if command == "build":
+            return 1 if self.failing_build and tree.name == self.failing_build else 0
+        out = Path(arguments[arguments.index("--out") + 1])
+        if command == "check":
+            out.write_text(json.dumps(_checks()))
+        elif command == "time":
+            variants = [arguments[i + 1] for i, a in enumerate(arguments) if a == "--variant"]
+            assert variants == ["original", "patched"]
+            out.write_text(json.dumps({"environment": {"device": "Fake GPU", "tree": "x"},
+                                       "timings": _timings(40.0, 20.0, 5400.0, 30.0)}))
+        return 0
+
+
+def test_the_gpu_flow_builds_checks_each_tree_then_times_both_together(monkeypatch, capsys):
+    harness = FakeHarness()
+    monkeypatch.setattr(kv, "run_in_tree", harness)
+    code = kv.run_validate("json", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=True)
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report["failures"]
+    assert sorted(harness.calls[:2]) == [("original", "build"), ("patched", "build")]
+    assert harness.calls[2:] == [("original", "check"), ("patched", "check"), ("original", "time")]
+    assert report["environment"] == {"device": "Fake GPU"}
+    assert len(report["rows"]) == 2 and all(row["correct"] for row in report["rows"])
+    assert all(target["met"] for target in report["targets"])
+
+
+def test_a_failed_build_stops_the_gpu_flow(monkeypatch, capsys):
+    harness = FakeHarness(failing_build="patched")
+    monkeypatch.setattr(kv, "run_in_tree", harness)
+    code = kv.run_validate("json", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=True)
+    report = json.loads(capsys.readouterr().out)
+    assert code == kv.EXIT_VALIDATION_FAILED
+    assert len(report["failures"]) == 1
+    assert report["failures"][0].startswith("patched: the extension build failed:\nlog of build")
+    assert [command for _, command in harness.calls] == ["build", "build"]
