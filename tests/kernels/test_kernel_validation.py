@@ -2,6 +2,8 @@
 runs, what it skips, and when it exits 4."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,21 @@ def test_a_failed_build_stops_the_gpu_flow(monkeypatch, capsys):
     assert len(report["failures"]) == 1
     assert report["failures"][0].startswith("patched: the extension build failed:\nlog of build")
     assert [command for _, command in harness.calls] == ["build", "build"]
+
+
+def _optpatch_rules_available() -> bool:
+    completed = subprocess.run([sys.executable, "-m", "optpatch", "rules"], capture_output=True, text=True, check=False)
+    return completed.returncode == 0 and all(code in completed.stdout for code in kv.RULES_UNDER_TEST.split(","))
+
+
+@pytest.mark.skipif(not _optpatch_rules_available(), reason="optpatch's CLI with OPT101, OPT201 and OPT202 is not available")
+def test_optpatch_rewrites_the_bundle_and_both_versions_hold(tmp_path, capsys):
+    # The real thing, as CI can run it: optpatch's own rules on the bundle,
+    # nvcc on both versions where the headers are present.
+    code = kv.run_validate("json", workdir=tmp_path, kernels_dir=KERNELS_DIR, gpu=False)
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report["failures"]
+    assert report["changed_files"] == ["kernels/cases.py", "kernels/csrc/cache_kernels.cu"]
+    patched = (tmp_path / "patched" / "kernels" / "csrc" / "cache_kernels.cu").read_text()
+    assert "int64_t key_cache_ptrs[num_layers];" not in patched and ".to(cache_device)" not in patched
+    assert "cudaMemcpyAsync" in patched and "std::vector<int64_t>" in patched
