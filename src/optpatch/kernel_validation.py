@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import importlib.util
 import json
 import os
 import shutil
@@ -129,7 +130,13 @@ def changed_files(original: Path, patched: Path) -> list[str]:
     return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
 
 
+def torch_installed() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
 def gpu_available() -> bool:
+    if not torch_installed():
+        return False
     import torch
 
     return torch.cuda.is_available()
@@ -341,6 +348,9 @@ def validate(
     nvcc: bool,
 ) -> ValidationReport:
     report = ValidationReport()
+    if not torch_installed():
+        report.failures.append("torch is not installed: `pip install 'optpatch[validate]'` (or a CUDA build of torch)")
+        return report
     if not (kernels_dir / "csrc").is_dir():
         report.failures.append(f"{kernels_dir}: no bundled kernels here (set {KERNELS_DIR_ENV} to the kernels/ folder)")
         return report

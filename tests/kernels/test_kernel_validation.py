@@ -210,3 +210,10 @@ def test_optpatch_rewrites_the_bundle_and_both_versions_hold(tmp_path, capsys):
     patched = (tmp_path / "patched" / "kernels" / "csrc" / "cache_kernels.cu").read_text()
     assert "int64_t key_cache_ptrs[num_layers];" not in patched and ".to(cache_device)" not in patched
     assert "cudaMemcpyAsync" in patched and "std::vector<int64_t>" in patched
+
+
+def test_without_torch_it_says_how_to_get_it(monkeypatch, capsys):
+    monkeypatch.setattr(kv, "torch_installed", lambda: False)
+    code = kv.run_validate("json", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=False)
+    assert code == kv.EXIT_VALIDATION_FAILED
+    assert "optpatch[validate]" in json.loads(capsys.readouterr().out)["failures"][0]
