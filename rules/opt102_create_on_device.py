@@ -134,13 +134,34 @@ class CreateOnDevice(Rule):
     comes from a factory without `device=` (`torch.set_default_device` is not
     tracked); that only affects whether the rewrite saves anything.
 
-    Found on DeepSpeed and apex: `get_accelerator().device_name()` and
-    `get_accelerator().current_device_name()` are DeepSpeed's usual device
-    spellings and cannot be proven from one file, so those sites are
-    `validate`; `.to(int)` / `.to(bool)` are dtype conversions (Python
-    scalar types), never devices. A rewrite that enables an OPT101 fix in the
-    two-statement form (`t = torch.zeros(n)`; `t = t.to(d)`; `t.copy_(x)`)
-    is seen by OPT101 only on the next run.
+    Found on DeepSpeed and apex (34 and 38 rewrites, all read by hand):
+    - `get_accelerator().device_name()` and `.current_device_name()`,
+      DeepSpeed's usual device spellings, cannot be proven from one file:
+      those sites are `validate`. `.to(int)` / `.to(bool)` are dtype
+      conversions (Python scalar types), never devices; `.to(dtype)` with a
+      parameter named `dtype` is read as a dtype.
+    - A file that gets `torch` only through a star import
+      (`deepspeed/runtime/zero/stage3.py`) has no resolvable factories: a
+      false negative, never a wrong rewrite.
+    - `torch.randn(...).half().cuda()` is not rewritten: the move's receiver
+      is a conversion, and `randn(..., dtype=torch.half)` draws different
+      numbers. Legacy constructors (`torch.LongTensor(...)`,
+      `torch.Tensor([...])`) and `nn.Module`s are not factories and are not
+      reported.
+    - `device, dims = x.device, x.size(1)` is followed element by element;
+      other unpacking (`device, dims = f()`) is not.
+    - In the two-statement form, an exception raised between the two
+      statements and caught in the same function would find `t` already on
+      the device; statements with calls in between keep the site.
+    - A rewrite that enables an OPT101 fix in the two-statement form
+      (`t = torch.zeros(n)`; `t = t.to(d)`; `t.copy_(x)`) is seen by OPT101
+      only on the next run; the chained form (`torch.zeros(n).cuda()`) gets
+      both fixes at once.
+    - RULES.md allows a merged dtype for "a float factory to a wider type";
+      that is not exact (`torch.full(s, 0.1).to(d, torch.float64)` holds
+      float32's 0.1, `dtype=torch.float64` holds float64's), so only 0/1
+      factories (any dtype) and integer factories (to an equal or wider
+      integer) merge.
 
     ## Measured impact
     `torch.arange(1e6).cuda()` -> `torch.arange(1e6, device='cuda')`:
@@ -241,8 +262,8 @@ class CreateOnDevice(Rule):
             return None
         site = Site(inner, move_call, callee, parse_move(module, move_call))
         if factory is None and callee != "torch.from_numpy":
-            if site.move.blocker is not None:
-                return None  # a dtype or layout conversion of some other tensor: not this rule's business
+            if site.move.blocker is not None or not _is_function(callee):
+                return None  # a conversion of some other tensor, or a module or legacy class: not this rule's business
             return self._keep(module, site, f"`{callee}` is not a factory: it has no `device=` to create its result on the device")
         return self._judge(module, site)
 
@@ -581,6 +602,11 @@ def _preview(text: str, start: int, end: int, edits: list[Edit]) -> str:
 
 
 # -- small structural questions -------------------------------------------------------------------------
+
+
+def _is_function(qualified: str) -> bool:
+    """`torch.cat`, not `torch.nn.Linear` or `torch.LongTensor` (classes are capitalised)."""
+    return qualified.rsplit(".", 1)[-1][:1].islower()
 
 
 def _is_method(call: cst.Call, name: str) -> bool:

@@ -44,6 +44,8 @@ from optpatch.torch_api import (
 MAX_DEPTH = 4
 # Names that say "a device" without proving it: device, dev, target_device, device_name, devices[i].
 _DEVICE_LIKE = re.compile(r"(^|_)(device|dev|devices|device_name)$", re.IGNORECASE)
+# Names that say "a dtype": dtype, compute_dtype, torch_dtype.
+_DTYPE_LIKE = re.compile(r"(^|_)dtype$", re.IGNORECASE)
 # Names that say "a device index": rank, local_rank, gpu, gpu_id, device_id, cuda_index.
 _INDEX_LIKE = re.compile(r"(^|_)(rank|gpu|gpu_id|gpu_index|device_id|device_index|cuda_id|cuda_index)$", re.IGNORECASE)
 _INTEGER_METHODS = frozenset({"numel", "nelement", "dim", "ndimension", "get_device", "element_size"})
@@ -101,6 +103,8 @@ def factory_name(module: PythonModule, call: cst.Call) -> str | None:
 
 def torch_callee(module: PythonModule, call: cst.Call) -> str | None:
     """The qualified name of a `torch.*` function that `call` calls, else None."""
+    if dotted_name(call.func) is None:
+        return None  # `torch.cat(...).flatten()` is a method of a result, not a torch function
     names = module.qualified_names(call.func)
     if len(names) == 1:
         (name,) = names
@@ -139,7 +143,7 @@ def classify(module: PythonModule, node: cst.BaseExpression, depth: int = 0) -> 
         if qualified is not None:
             return qualified
     if isinstance(node, cst.Attribute):
-        return _attribute(node)
+        return _attribute(node, module.text(node))
     if isinstance(node, cst.Name):
         return _name(module, node, depth)
     if isinstance(node, cst.Call):
@@ -214,22 +218,23 @@ def _is_builtin(module: PythonModule, node: cst.CSTNode) -> bool:
     return bool(bindings) and all(isinstance(b, BuiltinAssignment) for b in bindings)
 
 
-def _attribute(node: cst.Attribute) -> Value:
+def _attribute(node: cst.Attribute, spelled: str) -> Value:
     attribute = node.attr.value
-    owner = dotted_name(node.value) or "an expression"
     if attribute == "device":
-        return Value(Kind.DEVICE, f"`{owner}.device`")
+        return Value(Kind.DEVICE, f"`{spelled}`")
     if attribute == "dtype":
-        return Value(Kind.DTYPE, f"`{owner}.dtype`")
-    if attribute in ("ndim",):
-        return Value(Kind.INTEGER, f"`{owner}.{attribute}`")
-    return _by_name(attribute, f"`{owner}.{attribute}`")
+        return Value(Kind.DTYPE, f"`{spelled}`")
+    if attribute == "ndim":
+        return Value(Kind.INTEGER, f"`{spelled}`")
+    return _by_name(attribute, f"`{spelled}`")
 
 
 def _by_name(name: str, spelled: str) -> Value:
     """What a name suggests, unproven: `device` -> a device, `local_rank` -> an index."""
     if _DEVICE_LIKE.search(name):
         return Value(Kind.DEVICE, f"{spelled} is named like a device, but nothing here binds it to one", proven=False)
+    if _DTYPE_LIKE.search(name):
+        return Value(Kind.DTYPE, f"{spelled} is named like a dtype", proven=False)
     if _INDEX_LIKE.search(name):
         return Value(Kind.INTEGER, f"{spelled} is named like a device index, but nothing here binds it to an integer",
                      proven=False)
@@ -265,16 +270,21 @@ def _binding(module: PythonModule, name: str, binding, depth: int) -> Value:
         return _parameter(module, node)
     if isinstance(node, cst.Name):
         value = _assigned_value(module, node)
-        if value is not None:
-            found = classify(module, value, depth + 1)
+        found = classify(module, value, depth + 1) if value is not None else UNKNOWN
+        if found.kind is not Kind.UNKNOWN:
             line = module.start(node)[0]
             return Value(found.kind, f"`{name}` = {found.evidence} (L{line})", found.proven, found.dtype, found.device_type)
     return _by_name(name, f"`{name}`")
 
 
 def _assigned_value(module: PythonModule, target: cst.Name) -> cst.BaseExpression | None:
-    """The right-hand side of `target = value` / `target: T = value` / `(target := value)`; None otherwise."""
+    """The right-hand side of `target = value` / `target: T = value` / `(target := value)`; None otherwise.
+
+    `a, b = x, y` gives each name its own element.
+    """
     parent = module.parent(target)
+    if isinstance(parent, cst.Element):
+        return _unpacked_value(module, parent)
     if isinstance(parent, cst.AssignTarget):
         statement = module.parent(parent)
         if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
@@ -284,6 +294,21 @@ def _assigned_value(module: PythonModule, target: cst.Name) -> cst.BaseExpressio
     if isinstance(parent, cst.NamedExpr) and parent.target is target:
         return parent.value
     return None
+
+
+def _unpacked_value(module: PythonModule, element: cst.Element) -> cst.BaseExpression | None:
+    targets = module.parent(element)
+    assign_target = module.parent(targets) if targets is not None else None
+    statement = module.parent(assign_target) if assign_target is not None else None
+    if not (isinstance(targets, (cst.Tuple, cst.List)) and isinstance(assign_target, cst.AssignTarget)
+            and isinstance(statement, cst.Assign) and len(statement.targets) == 1
+            and isinstance(statement.value, (cst.Tuple, cst.List))):
+        return None
+    values = statement.value.elements
+    if len(values) != len(targets.elements) or any(isinstance(e, cst.StarredElement) for e in (*values, *targets.elements)):
+        return None
+    index = next(i for i, e in enumerate(targets.elements) if e is element)
+    return values[index].value
 
 
 def _parameter(module: PythonModule, param: cst.Param) -> Value:
@@ -382,12 +407,10 @@ def _subscript(module: PythonModule, node: cst.Subscript, depth: int) -> Value:
             return Value(Kind.INTEGER, f"`{module.text(node)}`")
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "size" and not value.args:
             return Value(Kind.INTEGER, f"`{module.text(node)}`")
-    spelled = dotted_name(value)
-    if spelled:
-        found = _by_name(spelled.rsplit(".", 1)[-1], f"`{module.text(node)}`")
-        if found.kind is Kind.DEVICE:
-            return found
-    return UNKNOWN
+    key = string_value(node.slice[0].slice.value) if isinstance(node.slice[0].slice, cst.Index) else None
+    spelled = key or (dotted_name(value) or "").rsplit(".", 1)[-1]
+    found = _by_name(spelled, f"`{module.text(node)}`")
+    return found if found.kind is Kind.DEVICE else UNKNOWN
 
 
 # -- where a tensor lives -----------------------------------------------------------------------------
