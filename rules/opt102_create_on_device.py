@@ -22,13 +22,14 @@ from optpatch.torch_values import Kind, Move, Value, classify, factory_name, mov
 
 DEVICE_BASIS = (
     "generates the values on the device instead of on the host plus a blocking copy: `arange(1e6).cuda()` -> "
-    "`device='cuda'` measured 846-1336 us -> 11-12 us (70-115x) on an H100 (RULES.md); 1253 -> 15 us, and "
-    "`zeros(1e6)` 749 -> 15 us, `zeros(16)` 21 -> 16 us on an H200 (torch 2.11); the host form also waits for "
-    "all queued GPU work"
+    "`device='cuda'` measured 846-1336 us -> 11-12 us (70-115x) on an H100 (RULES.md), 780 -> 11 us and "
+    "`zeros(1e6)` 433 -> 11 us (docs/benchmarks.md, H100); the host form also waits for all queued GPU work "
+    "(5864 -> 76 us with 5 ms queued)"
 )
 DATA_BASIS = (
-    "`torch.tensor(list_of_1024).cuda()` -> `device='cuda'` measured no gain on an H100 (RULES.md): the data "
-    "starts in host memory and crosses either way, and both forms wait for queued GPU work"
+    "`torch.tensor(list_of_1024).cuda()` -> `device='cuda'` measured no gain (5041 vs 5041 us with 5 ms of GPU "
+    "work queued, H100, docs/benchmarks.md): the data starts in host memory and both forms wait; "
+    "`pin_memory=True` + `non_blocking=True` measured 5035 -> 292 us (17x)"
 )
 FROM_NUMPY_BASIS = (
     "the array's data crosses from host memory either way: `from_numpy(a).cuda()` 415 us vs "
@@ -165,12 +166,17 @@ class CreateOnDevice(Rule):
 
     ## Measured impact
     `torch.arange(1e6).cuda()` -> `torch.arange(1e6, device='cuda')`:
-    846-1336 us -> 11-12 us (70-115x) on an H100 (RULES.md); on an H200 with
-    torch 2.11: 1253 -> 15 us, `zeros(1e6)` 749 -> 15 us, `linspace(0, 1,
-    1e6)` 778 -> 16 us, `zeros(16)` 21 -> 16 us. `torch.tensor(list).cuda()`:
-    no gain from `device=` (H100). `from_numpy(a).cuda()` 415 us vs
-    `as_tensor(a, device='cuda')` 399 us for 1e6 floats (H200). One-time
-    creation (module level, `__init__`, set-up) is reported as low value.
+    846-1336 us -> 11-12 us (70-115x) on an H100 (RULES.md); 780 -> 11 us,
+    and `zeros(1e6)` 433 -> 11 us, on an H100 in docs/benchmarks.md, where
+    with 5 ms of GPU work queued the host form took 5864 us and `device=` 76
+    us. On an H200 with torch 2.11: `arange(1e6)` 1253 -> 15 us, `zeros(1e6)`
+    749 -> 15 us, `linspace(0, 1, 1e6)` 778 -> 16 us, `zeros(16)` 21 -> 16
+    us. `torch.tensor(list_of_1024).cuda()`: no gain from `device=` (5041 vs
+    5041 us with 5 ms queued), 5035 -> 292 us with `pin_memory=True` and
+    `non_blocking=True` (H100, docs/benchmarks.md). `from_numpy(a).cuda()`
+    415 us vs `as_tensor(a, device='cuda')` 399 us for 1e6 floats (H200).
+    One-time creation (module level, `__init__`, set-up) is reported as low
+    value.
 
     ## References
     - https://pytorch.org/docs/stable/tensor_attributes.html#torch.device
@@ -351,7 +357,7 @@ class CreateOnDevice(Rule):
         reason = (
             f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured). To stop the copy "
             "from waiting for queued GPU work, create it with `pin_memory=True` and move it with "
-            "`.to(device, non_blocking=True)`"
+            "`.to(device, non_blocking=True)` (measured 17x with 5 ms of GPU work queued)"
         )
         return Finding(
             self.code, self.name, module.source.rel, line, col, Verdict.ADVICE, reason, module.context(site.factory),
