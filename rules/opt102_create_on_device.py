@@ -478,12 +478,12 @@ def _dtype_merge(module: PythonModule, site: Site):
         return None
     dtype_text = module.text(move.dtype)
     value = move.dtype_value
-    if value is None or value.kind is not Kind.DTYPE or value.dtype is None:
-        return f"`.to(..., {dtype_text})`: the dtype is not known exactly ({value.evidence if value else 'unknown'})"
     if keyword_arg(site.factory, "dtype") is not None:
         return f"the factory has `dtype=` and the move converts to `{dtype_text}`: two conversions, kept"
-    if site.callee in ZERO_ONE_FACTORIES:
-        return Tier.SAFE, f"every value of `{site.callee}` is 0 or 1 (or unset), exact in `{value.dtype}`"
+    if site.callee in ZERO_ONE_FACTORIES and value is not None and value.kind is Kind.DTYPE:
+        return Tier.SAFE, f"every value of `{site.callee}` is 0 or 1 (or unset), exact in any dtype ({value.evidence})"
+    if value is None or value.kind is not Kind.DTYPE or value.dtype is None:
+        return f"`.to(..., {dtype_text})`: the dtype is not known exactly ({value.evidence if value else 'unknown'})"
     source = _integer_source_dtype(module, site)
     if source is not None and exact_in(source, value.dtype):
         return Tier.SAFE, f"`{site.callee}` makes {source} values here, exact in `{value.dtype}`"
