@@ -180,8 +180,8 @@ def main() -> None:
 @click.argument("repo", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("-o", "--output", default="model_patch.diff", show_default=True, help="Where to write the patch; `-` for stdout.")
 @click.option("--write", "write_in_place", is_flag=True, help="Also apply the fixes to REPO in place (atomically).")
-@common_options
 @scope_options
+@common_options
 def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     """Analyse REPO and write the patch of every fix that applies."""
     from optpatch.patch import write_patch
@@ -230,8 +230,8 @@ def _patch_note(result, output: str, repo: Path) -> str:
     "--write-baseline", type=click.Path(path_type=Path, dir_okay=False),
     help="Record every finding in this file for later --baseline runs; exit 0.",
 )
-@common_options
 @scope_options
+@common_options
 def check(paths: tuple[Path, ...], fix: bool, write_baseline: Path | None, **options) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
     from optpatch.writer import write_fixes
@@ -245,10 +245,10 @@ def check(paths: tuple[Path, ...], fix: bool, write_baseline: Path | None, **opt
         raise click.UsageError("--write-baseline records every finding: use it without --fix and --baseline")
     session = Session(root, options)
     result = session.run([p.absolute() for p in paths])
-    if write_baseline:
-        _record_baseline(session, result, write_baseline)
     fixable = [f for f in result.findings if f.applied]
     note = None
+    if write_baseline:
+        _record_baseline(session, result, write_baseline)
     if fix:
         report = write_fixes(session.root, result.changes)
         for rel, why in report.refused:
