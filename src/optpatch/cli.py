@@ -45,18 +45,6 @@ def common_options(function):
     return function
 
 
-def scope_options(function):
-    """--changed-since, --changed-lines, --baseline: narrow a run to what a change or a legacy repo needs."""
-    options = [
-        click.option("--changed-since", metavar="REF", help="Only files changed since git REF (its merge base with HEAD), plus untracked ones."),
-        click.option("--changed-lines", is_flag=True, help="With --changed-since: only findings on changed lines."),
-        click.option("--baseline", type=click.Path(path_type=Path, dir_okay=False), help="Hide and leave unfixed the findings recorded in this file."),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return function
-
-
 class Session:
     """What one invocation resolved: root, settings, consoles."""
 
@@ -165,6 +153,18 @@ def _exit_status(result, findings_status: int = EXIT_OK) -> int:
     return EXIT_FILE_ERRORS if result.errors else findings_status
 
 
+def scope_options(function):
+    """--changed-since, --changed-lines, --baseline: narrow a run to what a change or a legacy repo needs."""
+    options = [
+        click.option("--changed-since", metavar="REF", help="Only files changed since git REF (its merge base with HEAD), plus untracked ones."),
+        click.option("--changed-lines", is_flag=True, help="With --changed-since: only findings on changed lines."),
+        click.option("--baseline", type=click.Path(path_type=Path, dir_okay=False), help="Hide and leave unfixed the findings recorded in this file."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="optpatch")
 def main() -> None:
@@ -232,7 +232,7 @@ def _patch_note(result, output: str, repo: Path) -> str:
 )
 @scope_options
 @common_options
-def check(paths: tuple[Path, ...], fix: bool, write_baseline: Path | None, **options) -> None:
+def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
     from optpatch.writer import write_fixes
 
@@ -241,6 +241,7 @@ def check(paths: tuple[Path, ...], fix: bool, write_baseline: Path | None, **opt
     if missing:
         raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
     root = project_root([p.resolve() for p in paths])
+    write_baseline = options["write_baseline"]
     if write_baseline and (fix or options["baseline"]):
         raise click.UsageError("--write-baseline records every finding: use it without --fix and --baseline")
     session = Session(root, options)
