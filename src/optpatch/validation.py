@@ -47,6 +47,7 @@ from optpatch.config import Settings
 from optpatch.engine import FixPolicy, RunResult, analyse_file, effective_tier, fix_id, run
 from optpatch.model import Finding, Tier
 from optpatch.rule import load_rules, select_rules
+from optpatch.scope import screened_out
 from optpatch.source import SourceFile, read_source
 
 DEFAULT_TIMEOUT_S = 1800
@@ -68,7 +69,7 @@ class CandidateFixes(FixPolicy):
     """Every fix a validation run may accept: the validate tier too, unsafe only with --unsafe-fixes."""
 
     def refuse(self, finding: Finding) -> str | None:
-        if effective_tier(finding, self.tiers) is Tier.VALIDATE:
+        if effective_tier(finding, self.tiers) is Tier.VALIDATE and screened_out(finding) is None:
             return None
         return super().refuse(finding)
 
@@ -432,6 +433,7 @@ def validate(
     command: str,
     *,
     paths: list[Path] | None = None,
+    screens: tuple = (),
     jobs: int | None = None,
     build_command: str | None = None,
     timeout_s: float | None = None,
@@ -446,7 +448,7 @@ def validate(
     """
     started = time.monotonic()
     timeout_s = timeout_s or DEFAULT_TIMEOUT_S
-    policy = CandidateFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers)
+    policy = CandidateFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, screens=screens)
     analysis = run(root, settings, policy, paths, jobs)
     candidates = [f for f in analysis.findings if f.applied]
     if not candidates:
@@ -465,7 +467,9 @@ def validate(
     if outcome.status in ("passed", "none survived"):
         chosen = frozenset(fix_id(f) for f in outcome.kept)
         reasons = tuple((fix_id(f), _dropped_reason(r)) for f, r in outcome.dropped)
-        final_policy = ChosenFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, chosen=chosen, dropped=reasons)
+        final_policy = ChosenFixes(
+            unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, screens=screens, chosen=chosen, dropped=reasons
+        )
         outcome.result = run(root, settings, final_policy, paths, jobs)
         _check_final_matches(outcome, validation_run.passed_tree())
     outcome.seconds = time.monotonic() - started
