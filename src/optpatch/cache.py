@@ -71,24 +71,45 @@ def code_fingerprint(*directories: Path) -> str:
 
 
 def pack_key(root: Path, rules: Iterable, settings: "Settings", policy: "FixPolicy", code: str) -> str:
-    """What a cached result depends on besides the file itself."""
-    relevant = {
-        f.name: getattr(settings, f.name) for f in dataclasses.fields(settings) if f.name not in _NOT_IN_KEY
-    }
+    """What a cached result depends on besides the file itself.
+
+    Every field of the settings and of the fix policy is in it (fields added
+    later included), except those that cannot change one file's result. A
+    policy with screens (`--changed-lines`, `--baseline`) is never cached:
+    see `cacheable`.
+    """
     parts = {
         "format": FORMAT,
         "optpatch": __version__,
         "code": code,
         "root": str(root),
         "rules": sorted((rule.code, rule.version) for rule in rules),
-        "settings": relevant,
-        "policy": {
-            "unsafe_fixes": policy.unsafe_fixes,
-            "validated": sorted(policy.validated),
-            "tiers": list(policy.tiers),
-        },
+        "settings": _fields(settings, _NOT_IN_KEY),
+        "policy": _fields(policy, frozenset({"screens"})),
     }
     return digest(json.dumps(parts, sort_keys=True, default=repr).encode())
+
+
+def cacheable(policy: "FixPolicy") -> bool:
+    """Screens mark findings by what changed in the repository, which a file's bytes do not tell."""
+    return not getattr(policy, "screens", ())
+
+
+def _fields(instance, left_out: frozenset[str]) -> dict:
+    return {
+        f.name: _canonical(getattr(instance, f.name)) for f in dataclasses.fields(instance) if f.name not in left_out
+    }
+
+
+def _canonical(value):
+    """The same JSON for equal values in every process (sets are unordered, and hashing varies by process)."""
+    if isinstance(value, (set, frozenset)):
+        return sorted((_canonical(v) for v in value), key=repr)
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    return value
 
 
 class ResultCache:

@@ -25,10 +25,12 @@ import pathspec
 
 from optpatch.config import TIER_ORDER, Settings
 from optpatch.discovery import discover, is_generated
+from optpatch.locations import locate_findings
 from optpatch.model import FileError, Finding, Tier
 from optpatch.planner import apply_edits, plan_edits
 from optpatch.rule import Rule, builtin_rules_dir, load_rules, select_rules
 from optpatch.rule_facts import RuleFacts, rule_facts
+from optpatch.scope import Screen, screened_out
 from optpatch.source import SourceFile, read_source
 from optpatch.suppression import apply_suppressions, find_suppressions
 
@@ -43,8 +45,11 @@ class FixPolicy:
     unsafe_fixes: bool = False
     validated: frozenset[str] = frozenset()
     tiers: tuple[tuple[str, str], ...] = ()
+    screens: tuple[Screen, ...] = ()  # --changed-lines, --baseline: what they screen out is never applied
 
     def refuse(self, finding: Finding) -> str | None:
+        if why := screened_out(finding):
+            return why
         tier = effective_tier(finding, self.tiers)
         if tier is Tier.SAFE:
             return None
@@ -128,12 +133,8 @@ def run(
     task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy)
     results: list[FileResult] = []
     todo = found.files
-    store = None
-    if use_cache:
-        from optpatch.cache import ResultCache, code_fingerprint, pack_key
-
-        code = code_fingerprint(Path(__file__).parent, builtin_rules_dir())
-        store = ResultCache.open(pack_key(root.resolve(), rules, settings, policy, code))
+    store = _open_cache(root, rules, settings, policy) if use_cache else None
+    if store is not None:
         results, todo = _cached(store, found.files, settings.max_file_size)
     done = len(results)
     for result in _map(task, todo, jobs, _offset(progress, done, len(found.files))):
@@ -144,6 +145,15 @@ def run(
         store.save()
     results.sort(key=lambda r: r.rel)
     return RunResult(root.resolve(), results, found.errors, found.skipped, time.perf_counter() - started)
+
+
+def _open_cache(root: Path, rules: list[RuleFacts], settings: Settings, policy: FixPolicy):
+    from optpatch.cache import ResultCache, cacheable, code_fingerprint, pack_key
+
+    if not cacheable(policy):
+        return None
+    code = code_fingerprint(Path(__file__).parent, builtin_rules_dir())
+    return ResultCache.open(pack_key(root.resolve(), rules, settings, policy, code))
 
 
 def _cached(store, files: list[tuple[Path, str]], max_bytes: int) -> tuple[list[FileResult], list[tuple[Path, str]]]:
@@ -247,8 +257,20 @@ def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Sett
         if not any(f.not_applied_because.startswith("overlaps") for f in findings):
             break
     if current.text != source.text:
+        reparsed = _reparse_error(current)
+        if reparsed:  # a safety net: a rule bug must never hand out a file that no longer parses
+            result.error = FileError(source.rel, f"internal error: the rewritten file would not parse ({reparsed}); left unchanged")
+            return result
         result.old, result.new = source.raw, current.encode(current.text)
     return result
+
+
+def _reparse_error(source: SourceFile) -> str | None:
+    try:
+        make_unit(source)
+    except FrontendError as error:
+        return error.error.reason
+    return None
 
 
 def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy):
@@ -269,6 +291,9 @@ def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy):
             return FileError(source.rel, f"internal error in {rule.code}: {type(error).__name__}: {error}")
     suppressions = find_suppressions(source.text, source.language)
     findings, suppressed = apply_suppressions(findings, suppressions)
+    locate_findings(findings, source)
+    for screen in policy.screens:
+        screen.screen(findings)
     edits = plan_edits(findings, policy.refuse)
     unused = [s.line for s in suppressions if not s.used]
     return sorted(findings, key=lambda f: f.sort_key), suppressed, unused, apply_edits(source.text, edits)

@@ -76,6 +76,17 @@ class PythonModule:
         """Fully qualified names `node` may refer to, e.g. {"torch.zeros"}; empty if unknown."""
         return {q.name for q in self._names.qualified_names(node)}
 
+    def bindings(self, name: cst.Name) -> tuple | None:
+        """Every assignment that `name` may read (libcst `BaseAssignment`s), or None outside any scope.
+
+        Flow-insensitive: all bindings of the name in the scope it resolves to,
+        including parameters, imports and builtins, in source order. They are
+        python_scope's bindings, which derive from libcst's assignment classes
+        (`Assignment`, `ImportAssignment`, `BuiltinAssignment`) and carry
+        the same `name` and `node`.
+        """
+        return self._names.bindings(name)
+
     def is_import(self, node: cst.CSTNode) -> bool:
         """True when `node` names something bound by an import statement."""
         return any(q.source == IMPORT for q in self._names.qualified_names(node))

@@ -25,6 +25,7 @@ import builtins
 from typing import Iterator, NamedTuple
 
 import libcst as cst
+from libcst import metadata
 
 IMPORT, BUILTIN, LOCAL = "import", "builtin", "local"
 
@@ -43,25 +44,48 @@ class QualifiedName(NamedTuple):
     source: str  # IMPORT, BUILTIN or LOCAL
 
 
-class Binding:
-    """One statement or target that binds `name` in `scope`, visible to uses from `point` on."""
+# The binding classes derive from libcst's assignment classes, so that code
+# written against libcst's scope analysis (`isinstance(b, BuiltinAssignment)`,
+# `b.node`, `b.name`) reads this module's bindings unchanged.
 
-    __slots__ = ("name", "scope", "node", "point")
+
+class Binding(metadata.Assignment):
+    """A statement or target that binds `name` in `scope`, for the uses from offset `point` on.
+
+    `node` is what libcst's `Assignment.node` is: the Name target, the
+    Param, the FunctionDef or ClassDef, or the Import statement.
+    """
 
     def __init__(self, name: str, scope: "Scope", node: cst.CSTNode, point: int):
-        self.name, self.scope, self.node, self.point = name, scope, node, point
+        super().__init__(name, scope, node, point)
+        self.point = point
 
     def qualified_names(self, full_name: str) -> set[QualifiedName]:
         prefix = self.scope.prefix
         return {QualifiedName(f"{prefix}.{full_name}" if prefix else full_name, LOCAL)}
 
+    def get_qualified_names_for(self, full_name: str) -> set[metadata.QualifiedName]:
+        """libcst's spelling of `qualified_names`."""
+        return {metadata.QualifiedName(q.name, _SOURCES[q.source]) for q in self.qualified_names(full_name)}
 
-class BuiltinBinding(Binding):
+
+class BuiltinBinding(metadata.BuiltinAssignment):
+    def __init__(self, name: str, scope: "Scope"):
+        super().__init__(name, scope)
+        self.node = None
+        self.point = _EVERYWHERE
+
     def qualified_names(self, full_name: str) -> set[QualifiedName]:
         return {QualifiedName(f"builtins.{self.name}", BUILTIN)}
 
+    get_qualified_names_for = Binding.get_qualified_names_for
 
-class ImportBinding(Binding):
+
+class ImportBinding(metadata.ImportAssignment):
+    def __init__(self, name: str, scope: "Scope", node: cst.Import | cst.ImportFrom, point: int, as_name: cst.CSTNode):
+        super().__init__(name, scope, node, point, as_name)
+        self.point = point
+
     def qualified_names(self, full_name: str) -> set[QualifiedName]:
         """What `full_name` means through this import statement (any of its aliases may match)."""
         statement = self.node
@@ -88,6 +112,15 @@ class ImportBinding(Binding):
                 found.add(QualifiedName(f"{real}.{rest}" if rest else real, IMPORT))
                 break
         return found
+
+    get_qualified_names_for = Binding.get_qualified_names_for
+
+
+_SOURCES = {
+    IMPORT: metadata.QualifiedNameSource.IMPORT,
+    BUILTIN: metadata.QualifiedNameSource.BUILTIN,
+    LOCAL: metadata.QualifiedNameSource.LOCAL,
+}
 
 
 def _import_module(statement: cst.Import | cst.ImportFrom) -> str:
@@ -141,7 +174,7 @@ class Scope:
     def lookup(self, name: str, from_scope: "Scope") -> list[Binding]:
         """Every binding of `name` that code in `from_scope` may see from here outwards."""
         if self.kind == "builtins":
-            return [BuiltinBinding(name, self, self.node, _EVERYWHERE)] if hasattr(builtins, name) else []
+            return [BuiltinBinding(name, self)] if hasattr(builtins, name) else []
         redirect = self.redirects.get(name)
         if redirect is not None:
             return self.next_visible(from_scope, redirect).lookup(name, from_scope)
@@ -190,6 +223,13 @@ class NameResolver:
                 return binding.qualified_names(full_name)
         return {name for binding in bindings for name in binding.qualified_names(full_name)}
 
+    def bindings(self, name: cst.Name) -> tuple[metadata.BaseAssignment, ...] | None:
+        """Every binding `name` may read, flow-insensitively, in source order; None where libcst has no scope."""
+        if self._unscoped(name):
+            return None
+        scope = self.scope_of(name)
+        return tuple(scope.lookup(name.value, scope))
+
     # -- uses -------------------------------------------------------------------------------
 
     def _is_use(self, name: cst.Name) -> bool:
@@ -210,11 +250,22 @@ class NameResolver:
     def _meaning_of_use(self, name: cst.Name, dotted: str) -> set[QualifiedName]:
         scope = self.scope_of(name)
         bindings = scope.lookup(dotted, scope)
-        start = self.spans[id(name)][0]
-        earlier = [b for b in bindings if b.scope is not scope or b.point <= start]
+        point = self._use_point(name, scope)
+        earlier = [b for b in bindings if b.scope is not scope or b.point <= point]
         if not earlier and bindings:  # bound only later here: the enclosing scope's meaning (builtins for a module)
             earlier = scope.parent.lookup(dotted, scope)
         return {qualified for binding in earlier for qualified in binding.qualified_names(binding.name)}
+
+    def _use_point(self, name: cst.Name, scope: Scope) -> int:
+        """Where a use happens: its offset, except that a comprehension's element is evaluated after its clauses."""
+        if scope.kind == "comprehension":
+            comprehension = scope.node
+            child, parent = name, self.parents.get(id(name))
+            while parent is not comprehension:
+                child, parent = parent, self.parents.get(id(parent))
+            if child is not comprehension.for_in:
+                return self.spans[id(comprehension)][1]
+        return self.spans[id(name)][0]
 
     # -- scopes -----------------------------------------------------------------------------
 
@@ -285,11 +336,13 @@ class NameResolver:
             scope = self.scope_of(node)
             for alias in node.names:
                 if alias.asname is not None:
-                    dotted = [alias.asname.name.value] if isinstance(alias.asname.name, cst.Name) else []
+                    as_name = alias.asname.name
+                    dotted = [as_name.value] if isinstance(as_name, cst.Name) else []
                 else:
+                    as_name = alias.name
                     dotted = [name for name, _ in _dotted_prefixes(alias.name)]
                 for name in dotted:
-                    self._bind(scope, ImportBinding(name, scope, node, end))
+                    self._bind(scope, ImportBinding(name, scope, node, end, as_name))
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             scope = self.scope_of(node)
             self._bind(scope, Binding(node.name.value, scope, node, end))
@@ -304,7 +357,12 @@ class NameResolver:
         elif isinstance(node, cst.For):
             self._bind_targets(node.target, self.spans[id(node.target)][1])
         elif isinstance(node, cst.CompFor):
-            self._bind_targets(node.target, _EVERYWHERE)
+            # The first clause's variable is bound before anything else in the comprehension
+            # runs; a later clause's, for what follows that clause (not for its own `if`s,
+            # which is where libcst records it).
+            owner = self.parents.get(id(node))
+            outermost = isinstance(owner, COMPREHENSIONS) and owner.for_in is node
+            self._bind_targets(node.target, _EVERYWHERE if outermost else end)
         elif isinstance(node, cst.AsName) and not isinstance(self.parents.get(id(node)), cst.ImportAlias):
             self._bind_targets(node.name, end)
 
@@ -320,7 +378,8 @@ class NameResolver:
         target.bindings.setdefault(binding.name, []).append(binding)
 
     def _unscoped(self, node: cst.CSTNode) -> bool:
-        """Nodes QualifiedNameProvider never looks at: attribute and keyword names, import and global statements' names."""
+        """Nodes libcst's scope analysis never visits: attribute and keyword names, the names in import
+        and global statements, and the first argument of `TypeVar(...)` and `NewType(...)`."""
         child, parent = node, self.parents.get(id(node))
         while parent is not None:
             kind = type(parent)
@@ -328,13 +387,24 @@ class NameResolver:
                 if child is parent.attr:
                     return True
             elif kind is cst.Arg:
-                return child is parent.keyword
+                if child is parent.keyword or self._declares_a_type(parent):
+                    return True
             elif kind in (cst.ImportAlias, cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal):
                 return True
             elif isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
             child, parent = parent, self.parents.get(id(parent))
         return False
+
+    def _declares_a_type(self, argument: cst.Arg) -> bool:
+        """The name argument of `TypeVar("T")` / `NewType("T", int)`, which libcst's scope analysis skips."""
+        call = self.parents.get(id(argument))
+        if not (isinstance(call, cst.Call) and call.args and call.args[0] is argument):
+            return False
+        return not self._names_of_callee(call).isdisjoint(("typing.TypeVar", "typing.NewType"))
+
+    def _names_of_callee(self, call: cst.Call) -> set[str]:
+        return {q.name for q in self.qualified_names(call)}
 
 
 # -- syntax helpers -----------------------------------------------------------------------------

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
+from libcst.metadata import (
+    Assignment,
+    BuiltinAssignment,
+    ImportAssignment,
+    MetadataWrapper,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
 
 from optpatch.python_frontend import PythonModule, walk
 from optpatch.source import SourceFile
@@ -63,6 +71,15 @@ SNIPPETS = {
     "fstrings_and_strings": "import torch\nname = f'{torch.zeros(1)!r:>10}'\ndoc = 'torch.zeros'\n",
     "star_targets_and_unpacking": "first, *middle, last = torch.zeros(3)\n[a, b] = c\n(d, (e, f)) = g\n",
     "use_before_definition": "def f():\n    return g()\ndef g():\n    return f\nclass A:\n    x = B\nclass B:\n    pass\n",
+    "comprehension_clauses": (
+        "table = {name: handler for name in names if (handler := lookup(name))}\n"
+        "pairs = [(a, b) for a in xs for b in a.items() if b and a]\n"
+        "flat = {c for token in vocab for c in token if c.isalpha() and token}\n"
+    ),
+    "typing_declarations": (
+        "from typing import NewType, TypeVar, cast\nT = TypeVar('T', bound=int)\nname = 'U'\nU = TypeVar(name)\n"
+        "UserId = NewType(name, int)\nx = cast('int', name)\n"
+    ),
     "crlf_and_tabs": "import torch\r\ndef f(n):\r\n\tx = torch.zeros(n)\r\n\treturn x\r\n",
 }
 
@@ -121,6 +138,29 @@ def test_walk_yields_the_same_nodes_as_libcst_children(code):
     assert [n for n in walk(module.tree) if isinstance(n, meaningful)] == [
         n for n in by_children if isinstance(n, meaningful)
     ]
+
+
+def _described(assignment) -> tuple:
+    kind = next(k for k in (ImportAssignment, BuiltinAssignment, Assignment) if isinstance(assignment, k)).__name__
+    return kind, assignment.name, id(getattr(assignment, "node", None))
+
+
+@pytest.mark.parametrize("code", SNIPPETS.values(), ids=SNIPPETS.keys())
+def test_bindings_match_libcst_scope_analysis(code):
+    """`PythonModule.bindings(name)` is what `ScopeProvider`'s `scope[name.value]` was."""
+    module = _module(code)
+    scopes = MetadataWrapper(module.tree, unsafe_skip_copy=True).resolve(ScopeProvider)
+    for node in walk(module.tree):
+        if not isinstance(node, cst.Name):
+            continue
+        scope = scopes.get(node)
+        mine = module.bindings(node)
+        if scope is None:
+            assert mine is None, f"`{node.value}` L{module.start(node)[0]}"
+            continue
+        assert sorted(map(_described, mine)) == sorted(map(_described, scope[node.value])), (
+            f"`{node.value}` L{module.start(node)[0]}"
+        )
 
 
 def test_aliases_resolve_and_shadowed_names_are_refused():
