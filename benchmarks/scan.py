@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -57,6 +58,7 @@ class Measurement:
     lines: int
     findings: str
     wall: float
+    cpu: float  # user + system seconds of the whole process tree
     peak_rss: int  # bytes, the whole process tree
     returncode: int
 
@@ -149,18 +151,23 @@ def _rss(pid: int) -> int:
         return 0
 
 
-def timed(command: list[str], env: dict | None = None, timeout: float | None = None) -> tuple[float, int, int, str]:
-    """Wall time, peak RSS of the process tree, exit status and stdout of one run."""
+def timed(command: list[str], env: dict | None = None, timeout: float | None = None) -> tuple:
+    """Wall time, CPU time, peak RSS of the process tree, exit status and stdout of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     with PeakMemory(process.pid) as memory:
         try:
             output, _ = process.communicate(timeout=timeout)
+            code = process.returncode
         except subprocess.TimeoutExpired:
             process.kill()
+            output, code = b"", -9
             process.communicate()
-            return time.perf_counter() - started, memory.peak, -9, ""
-    return time.perf_counter() - started, memory.peak, process.returncode, output.decode(errors="replace")
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, memory.peak, code, output.decode(errors="replace")
 
 
 def best_of(repeat: int, command: list[str], env: dict | None = None, timeout: float | None = None):
@@ -187,30 +194,30 @@ def measure_tree(tree: Tree, args, tools: dict[str, str | None]) -> list[Measure
     rows = []
 
     def add(tool: str, files: int, lines: int, run, findings: str) -> None:
-        wall, peak, code, _ = run
-        rows.append(Measurement(tool, files, lines, findings, wall, peak, code))
+        wall, cpu, peak, code, _ = run
+        rows.append(Measurement(tool, files, lines, findings, wall, cpu, peak, code))
 
     run = best_of(args.repeat, optpatch_command(tree.path, "--no-cache", *jobs), env)
-    add("optpatch cold (--no-cache)", tree.files, tree.lines, run, optpatch_findings(run[3]))
+    add("optpatch cold (--no-cache)", tree.files, tree.lines, run, optpatch_findings(run[4]))
     with tempfile.TemporaryDirectory(prefix="optpatch-bench-cache-") as cache:
         cached_env = dict(env, OPTPATCH_CACHE_DIR=cache)
         run = timed(optpatch_command(tree.path, *jobs), cached_env)
-        add("optpatch first run (fills cache)", tree.files, tree.lines, run, optpatch_findings(run[3]))
+        add("optpatch first run (fills cache)", tree.files, tree.lines, run, optpatch_findings(run[4]))
         run = best_of(args.repeat, optpatch_command(tree.path, *jobs), cached_env)
-        add("optpatch warm (cache)", tree.files, tree.lines, run, optpatch_findings(run[3]))
+        add("optpatch warm (cache)", tree.files, tree.lines, run, optpatch_findings(run[4]))
     for label, path in (("candidate", tree.candidate_file), ("no candidate", tree.plain_file)):
         if path is None:
             continue
         lines = path.read_bytes().count(b"\n")
         run = best_of(args.repeat, optpatch_command(path, "--no-cache"), env)
-        add(f"optpatch one file, {label} ({lines} lines)", 1, lines, run, optpatch_findings(run[3]))
+        add(f"optpatch one file, {label} ({lines} lines)", 1, lines, run, optpatch_findings(run[4]))
     if tools["ruff"]:
         run = best_of(args.repeat, [tools["ruff"], "check", "--select", "ALL", "--no-cache", "--exit-zero",
                                     "--quiet", "--output-format", "concise", str(tree.path)])
-        add("ruff check --select ALL", tree.python_files, tree.lines, run, f"{len(run[3].splitlines())} diagnostics")
+        add("ruff check --select ALL", tree.python_files, tree.lines, run, f"{len(run[4].splitlines())} diagnostics")
     if tools["torchfix"] and args.torchfix:
         run = timed([tools["torchfix"], str(tree.path)], timeout=args.torchfix_timeout)
-        findings = "timed out" if run[2] == -9 else f"{sum(': TOR' in line for line in run[3].splitlines())} diagnostics"
+        findings = "timed out" if run[3] == -9 else f"{sum(': TOR' in line for line in run[4].splitlines())} diagnostics"
         add("torchfix", tree.python_files, tree.lines, run, findings)
     return rows
 
@@ -237,9 +244,9 @@ def ratios(rows: list[Measurement]) -> list[str]:
     torchfix = by_tool.get("torchfix")
     lines = []
     if cold and ruff:
-        lines.append(f"cold / ruff = {cold.wall / ruff.wall:.1f}x (target: within 15x)")
+        lines.append(f"cold / ruff = {cold.wall / ruff.wall:.1f}x wall, {cold.cpu / ruff.cpu:.1f}x CPU (target: within 15x)")
     if warm and ruff:
-        lines.append(f"warm / ruff = {warm.wall / ruff.wall:.1f}x (target: within 3x)")
+        lines.append(f"warm / ruff = {warm.wall / ruff.wall:.1f}x wall, {warm.cpu / ruff.cpu:.1f}x CPU (target: within 3x)")
     if cold and torchfix and torchfix.returncode != -9:
         lines.append(f"torchfix / cold = {torchfix.wall / cold.wall:.0f}x faster (target: at least 30x)")
     one_file = [row for row in rows if row.tool.startswith("optpatch one file")]
@@ -252,9 +259,9 @@ def ratios(rows: list[Measurement]) -> list[str]:
 
 def print_table(tree: Tree, rows: list[Measurement], markdown: bool) -> None:
     title = f"{tree.path.name}: {tree.python_files} Python + {tree.cpp_files} C++/CUDA files, {tree.lines:,} lines"
-    header = ("run", "files", "lines", "findings", "wall s", "files/s", "peak RSS MiB")
+    header = ("run", "files", "lines", "findings", "wall s", "CPU s", "files/s", "peak RSS MiB")
     cells = [
-        (row.tool, str(row.files), f"{row.lines:,}", row.findings, f"{row.wall:.2f}",
+        (row.tool, str(row.files), f"{row.lines:,}", row.findings, f"{row.wall:.2f}", f"{row.cpu:.2f}",
          f"{row.files_per_second:,.0f}", f"{row.peak_rss / 2**20:.0f}")
         for row in rows
     ]
@@ -304,10 +311,10 @@ def main() -> None:
 
     tools = {name: find_tool(name, args.tools_bin) for name in ("ruff", "torchfix")}
     from optpatch import __version__
-    import libcst
+    from importlib.metadata import version
 
     print(f"{date.today()}, {machine()}, Python {platform.python_version()}")
-    print(f"optpatch {__version__}, libcst {libcst.__version__ if hasattr(libcst, '__version__') else '?'}, "
+    print(f"optpatch {__version__}, libcst {version('libcst')}, "
           f"ruff: {tool_version(tools['ruff'])}, torchfix: {tool_version(tools['torchfix']) if args.torchfix else 'not run'}")
     with tempfile.TemporaryDirectory(prefix="optpatch-synthetic-") as scratch:
         paths = list(args.paths)

@@ -1,0 +1,102 @@
+"""The fast paths of the engine: same patch for every --jobs, rule facts read without importing, rule screens."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, run_cli
+from optpatch.config import Settings
+from optpatch.engine import FixPolicy, analyse_file
+from optpatch.rule import Rule, load_rules
+from optpatch.rule_facts import RuleFacts, rule_facts
+from optpatch.source import SourceFile
+
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+from synthetic_tree import write_tree  # noqa: E402
+
+
+def test_the_patch_is_byte_identical_for_every_jobs_count(tmp_path):
+    tree = tmp_path / "repo"
+    write_tree(tree, files=120, seed=5)
+    patches = []
+    for jobs in ("1", "2", "3"):
+        out = tmp_path / f"jobs{jobs}.diff"
+        result = run_cli("apply", str(tree), "-o", str(out), "--jobs", jobs, "--no-cache", "-q")
+        assert result.returncode == 0, result.stderr
+        patches.append(out.read_bytes())
+    assert patches[0].count(b"\n+++ b/") >= 16, "too few changed files to exercise the process pool"
+    assert patches[1] == patches[0] and patches[2] == patches[0]
+
+
+def test_rule_facts_read_from_source_match_the_imported_rules():
+    assert rule_facts() == tuple(RuleFacts.of(rule) for rule in load_rules())
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from optpatch.rule import Rule\nWORDS = ('zeros',)\nclass R(Rule):\n    code = 'OPT990'\n    name = 'n'\n"
+        "    language = 'python'\n    trigger_words = WORDS\n",
+        "from optpatch.rule import Rule\nclass R(Rule):\n    code = 'OPT990'\n    name = 'n'\n    language = 'python'\n"
+        "    @classmethod\n    def wants(cls, source):\n        return True\n",
+        "from optpatch.rule import Rule as Base\nclass R(Base):\n    code = 'OPT990'\n    name = 'n'\n    language = 'python'\n",
+    ],
+    ids=["computed-trigger-words", "own-wants", "renamed-base"],
+)
+def test_rules_whose_facts_are_not_literal_are_imported(tmp_path, source):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "opt990_example.py").write_text(source)
+    facts = rule_facts(rules)
+    assert [f.code for f in facts] == ["OPT990"]
+    assert sys.modules.get("optpatch_rules.opt990_example") is not None, "the rule was not imported"
+    del sys.modules["optpatch_rules.opt990_example"]
+
+
+class _ScreenedRule(Rule):
+    """A rule that would report every call, but screens out files without a `zeros(...)` call."""
+
+    code = "OPT999"
+    name = "screened"
+    summary = "test rule"
+    language = "python"
+    default_tier = "safe"
+    trigger_words = ("zeros",)
+
+    @classmethod
+    def screen(cls, calls) -> bool:
+        return bool(calls.named("zeros"))
+
+    def check(self, module):
+        from optpatch.model import Context, Finding, Impact, Verdict
+
+        for call in module.calls():
+            line, col = module.start(call)
+            yield Finding(self.code, self.name, module.source.rel, line, col, Verdict.KEEP, "seen", Context.ONCE,
+                          Impact.NONE, "test")
+
+
+def _python(code: str) -> SourceFile:
+    return SourceFile("f.py", Path("f.py"), code.encode(), code, "utf-8", False, "python")
+
+
+def test_a_screen_that_rejects_a_file_spares_the_parse(monkeypatch):
+    from optpatch import engine
+
+    def no_parse(source):
+        raise AssertionError("libcst parsed a file the screen rejected")
+
+    monkeypatch.setattr(engine, "make_unit", no_parse)
+    result = analyse_file(_python("# zeros only in a comment\nprint(1)\n"), [_ScreenedRule], Settings(), FixPolicy())
+    assert result.findings == [] and result.error is None
+
+
+def test_a_screen_that_accepts_a_file_lets_the_rule_run():
+    result = analyse_file(_python("import torch\nx = torch.zeros(3)\nprint(x)\n"), [_ScreenedRule], Settings(), FixPolicy())
+    assert [f.line for f in result.findings] == [2, 3]
+
+
+def test_a_file_ast_cannot_parse_is_left_to_libcst_to_report():
+    result = analyse_file(_python("zeros(\n"), [_ScreenedRule], Settings(), FixPolicy())
+    assert result.error is not None and "syntax error" in result.error.reason
