@@ -14,8 +14,10 @@ of it.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -137,14 +139,32 @@ def run(
     if store is not None:
         results, todo = _cached(store, found.files, settings.max_file_size)
     done = len(results)
-    for result in _map(task, todo, jobs, _offset(progress, done, len(found.files))):
-        results.append(result)
-        if store is not None and result.digest is not None:
-            store.put(result.rel, result.digest, result)
+    with _fewer_collections():
+        for result in _map(task, todo, jobs, _offset(progress, done, len(found.files))):
+            results.append(result)
+            if store is not None and result.digest is not None:
+                store.put(result.rel, result.digest, result)
     if store is not None:
         store.save()
     results.sort(key=lambda r: r.rel)
     return RunResult(root.resolve(), results, found.errors, found.skipped, time.perf_counter() - started)
+
+
+@contextmanager
+def _fewer_collections():
+    """Run the garbage collector less often while files are analysed (workers inherit it).
+
+    A parse allocates hundreds of thousands of objects that all stay alive
+    until the file is done, and are then freed by reference counting (the
+    frontend makes no cycles); with the default threshold the collector
+    keeps re-scanning them, which cost ~13% of a scan's CPU time.
+    """
+    threshold = gc.get_threshold()
+    gc.set_threshold(50_000, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
 
 
 def _open_cache(root: Path, rules: list[RuleFacts], settings: Settings, policy: FixPolicy):

@@ -68,7 +68,7 @@ class PythonModule:
     @cached_property
     def _names(self) -> NameResolver:
         index = self._index
-        return NameResolver(self.tree, index.parents, index.spans, index.binding_nodes)
+        return NameResolver(self.tree, index, index.binding_nodes)
 
     # -- names ---------------------------------------------------------------
 
@@ -104,12 +104,11 @@ class PythonModule:
 
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
         """Character offsets of the node in the source text, without its surrounding whitespace."""
-        start, end, _, _ = self._index.spans[id(node)]
-        return start, end
+        return self._index.span(node)
 
     def start(self, node: cst.CSTNode) -> tuple[int, int]:
         """1-based line and column of the node's first character."""
-        return self.source.position(self._index.spans[id(node)][0])
+        return self.source.position(self._index.span(node)[0])
 
     def text(self, node: cst.CSTNode) -> str:
         start, end = self.span(node)
@@ -122,14 +121,14 @@ class PythonModule:
     # -- structure -----------------------------------------------------------
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self._index.parents.get(id(node))
+        return self._index.parent(node)
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        parents = self._index.parents
-        parent = parents.get(id(node))
+        parent_of = self._index.parent
+        parent = parent_of(node)
         while parent is not None:
             yield parent
-            parent = parents.get(id(parent))
+            parent = parent_of(parent)
 
     def enclosing(self, node: cst.CSTNode, kinds) -> cst.CSTNode | None:
         return next((a for a in self.ancestors(node) if isinstance(a, kinds)), None)
@@ -187,7 +186,7 @@ def _is_cached(function: cst.FunctionDef) -> bool:
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """`node` and everything below it, in source order."""
     index = _TreeIndex.latest
-    place = index.spans.get(id(node)) if index is not None else None
+    place = index.nodes.get(id(node)) if index is not None else None
     if place is not None and index.order[place[2]] is node:
         return iter(index.order[place[2] : place[3]])
     return _walk_children(node)
@@ -219,15 +218,17 @@ class _TreeIndex(CodegenState):
     and end (`before_codegen`/`after_codegen`) and the span without
     surrounding whitespace (`record_syntactic_position`), which is exactly
     how libcst's PositionProvider defines positions; this state keeps
-    character offsets instead of building line/column objects per token.
+    character offsets instead of building line/column objects per token,
+    and counts characters instead of collecting the tokens.
 
-    It runs for every node of the file, so it is written for speed: tables
-    are keyed by `id(node)` (a libcst node hashes through a Python-level
-    `__hash__`; the tree keeps every node, and so its id, alive), and the
-    state is its own context manager instead of allocating one per call.
+    It runs for every node and token of the file, so it is written for
+    speed: one table entry per node, keyed by `id(node)` (a libcst node
+    hashes through a Python-level `__hash__`; the tree keeps every node,
+    and so its id, alive), and the state is its own context manager instead
+    of allocating one per call.
     """
 
-    __slots__ = ("offset", "spans", "parents", "order", "calls", "binding_nodes", "_open", "_recording", "_syntactic")
+    __slots__ = ("offset", "nodes", "order", "calls", "binding_nodes", "_open", "_recording", "_last", "_indent")
 
     # The index of the module analysed last in this process: `walk` slices its
     # pre-order list instead of asking libcst for children node by node.
@@ -235,36 +236,40 @@ class _TreeIndex(CodegenState):
 
     def __init__(self, tree: cst.Module):
         super().__init__(default_indent=tree.default_indent, default_newline=tree.default_newline)
+        # libcst's Module only asks whether any token was written, to keep an empty file's newline.
+        self.tokens = [tree] if (tree.header or tree.body or tree.footer) else []
         self.offset = 0
-        # id(node) -> (start offset, end offset, place in `order`, place after its last descendant)
-        self.spans: dict[int, tuple[int, int, int, int]] = {}
-        self.parents: dict[int, cst.CSTNode] = {}  # id(node) -> parent node
+        self._last = ""  # the last token: the trailing newline that Module may take back
+        self._indent = 0  # the width of `indent_tokens`
+        # id(node) -> (start offset, end offset, place in `order`, place after its last descendant, parent)
+        self.nodes: dict[int, tuple] = {}
         self.order: list[cst.CSTNode] = []  # every node, pre-order
         self.calls: list[cst.Call] = []
         self.binding_nodes: list[cst.CSTNode] = []
-        self._open: list = []  # node, start offset, place in `order`; for each node being generated
-        self._recording: list = []  # start node, end node, start offset; for each syntactic span being recorded
-        self._syntactic: dict[int, tuple[int, int]] = {}  # spans without whitespace, recorded inside a node
+        self._open: list = [None]  # node, start, place in `order`, for each node being generated, after a None
+        self._recording: list = []  # start node, end node, start offset, for each syntactic span being recorded
+
+    def increase_indent(self, value: str) -> None:
+        self.indent_tokens.append(value)
+        self._indent += len(value)
+
+    def decrease_indent(self) -> None:
+        self._indent -= len(self.indent_tokens.pop())
 
     def add_indent_tokens(self) -> None:
-        for token in self.indent_tokens:
-            self.tokens.append(token)
-            self.offset += len(token)
+        self.offset += self._indent
 
     def add_token(self, value: str) -> None:
-        self.tokens.append(value)
         self.offset += len(value)
+        self._last = value
 
     def pop_trailing_newline(self) -> None:
         if self.tokens:
-            self.offset -= len(self.tokens.pop())
+            self.offset -= len(self._last)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        open_ = self._open
-        if open_:
-            self.parents[id(node)] = open_[-3]
         order = self.order
-        open_ += (node, self.offset, len(order))
+        self._open += (node, self.offset, len(order))
         order.append(node)
         kind = type(node)
         if kind is cst.Call:
@@ -276,17 +281,23 @@ class _TreeIndex(CodegenState):
         open_ = self._open
         first = open_.pop()
         start = open_.pop()
-        open_.pop()
-        key = id(node)
-        syntactic = self._syntactic.pop(key, None)
-        if syntactic is None:
-            self.spans[key] = (start, self.offset, first, len(self.order))
+        del open_[-1]
+        if start.__class__ is tuple:  # the syntactic span `__exit__` recorded
+            self.nodes[id(node)] = (start[0], start[1], first, len(self.order), open_[-3] if len(open_) > 1 else None)
         else:
-            self.spans[key] = (syntactic[0], syntactic[1], first, len(self.order))
+            self.nodes[id(node)] = (start, self.offset, first, len(self.order), open_[-3] if len(open_) > 1 else None)
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None) -> "_TreeIndex":
         self._recording += (start_node, end_node, self.offset)
         return self
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        entry = self.nodes[id(node)]
+        return entry[0], entry[1]
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        entry = self.nodes.get(id(node))
+        return entry[4] if entry is not None else None
 
     def __enter__(self) -> None:
         return None
@@ -296,11 +307,11 @@ class _TreeIndex(CodegenState):
         start = recording.pop()
         end_node = recording.pop()
         start_node = recording.pop()
-        spans = self.spans
-        node = self._open[-3]  # the node whose code is being generated: libcst only records its own position
-        self._syntactic[id(node)] = (
-            spans[id(start_node)][0] if start_node is not None else start,
-            spans[id(end_node)][1] if end_node is not None else self.offset,
+        nodes = self.nodes
+        # libcst only records the position of the node being generated: keep it in that node's start slot.
+        self._open[-2] = (
+            nodes[id(start_node)][0] if start_node is not None else start,
+            nodes[id(end_node)][1] if end_node is not None else self.offset,
         )
         return False
 

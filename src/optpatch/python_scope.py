@@ -22,6 +22,7 @@ parameter scopes.
 from __future__ import annotations
 
 import builtins
+import weakref
 from typing import Iterator, NamedTuple
 
 import libcst as cst
@@ -49,7 +50,26 @@ class QualifiedName(NamedTuple):
 # `b.node`, `b.name`) reads this module's bindings unchanged.
 
 
-class Binding(metadata.Assignment):
+class _WeakScope:
+    """A binding's `scope`, held weakly.
+
+    A scope holds its bindings; a strong reference back would make every
+    analysed tree part of a reference cycle, freed only when the garbage
+    collector gets to it instead of as soon as the file is done (measured:
+    the collector then costs ~10% of a scan). The resolver keeps its scopes
+    alive as long as it is used.
+    """
+
+    @property
+    def scope(self) -> "Scope | None":
+        return self._scope()
+
+    @scope.setter
+    def scope(self, value: "Scope") -> None:
+        self._scope = weakref.ref(value)
+
+
+class Binding(_WeakScope, metadata.Assignment):
     """A statement or target that binds `name` in `scope`, for the uses from offset `point` on.
 
     `node` is what libcst's `Assignment.node` is: the Name target, the
@@ -69,7 +89,7 @@ class Binding(metadata.Assignment):
         return {metadata.QualifiedName(q.name, _SOURCES[q.source]) for q in self.qualified_names(full_name)}
 
 
-class BuiltinBinding(metadata.BuiltinAssignment):
+class BuiltinBinding(_WeakScope, metadata.BuiltinAssignment):
     def __init__(self, name: str, scope: "Scope"):
         super().__init__(name, scope)
         self.node = None
@@ -81,7 +101,7 @@ class BuiltinBinding(metadata.BuiltinAssignment):
     get_qualified_names_for = Binding.get_qualified_names_for
 
 
-class ImportBinding(metadata.ImportAssignment):
+class ImportBinding(_WeakScope, metadata.ImportAssignment):
     def __init__(self, name: str, scope: "Scope", node: cst.Import | cst.ImportFrom, point: int, as_name: cst.CSTNode):
         super().__init__(name, scope, node, point, as_name)
         self.point = point
@@ -136,13 +156,13 @@ class Scope:
     def __init__(self, kind: str, node: cst.CSTNode | None, parent: "Scope | None", name: str | None = None):
         self.kind = kind
         self.node = node
-        self.parent = parent if parent is not None else self
+        self.parent = parent  # None for the builtins
         self.bindings: dict[str, list[Binding]] = {}
         self.redirects: dict[str, Scope] = {}  # `global x` / `nonlocal x`
         own = {"function": (name, "<locals>"), "lambda": ("<locals>",), "class": (name,),
                "comprehension": ("<comprehension>",)}.get(kind, ())
         # PEP 3155 qualified names, as libcst extends them: `f.<locals>.x`, `C.m.<locals>.<comprehension>.i`.
-        self.prefix = ".".join(part for part in (self.parent.prefix if parent else "", *own) if part)
+        self.prefix = ".".join(part for part in (parent.prefix if parent else "", *own) if part)
 
     def visible_from(self, scope: "Scope") -> bool:
         """Class bodies do not enclose the functions defined in them."""
@@ -186,10 +206,9 @@ class Scope:
 class NameResolver:
     """Qualified names for the nodes of one module, resolved on demand."""
 
-    def __init__(self, tree: cst.Module, parents: dict, spans: dict, binding_nodes: list[cst.CSTNode]):
-        """`parents` and `spans` are the frontend's index, keyed by `id(node)`."""
-        self.parents = parents
-        self.spans = spans
+    def __init__(self, tree: cst.Module, index, binding_nodes: list[cst.CSTNode]):
+        """`index` is the frontend's: `index.parent(node)` and `index.span(node)` (character offsets)."""
+        self.index = index
         self.scopes: dict[int, Scope] = {}  # id(scope-defining node) -> its scope
         self.module_scope = Scope("module", tree, Scope("builtins", None, None))
         self.scopes[id(tree)] = self.module_scope
@@ -234,11 +253,11 @@ class NameResolver:
 
     def _is_use(self, name: cst.Name) -> bool:
         """A Name that reads (or deletes) a variable, as opposed to binding it or naming an attribute."""
-        return id(name) not in self.stored and not self._unscoped(name) and not _names_a_definition(name, self.parents)
+        return id(name) not in self.stored and not self._unscoped(name) and not _names_a_definition(name, self.index.parent)
 
     def _use_of(self, name: cst.Name) -> tuple[cst.CSTNode, str]:
         """The node a use is attached to: the longest dotted prefix bound by an import (`import a.b`)."""
-        top = _enclosing_attribute(name, self.parents)
+        top = _enclosing_attribute(name, self.index.parent)
         if top is None:
             return name, name.value
         scope = self.scope_of(name)
@@ -260,21 +279,21 @@ class NameResolver:
         """Where a use happens: its offset, except that a comprehension's element is evaluated after its clauses."""
         if scope.kind == "comprehension":
             comprehension = scope.node
-            child, parent = name, self.parents.get(id(name))
+            child, parent = name, self.index.parent(name)
             while parent is not comprehension:
-                child, parent = parent, self.parents.get(id(parent))
+                child, parent = parent, self.index.parent(parent)
             if child is not comprehension.for_in:
-                return self.spans[id(comprehension)][1]
-        return self.spans[id(name)][0]
+                return self.index.span(comprehension)[1]
+        return self.index.span(name)[0]
 
     # -- scopes -----------------------------------------------------------------------------
 
     def scope_of(self, node: cst.CSTNode) -> Scope:
         """The scope whose code `node` belongs to."""
-        parents = self.parents
-        if isinstance(node, cst.CompFor) and isinstance(parents.get(id(node)), COMPREHENSIONS) and parents[id(node)].for_in is node:
-            node = parents[id(node)]  # the outermost `for` clause belongs to the enclosing scope
-        child, parent = node, parents.get(id(node))
+        parent_of = self.index.parent
+        if isinstance(node, cst.CompFor) and isinstance(parent_of(node), COMPREHENSIONS) and parent_of(node).for_in is node:
+            node = parent_of(node)  # the outermost `for` clause belongs to the enclosing scope
+        child, parent = node, parent_of(node)
         while parent is not None:
             kind = type(parent)
             if kind is cst.FunctionDef or kind is cst.Lambda:
@@ -285,18 +304,18 @@ class NameResolver:
                     return self._scope(parent)
             elif kind is cst.Param:
                 if child is parent.default or child is parent.annotation:
-                    child = parents[id(parents[id(parent)])]  # defaults and annotations run in the enclosing scope
-                    parent = parents.get(id(child))
+                    child = parent_of(parent_of(parent))  # defaults and annotations run in the enclosing scope
+                    parent = parent_of(child)
                     continue
             elif kind is cst.CompFor:
-                owner = parents.get(id(parent))
+                owner = parent_of(parent)
                 if child is parent.iter and isinstance(owner, COMPREHENSIONS) and owner.for_in is parent:
-                    child, parent = owner, parents.get(id(owner))  # the first iterable is evaluated outside
+                    child, parent = owner, parent_of(owner)  # the first iterable is evaluated outside
                     continue
             elif kind in COMPREHENSIONS:
                 if _inside_comprehension(parent, child):
                     return self._scope(parent)
-            child, parent = parent, parents.get(id(parent))
+            child, parent = parent, parent_of(parent)
         return self.module_scope
 
     def _scope(self, node: cst.CSTNode) -> Scope:
@@ -329,7 +348,7 @@ class NameResolver:
             self._record_one(node)
 
     def _record_one(self, node: cst.CSTNode) -> None:
-        end = self.spans[id(node)][1]
+        end = self.index.span(node)[1]
         if isinstance(node, (cst.Import, cst.ImportFrom)):
             if isinstance(node.names, cst.ImportStar):
                 return
@@ -355,15 +374,15 @@ class NameResolver:
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
             self._bind_targets(node.target, end)
         elif isinstance(node, cst.For):
-            self._bind_targets(node.target, self.spans[id(node.target)][1])
+            self._bind_targets(node.target, self.index.span(node.target)[1])
         elif isinstance(node, cst.CompFor):
             # The first clause's variable is bound before anything else in the comprehension
             # runs; a later clause's, for what follows that clause (not for its own `if`s,
             # which is where libcst records it).
-            owner = self.parents.get(id(node))
+            owner = self.index.parent(node)
             outermost = isinstance(owner, COMPREHENSIONS) and owner.for_in is node
             self._bind_targets(node.target, _EVERYWHERE if outermost else end)
-        elif isinstance(node, cst.AsName) and not isinstance(self.parents.get(id(node)), cst.ImportAlias):
+        elif isinstance(node, cst.AsName) and not isinstance(self.index.parent(node), cst.ImportAlias):
             self._bind_targets(node.name, end)
 
     def _bind_targets(self, target: cst.CSTNode, point: int) -> None:
@@ -380,7 +399,7 @@ class NameResolver:
     def _unscoped(self, node: cst.CSTNode) -> bool:
         """Nodes libcst's scope analysis never visits: attribute and keyword names, the names in import
         and global statements, and the first argument of `TypeVar(...)` and `NewType(...)`."""
-        child, parent = node, self.parents.get(id(node))
+        child, parent = node, self.index.parent(node)
         while parent is not None:
             kind = type(parent)
             if kind is cst.Attribute:
@@ -393,12 +412,12 @@ class NameResolver:
                 return True
             elif isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
-            child, parent = parent, self.parents.get(id(parent))
+            child, parent = parent, self.index.parent(parent)
         return False
 
     def _declares_a_type(self, argument: cst.Arg) -> bool:
         """The name argument of `TypeVar("T")` / `NewType("T", int)`, which libcst's scope analysis skips."""
-        call = self.parents.get(id(argument))
+        call = self.index.parent(argument)
         if not (isinstance(call, cst.Call) and call.args and call.args[0] is argument):
             return False
         return not self._names_of_callee(call).isdisjoint(("typing.TypeVar", "typing.NewType"))
@@ -456,7 +475,7 @@ def _chain_root(node: cst.CSTNode) -> cst.Name | None:
     return node if isinstance(node, cst.Name) else None
 
 
-def _enclosing_attribute(name: cst.Name, parents: dict) -> cst.Attribute | None:
+def _enclosing_attribute(name: cst.Name, parent_of) -> cst.Attribute | None:
     """The attribute chain `name` roots, if that chain is the outermost attribute of its expression.
 
     A dotted import can only match a chain like `a.b.c`; when the chain sits
@@ -464,10 +483,10 @@ def _enclosing_attribute(name: cst.Name, parents: dict) -> cst.Attribute | None:
     starts from the outer one and finds nothing, and so does this.
     """
     top = None
-    child, parent = name, parents.get(id(name))
+    child, parent = name, parent_of(name)
     while type(parent) is cst.Attribute and parent.value is child:
         top = child = parent
-        parent = parents.get(id(parent))
+        parent = parent_of(parent)
     if top is None:
         return None
     while parent is not None and type(parent) is not cst.Call:
@@ -475,12 +494,12 @@ def _enclosing_attribute(name: cst.Name, parents: dict) -> cst.Attribute | None:
             break
         if type(parent) is cst.Attribute:
             return None
-        parent = parents.get(id(parent))
+        parent = parent_of(parent)
     return top
 
 
-def _names_a_definition(name: cst.Name, parents: dict) -> bool:
-    parent = parents.get(id(name))
+def _names_a_definition(name: cst.Name, parent_of) -> bool:
+    parent = parent_of(name)
     return isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Param)) and parent.name is name
 
 
