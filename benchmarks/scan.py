@@ -11,6 +11,8 @@ For each tree it runs, one after the other:
   that holds a rule's trigger word (what pre-commit runs for one changed
   file: a changed file is never in the cache), and on the median-sized file
   that holds none;
+- with `--baseline SRC`, another optpatch checkout's `src` (say, before
+  a change), cold;
 - `ruff check --select ALL --no-cache` and, with `--torchfix`, `torchfix
   TREE`, when they are installed (`--tools-bin DIR` says where; by default
   PATH and this interpreter's bin directory).
@@ -73,6 +75,7 @@ class Tree:
     python_files: int
     cpp_files: int
     lines: int
+    python_lines: int
     candidate_file: Path | None  # median-sized file with a trigger word
     plain_file: Path | None  # median-sized file without one
 
@@ -85,7 +88,7 @@ def survey(path: Path) -> Tree:
     """What optpatch will look at in `path`, and the files the one-file runs use."""
     found = discover(path.resolve())
     facts = rule_facts()
-    python = cpp = lines = 0
+    python = cpp = lines = python_lines = 0
     candidates, plain = [], []
     for absolute, rel in found.files:
         source = read_source(absolute, rel)
@@ -94,11 +97,12 @@ def survey(path: Path) -> Tree:
         lines += source.text.count("\n")
         if source.language == "python":
             python += 1
+            python_lines += source.text.count("\n")
         else:
             cpp += 1
         if source.language == "python":
             (candidates if any(f.wants(source) for f in facts) else plain).append((len(source.raw), absolute))
-    return Tree(path, python, cpp, lines, _median(candidates), _median(plain))
+    return Tree(path, python, cpp, lines, python_lines, _median(candidates), _median(plain))
 
 
 def _median(sized: list[tuple[int, Path]]) -> Path | None:
@@ -197,6 +201,10 @@ def measure_tree(tree: Tree, args, tools: dict[str, str | None]) -> list[Measure
         wall, cpu, peak, code, _ = run
         rows.append(Measurement(tool, files, lines, findings, wall, cpu, peak, code))
 
+    if args.baseline:
+        baseline_env = dict(os.environ, PYTHONPATH=str(args.baseline))
+        run = timed(optpatch_command(tree.path, *jobs), baseline_env)
+        add(f"optpatch before ({args.baseline_label})", tree.files, tree.lines, run, optpatch_findings(run[4]))
     run = best_of(args.repeat, optpatch_command(tree.path, "--no-cache", *jobs), env)
     add("optpatch cold (--no-cache)", tree.files, tree.lines, run, optpatch_findings(run[4]))
     with tempfile.TemporaryDirectory(prefix="optpatch-bench-cache-") as cache:
@@ -214,11 +222,11 @@ def measure_tree(tree: Tree, args, tools: dict[str, str | None]) -> list[Measure
     if tools["ruff"]:
         run = best_of(args.repeat, [tools["ruff"], "check", "--select", "ALL", "--no-cache", "--exit-zero",
                                     "--quiet", "--output-format", "concise", str(tree.path)])
-        add("ruff check --select ALL", tree.python_files, tree.lines, run, f"{len(run[4].splitlines())} diagnostics")
+        add("ruff check --select ALL", tree.python_files, tree.python_lines, run, f"{len(run[4].splitlines())} diagnostics")
     if tools["torchfix"] and args.torchfix:
         run = timed([tools["torchfix"], str(tree.path)], timeout=args.torchfix_timeout)
         findings = "timed out" if run[3] == -9 else f"{sum(': TOR' in line for line in run[4].splitlines())} diagnostics"
-        add("torchfix", tree.python_files, tree.lines, run, findings)
+        add("torchfix", tree.python_files, tree.python_lines, run, findings)
     return rows
 
 
@@ -303,6 +311,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="Best of this many runs (not for the first run or TorchFix).")
     parser.add_argument("--torchfix", action="store_true", help="Also run TorchFix (slow: minutes per tree).")
     parser.add_argument("--torchfix-timeout", type=float, default=900)
+    parser.add_argument("--baseline", type=Path, metavar="SRC", help="Also time, cold, the optpatch whose `src` directory this is.")
+    parser.add_argument("--baseline-label", default="baseline", help="What to call it in the table.")
     parser.add_argument("--tools-bin", type=Path, help="Directory holding the ruff and torchfix executables.")
     parser.add_argument("--markdown", action="store_true", help="Print Markdown tables (for docs/benchmarks.md).")
     args = parser.parse_args()

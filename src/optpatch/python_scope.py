@@ -1,7 +1,8 @@
 """Which import, builtin or local binding a Python name refers to.
 
 This replaces libcst's QualifiedNameProvider, whose scope analysis visits
-every node of the module and costs about three times the parse. Here the
+every node of the module and costs about five times the parse
+(benchmarks/frontend_costs.py, docs/benchmarks.md). Here the
 frontend's one indexing pass hands over the few nodes that bind names
 (imports, definitions, parameters, assignment targets, `global`), bindings
 are recorded per scope from those alone, and a name is resolved only when a
@@ -31,7 +32,6 @@ from libcst import metadata
 IMPORT, BUILTIN, LOCAL = "import", "builtin", "local"
 
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-SCOPE_DEFINITIONS = (cst.FunctionDef, cst.Lambda, cst.ClassDef) + COMPREHENSIONS
 # Node types the frontend's indexing pass collects for this module.
 BINDING_NODES = (
     cst.Import, cst.ImportFrom, cst.FunctionDef, cst.ClassDef, cst.Param, cst.Assign, cst.AnnAssign,
@@ -55,9 +55,9 @@ class _WeakScope:
 
     A scope holds its bindings; a strong reference back would make every
     analysed tree part of a reference cycle, freed only when the garbage
-    collector gets to it instead of as soon as the file is done (measured:
-    the collector then costs ~10% of a scan). The resolver keeps its scopes
-    alive as long as it is used.
+    collector gets to it instead of as soon as the file is done (the
+    collector then costs ~13% of a scan's CPU). The resolver keeps its
+    scopes alive as long as it is used.
     """
 
     @property
