@@ -71,9 +71,15 @@ class ZerosToEmpty(Rule):
     an in-place read-modify-write (`+=`, `add_`, `index_add_`,
     `scatter_add_`), a partial or masked write, `return`/`yield`, storing it
     in an attribute or container, a write in only one branch, a write inside
-    a loop (it may run zero times), a closure that captures it, or a read on
-    an exception path. `optpatch explain FILE:LINE` prints the proof or the
-    blocking use.
+    a loop (it may run zero times), a closure that captures it, `locals()`,
+    `eval` and frame access, or a read on an exception path. Every path
+    counts: `break`/`continue` (also from a `finally`), the next iteration
+    (its `while` test included), a loop `else` that `break` skips, and an
+    exception raised before the write that a handler catches and falls
+    through, or that a `with` may suppress (only context managers known to
+    re-raise, such as `torch.no_grad()`, make a `with` straight-line code).
+    Module-level and class-level names are not local and are always kept.
+    `optpatch explain FILE:LINE` prints the proof or the blocking use.
 
     `validate`: a buffer stored on `self` that the class fills with a full or
     prefix `copy_`, and a local buffer whose every use is a prefix slice that
@@ -83,15 +89,21 @@ class ZerosToEmpty(Rule):
 
     Always kept, and said so: padded or tiled buffers (a size from
     `round_up`, `cdiv`, ...), integer index or id tensors (token ids,
-    positions, slot tables), dummy inputs for CUDA-graph capture, and any
-    site whose proof fails.
+    positions, slot tables), dummy inputs for CUDA-graph capture, buffers in
+    test functions (compared against a zero reference), and any site whose
+    proof fails. These are never proposed for validation; a static proof of
+    a full overwrite still applies to them, since it covers the padding too.
 
     ## Known problems
     Names are resolved within one file: a `zeros` re-exported by another
     module of the project is not recognised (a false negative, never a wrong
     rewrite). A bare `zeros(...)` imported with `from torch import zeros`
     gets `empty` added to that import; if the file already uses the name
-    `empty` for something else, the site is kept.
+    `empty` for something else, or has a star import that could rebind the
+    bare name, the site is kept. A file that defines its own `new_zeros`
+    method has its `.new_zeros(...)` calls left alone (the receiver may not
+    be a tensor). Context managers outside the known list are assumed to
+    possibly suppress exceptions, which keeps some safe sites.
 
     ## Measured impact
     On CUDA, per call: one fill launch (~6-10 us of CPU time) plus the memset,
@@ -130,6 +142,15 @@ class ZerosToEmpty(Rule):
         "import torch\ndef f(n, ys):\n    x = torch.zeros(n)\n    for y in ys:\n        x.copy_(y)\n    return x\n",
         # Written in one branch only.
         "import torch\ndef f(n, y, c):\n    x = torch.zeros(n)\n    if c:\n        x.copy_(y)\n    return x\n",
+        # An exception before the write is caught, and the handler falls through to the read.
+        "import torch\ndef f(n, y):\n    try:\n        x = torch.zeros(n)\n        check(y)\n        x.copy_(y)\n"
+        "    except ValueError:\n        pass\n    return x\n",
+        # A context manager that may swallow the exception.
+        "import contextlib, torch\ndef f(n, y):\n    x = torch.zeros(n)\n    with contextlib.suppress(ValueError):\n"
+        "        check(y)\n        x.copy_(y)\n    return x\n",
+        # `break` skips the write; the zeros leave the loop.
+        "import torch\ndef f(n, y, c):\n    for _ in range(2):\n        x = torch.zeros(n)\n        if c:\n"
+        "            break\n        x.copy_(y)\n    return x\n",
     ]
     INVALID = [
         Example(
@@ -164,6 +185,8 @@ class ZerosToEmpty(Rule):
             receiver_names = module.qualified_names(func.value)
             if any(not name.startswith("torch") and module.is_import(func.value) for name in receiver_names):
                 return None  # np.new_zeros and friends: not a tensor method
+            if _defines_function(module, "new_zeros"):
+                return None  # the project's own `new_zeros`: the receiver may not be a tensor
             return "new_zeros"
         if isinstance(func, (cst.Attribute, cst.Name)):
             name = module.refers_to(func, _TORCH_ZEROS)
@@ -177,6 +200,9 @@ class ZerosToEmpty(Rule):
         context = module.context(call)
         if keyword_arg(call, "out") is not None:
             return self._keep(module, call, context, "`out=` fills an existing tensor, which may be read elsewhere")
+        star = _star_import(module)
+        if isinstance(call.func, cst.Name) and star:
+            return self._keep(module, call, context, f"`{star}` may rebind `{call.func.value}`: it may not be torch's")
         parent = module.parent(call)
         target = _bound_target(parent, call)
         if target is None:
@@ -189,14 +215,14 @@ class ZerosToEmpty(Rule):
         if proof.proven:
             return self._fix(module, call, kind, context, Tier.SAFE, _proof_reason(target.value, proof), proof.steps)
         prefix_writer = _prefix_copy_pattern(module, parent, target.value)
-        if prefix_writer is not None and not self._always_keep(call, target.value, context):
+        if prefix_writer is not None and not self._always_keep(module, call, target.value):
             reason = (
                 f"every use of `{target.value}` is a prefix slice, first filled by {prefix_writer}; "
                 "whether later reads stay inside the written prefix cannot be proven statically"
             )
             return self._fix(module, call, kind, context, Tier.VALIDATE, reason, proof.steps)
         assert proof.blocker is not None
-        label = self._always_keep(call, target.value, context)
+        label = self._always_keep(module, call, target.value)
         reason = f"L{proof.blocker.line}: {proof.blocker.text}" + (f" ({label})" if label else "")
         return self._keep(module, call, context, reason, proof.steps + [proof.blocker])
 
@@ -205,7 +231,7 @@ class ZerosToEmpty(Rule):
         if not (isinstance(owner, cst.Name) and owner.value == "self"):
             return self._keep(module, call, context, "stored on another object, which other code may read")
         attribute = target.attr.value
-        label = self._always_keep(call, attribute, context)
+        label = self._always_keep(module, call, attribute)
         if label:
             return self._keep(module, call, context, f"attribute buffer `self.{attribute}`: {label}")
         writer = _attribute_writer(module, call, attribute)
@@ -220,7 +246,7 @@ class ZerosToEmpty(Rule):
         )
         return self._fix(module, call, kind, context, Tier.VALIDATE, reason, [])
 
-    def _always_keep(self, call: cst.Call, name: str, context: Context) -> str | None:
+    def _always_keep(self, module: PythonModule, call: cst.Call, name: str) -> str | None:
         """RULES.md's "Always keep" cases, recognised by their usual shapes."""
         padding = padded_size_call(call)
         if padding:
@@ -230,6 +256,8 @@ class ZerosToEmpty(Rule):
             return "integer index or id tensor: garbage indices reach an embedding or gather"
         if _DUMMY_NAME.search(name.lower()):
             return "dummy input for warm-up or CUDA-graph capture: its values flow through the model"
+        if _in_test(module, call):
+            return "test fixture: compared in full against a reference, where unwritten elements must be zero"
         return None
 
     # -- findings -----------------------------------------------------------------------------
@@ -375,6 +403,28 @@ def _preview(text: str, start: int, end: int, edits: list[Edit]) -> str:
     for edit in sorted(inside, reverse=True):
         snippet = snippet[: edit.start] + edit.text + snippet[edit.end :]
     return " ".join(snippet.split())
+
+
+def _defines_function(module: PythonModule, name: str) -> bool:
+    return any(isinstance(node, cst.FunctionDef) and node.name.value == name for node in walk(module.tree))
+
+
+def _star_import(module: PythonModule) -> str | None:
+    """The first `from ... import *` of the module, as written: any bare name may come from it."""
+    for node in walk(module.tree):
+        if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+            return " ".join(module.text(node).split())
+    return None
+
+
+def _in_test(module: PythonModule, call: cst.Call) -> bool:
+    """Inside a test function or a Test* class: its buffers are compared against references."""
+    for scope in module.ancestors(call):
+        if isinstance(scope, cst.FunctionDef) and scope.name.value.startswith("test"):
+            return True
+        if isinstance(scope, cst.ClassDef) and scope.name.value.startswith("Test"):
+            return True
+    return False
 
 
 def _is_attribute_name(module: PythonModule, node: cst.Name) -> bool:

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from annotated import assert_same_behaviour, check_fixture, forced_rewrite, sites
+from annotated import analyse, assert_same_behaviour, check_fixture, forced_rewrite, sites
 
 FIXTURE_DIR = Path(__file__).parents[1] / "fixtures" / "python" / "opt101"
 FIXTURES = sorted(p for p in FIXTURE_DIR.glob("*.py") if not p.name.endswith(".fixed.py"))
@@ -31,3 +31,14 @@ def test_forcing_a_kept_site_is_caught_by_the_poisoned_run(path, line):
     text = path.read_text(encoding="utf-8")
     with pytest.raises(AssertionError):
         assert_same_behaviour(text, forced_rewrite(text, line), f"{path.stem}_forced_{line}")
+
+
+ALWAYS_KEEP_LABELS = ("padded or tiled", "index or id tensor", "dummy input", "test fixture")
+
+
+def test_always_keep_sites_say_which_case_they_are():
+    """RULES.md: the always-keep cases are kept *and say so when asked why*."""
+    path = FIXTURE_DIR / "always_keep.py"
+    reasons = {f.line: f.reason for f in analyse(path, ("OPT101",)).findings}
+    for site in sites(path.read_text(encoding="utf-8")):
+        assert any(label in reasons[site.line] for label in ALWAYS_KEEP_LABELS), (site.line, reasons[site.line])
