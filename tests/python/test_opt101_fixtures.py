@@ -42,3 +42,18 @@ def test_always_keep_sites_say_which_case_they_are():
     reasons = {f.line: f.reason for f in analyse(path, ("OPT101",)).findings}
     for site in sites(path.read_text(encoding="utf-8")):
         assert any(label in reasons[site.line] for label in ALWAYS_KEEP_LABELS), (site.line, reasons[site.line])
+
+
+VALIDATE_THAT_HOLDS = [
+    pytest.param(path, site.line, id=f"{path.stem}:{site.line}")
+    for path in FIXTURES
+    for site in sites(path.read_text(encoding="utf-8"))
+    if site.verdict == "validate" and not site.forced_fails
+]
+
+
+@pytest.mark.parametrize("path, line", VALIDATE_THAT_HOLDS)
+def test_a_validation_run_accepts_the_validate_sites_that_hold(path, line):
+    """The other half of the validate tier: applied where the poisoned run passes."""
+    text = path.read_text(encoding="utf-8")
+    assert_same_behaviour(text, forced_rewrite(text, line), f"{path.stem}_validated_{line}")
