@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import libcst as cst
@@ -172,7 +173,8 @@ class ZerosToEmpty(Rule):
     ]
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
-        for call in module.calls():
+        self.facts = _ModuleFacts.gather(module)
+        for call in self.facts.calls:
             kind = self._allocation_kind(module, call)
             if kind is not None:
                 yield self._examine(module, call, kind)
@@ -185,7 +187,7 @@ class ZerosToEmpty(Rule):
             receiver_names = module.qualified_names(func.value)
             if any(not name.startswith("torch") and module.is_import(func.value) for name in receiver_names):
                 return None  # np.new_zeros and friends: not a tensor method
-            if _defines_function(module, "new_zeros"):
+            if "new_zeros" in self.facts.function_names:
                 return None  # the project's own `new_zeros`: the receiver may not be a tensor
             return "new_zeros"
         if isinstance(func, (cst.Attribute, cst.Name)):
@@ -200,7 +202,7 @@ class ZerosToEmpty(Rule):
         context = module.context(call)
         if keyword_arg(call, "out") is not None:
             return self._keep(module, call, context, "`out=` fills an existing tensor, which may be read elsewhere")
-        star = _star_import(module)
+        star = self.facts.star_import
         if isinstance(call.func, cst.Name) and star:
             return self._keep(module, call, context, f"`{star}` may rebind `{call.func.value}`: it may not be torch's")
         parent = module.parent(call)
@@ -263,7 +265,7 @@ class ZerosToEmpty(Rule):
     # -- findings -----------------------------------------------------------------------------
 
     def _fix(self, module, call, kind, context, tier: Tier, reason: str, steps: list[Step]) -> Finding:
-        edits = _rewrite_edits(module, call, kind)
+        edits = _rewrite_edits(module, call, kind, self.facts.torch_imports)
         if isinstance(edits, str):
             return self._keep(module, call, context, edits, steps)
         line, col = module.start(call)
@@ -361,7 +363,7 @@ def _is_prefix(subscript: cst.Subscript) -> bool:
     return isinstance(index, cst.Slice) and index.lower is None and index.step is None
 
 
-def _rewrite_edits(module: PythonModule, call: cst.Call, kind: str) -> list[Edit] | str:
+def _rewrite_edits(module: PythonModule, call: cst.Call, kind: str, torch_imports: list[cst.ImportFrom]) -> list[Edit] | str:
     """The edits that turn this allocation into `empty`, or why it cannot be spelled."""
     new_name = _REPLACEMENT[kind]
     func = call.func
@@ -371,10 +373,8 @@ def _rewrite_edits(module: PythonModule, call: cst.Call, kind: str) -> list[Edit
     if re.search(rf"\b{new_name}\b", module.source.text):
         return f"called as a bare name and `{new_name}` is already used in this file: cannot add `from torch import {new_name}` safely"
     imports = [
-        node for node in walk(module.tree)
-        if isinstance(node, cst.ImportFrom) and module.text(node.module or cst.Name("")) == "torch"
-        and not isinstance(node.names, cst.ImportStar)
-        and any((alias.asname.name.value if alias.asname else module.text(alias.name)) == func.value for alias in node.names)
+        node for node in torch_imports
+        if any((alias.asname.name.value if alias.asname else module.text(alias.name)) == func.value for alias in node.names)
     ]
     if len(imports) != 1:
         return f"cannot find the one `from torch import` that binds `{func.value}`"
@@ -405,16 +405,29 @@ def _preview(text: str, start: int, end: int, edits: list[Edit]) -> str:
     return " ".join(snippet.split())
 
 
-def _defines_function(module: PythonModule, name: str) -> bool:
-    return any(isinstance(node, cst.FunctionDef) and node.name.value == name for node in walk(module.tree))
+@dataclass
+class _ModuleFacts:
+    """What the rule needs from the whole module, gathered in one walk (libcst walks are not cheap)."""
 
+    calls: list[cst.Call] = field(default_factory=list)
+    function_names: set[str] = field(default_factory=set)
+    torch_imports: list[cst.ImportFrom] = field(default_factory=list)  # `from torch import a, b as c`
+    star_import: str | None = None  # the first `from ... import *`: any bare name may come from it
 
-def _star_import(module: PythonModule) -> str | None:
-    """The first `from ... import *` of the module, as written: any bare name may come from it."""
-    for node in walk(module.tree):
-        if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
-            return " ".join(module.text(node).split())
-    return None
+    @classmethod
+    def gather(cls, module: PythonModule) -> "_ModuleFacts":
+        facts = cls()
+        for node in walk(module.tree):
+            if isinstance(node, cst.Call):
+                facts.calls.append(node)
+            elif isinstance(node, cst.FunctionDef):
+                facts.function_names.add(node.name.value)
+            elif isinstance(node, cst.ImportFrom):
+                if isinstance(node.names, cst.ImportStar):
+                    facts.star_import = facts.star_import or " ".join(module.text(node).split())
+                elif module.text(node.module or cst.Name("")) == "torch":
+                    facts.torch_imports.append(node)
+        return facts
 
 
 def _in_test(module: PythonModule, call: cst.Call) -> bool:
