@@ -213,6 +213,8 @@ class _Prover:
         header = loop.test if isinstance(loop, cst.While) else loop.target
         if self._mentions(header):
             return Step(self._line(loop), f"the loop header uses `{self.name}` before the next iteration re-allocates it")
+        if self._reads_name(getattr(item, "value", None)):
+            return Step(self._line(item), f"the next iteration's allocation reads the old `{self.name}`: {self._code(item)}")
         for earlier in body[: body.index(item)]:
             if self._mentions(earlier):
                 return Step(self._line(earlier), f"the next loop iteration uses `{self.name}` before re-allocating it")
