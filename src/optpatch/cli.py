@@ -302,3 +302,18 @@ def _parse_target(target: str) -> tuple[Path, str | None, int | None]:
         file = Path(":".join(parts[:-1]))
         return project_root([file.resolve()]), str(file.resolve().relative_to(project_root([file.resolve()]))), int(parts[-1])
     return Path(target), None, None
+
+
+@main.command()
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--workdir", type=click.Path(path_type=Path, file_okay=False), help="Keep copies, builds and logs here.")
+def validate(output_format: str, workdir: Path | None) -> None:
+    """Build and run the bundled CUDA KV-cache kernels before and after optpatch's own rewrites.
+
+    With a GPU: bit-exact checks against a PyTorch reference over a size
+    sweep, then timings. Without one: nvcc compiles of both versions and the
+    reference checks on the CPU, with every skip stated. Exit 4 when a check fails.
+    """
+    from optpatch.kernel_validation import run_validate
+
+    sys.exit(run_validate(output_format, workdir))
