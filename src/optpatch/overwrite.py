@@ -74,6 +74,13 @@ _CLAUSE_ROLES = {cst.Else: "orelse", cst.ExceptHandler: "handler", cst.ExceptSta
 class Step:
     line: int
     text: str
+    on_path: bool = False  # the text already says which path reaches this step
+
+    def reached(self, path: str) -> "Step":
+        """This step, saying it is reached only along `path` (e.g. when a loop runs zero times)."""
+        if not path or self.on_path:
+            return self
+        return Step(self.line, f"{self.text}, reached {path}", True)
 
 
 @dataclass
@@ -82,12 +89,15 @@ class PathResult:
 
     `blocked`: a path reads or leaks it first. `open`: a path reaches the end
     untouched. `loop_exit`: a path leaves via break/continue untouched.
+    `via`: when the only open paths are special ones (a loop that runs zero
+    times, an exception swallowed), which; `explain` says so at the blocker.
     """
 
     blocked: Step | None = None
     open: bool = True
     loop_exit: bool = False
     steps: list[Step] = field(default_factory=list)
+    via: str = ""
 
 
 @dataclass
@@ -155,8 +165,9 @@ class _Prover:
             return self._leave_try(owner, role, inner)
         if isinstance(owner, cst.With) and self._may_suppress(owner):
             note = Step(self._line(owner), f"the context manager may suppress an exception raised before the write: {self._code(owner.items[0])}")
-            inner = PathResult(open=True, loop_exit=inner.loop_exit, steps=inner.steps + [note])
-        after = self._scan(self._items_after(owner)) if inner.open else PathResult(open=False)
+            via = inner.via if inner.open else self._suppressed(owner)
+            inner = PathResult(open=True, loop_exit=inner.loop_exit, steps=inner.steps + [note], via=via)
+        after = self._scan(self._items_after(owner), inner.via) if inner.open else PathResult(open=False)
         return _chain(inner, after)
 
     def _leave_loop_body(self, loop: cst.For | cst.While, item: cst.CSTNode, inner: PathResult) -> PathResult:
@@ -167,15 +178,16 @@ class _Prover:
             return PathResult(blocked=back, steps=inner.steps)
         # The last iteration's value leaves the loop: through its `else`, or past it by `break`.
         orelse = self._items_of_block(loop.orelse.body) if loop.orelse else []
-        exits = [self._scan(orelse + self._items_after(loop))]
+        via = inner.via if inner.open else f"when `break` or `continue` leaves the loop at L{self._line(loop)} before the write"
+        exits = [self._scan(orelse + self._items_after(loop), via)]
         if orelse:
-            exits.append(self._scan(self._items_after(loop)))
+            exits.append(self._scan(self._items_after(loop), f"when `break` skips the `else` of the loop at L{self._line(loop)}"))
         return _chain(PathResult(open=True, steps=inner.steps), _join(exits))
 
     def _leave_try(self, node: cst.Try | cst.TryStar, role: str, inner: PathResult) -> PathResult:
         after = self._items_after(node)
         if role == "finally":
-            return _chain(inner, self._scan(after) if inner.open else PathResult(open=False))
+            return _chain(inner, self._scan(after, inner.via) if inner.open else PathResult(open=False))
         final = self._items_of_block(node.finalbody.body) if node.finalbody else []
         if node.finalbody and self._mentions(node.finalbody):
             return PathResult(
@@ -185,17 +197,17 @@ class _Prover:
         # An exception swallowed by `break`/`continue` in `finally` leaves the loop untouched.
         loop_exit = inner.loop_exit or self._scan(final).loop_exit
         if role != "body":  # a handler or the `else`: its exceptions are not caught by this try
-            result = _chain(inner, self._scan(final + after) if inner.open else PathResult(open=False))
+            result = _chain(inner, self._scan(final + after, inner.via) if inner.open else PathResult(open=False))
             result.loop_exit = result.loop_exit or loop_exit
             return result
         blocker = self._exception_path_blocker(node)
         if blocker:
             return PathResult(blocked=blocker, steps=inner.steps)
         orelse = self._items_of_block(node.orelse.body) if node.orelse else []
-        paths = [self._scan(orelse + final + after)] if inner.open else []
+        paths = [self._scan(orelse + final + after, inner.via)] if inner.open else []
         handlers = [self._scan(self._items_of_block(handler.body)) for handler in node.handlers]
         if any(handler.open for handler in handlers):
-            caught = self._scan(final + after)
+            caught = self._scan(final + after, self._caught(node))
             caught.steps.insert(0, Step(self._line(node), "an exception raised before the write may be caught here and fall through"))
             paths.append(caught)
         loop_exit = loop_exit or any(handler.loop_exit for handler in handlers)
@@ -222,18 +234,20 @@ class _Prover:
 
     # -- scanning statements forward -------------------------------------------
 
-    def _scan(self, items: list[cst.CSTNode]) -> PathResult:
-        result = PathResult()
+    def _scan(self, items: list[cst.CSTNode], via: str = "") -> PathResult:
+        """Straight-line code entered along `via` (the plain path when empty)."""
+        result = PathResult(via=via)
         for item in items:
             step = self._scan_item(item)
             result.steps.extend(step.steps)
             result.loop_exit = result.loop_exit or step.loop_exit
             if step.blocked:
-                result.blocked = step.blocked
+                result.blocked = step.blocked.reached(result.via)
                 return result
             if not step.open:
                 result.open = False
                 return result
+            result.via = result.via or step.via
         return result
 
     def _scan_item(self, item: cst.CSTNode) -> PathResult:
@@ -280,9 +294,15 @@ class _Prover:
             branches.append(self._scan_if(node.orelse))
         elif isinstance(node.orelse, cst.Else):
             branches.append(self._scan(self._items_of_block(node.orelse.body)))
-        else:
-            branches.append(PathResult(open=True))  # no else: the test may be false
-        return _join(branches)
+        else:  # no else: the test may be false
+            branches.append(PathResult(open=True, via=f"when the condition at L{self._line(node)} is false"))
+        joined = _join(branches)
+        if joined.open and not all(branch.open for branch in branches):
+            open_branches = [branch for branch in branches if branch.open]
+            joined.via = open_branches[0].via if len(open_branches) == 1 and open_branches[0].via else (
+                f"through a branch of the `if` at L{self._line(node)} that does not write it"
+            )
+        return joined
 
     def _scan_loop(self, node: cst.For | cst.While) -> PathResult:
         header = [node.iter, node.target] if isinstance(node, cst.For) else [node.test]
@@ -299,7 +319,8 @@ class _Prover:
         # Whatever the body writes, the loop may run zero times: the name is still untouched.
         # A `break` in the loop's `else` leaves the enclosing loop.
         note = Step(self._line(node), "note: a write inside this loop proves nothing (it may run zero times)")
-        return PathResult(open=True, loop_exit=tail.loop_exit, steps=[note])
+        via = "" if body.open else f"when the loop at L{self._line(node)} runs zero times"
+        return PathResult(open=True, loop_exit=tail.loop_exit, steps=[note], via=via)
 
     def _scan_with(self, node: cst.With) -> PathResult:
         for with_item in node.items:
@@ -308,6 +329,7 @@ class _Prover:
                 return PathResult(blocked=blocker)
         body = self._scan(self._items_of_block(node.body))
         if not body.blocked and self._may_suppress(node):
+            body.via = body.via if body.open else self._suppressed(node)
             body.open = True
             body.steps.append(Step(self._line(node), f"the context manager may suppress an exception raised before the write: {self._code(node.items[0])}"))
         return body
@@ -322,12 +344,19 @@ class _Prover:
         # An exception before the write may land in a handler that falls through, or jumps out of the loop.
         handlers = [self._scan(self._items_of_block(h.body)) for h in node.handlers]
         final = self._scan(self._items_of_block(node.finalbody.body)) if node.finalbody else PathResult()
-        body.open = body.open or any(h.open for h in handlers)
+        if not body.open and any(h.open for h in handlers):
+            body.open, body.via = True, self._caught(node)
         body.loop_exit = (
             body.loop_exit or any(h.loop_exit for h in handlers) or final.loop_exit
             or (node.orelse is not None and _jumps_out_of_loop(node.orelse))
         )
         return body
+
+    def _suppressed(self, node: cst.With) -> str:
+        return f"when the context manager at L{self._line(node)} suppresses an exception raised before the write"
+
+    def _caught(self, node: cst.Try | cst.TryStar) -> str:
+        return f"when an exception raised before the write is caught at L{self._line(node)} and the handler falls through"
 
     def _exception_path_blocker(self, node: cst.Try | cst.TryStar) -> Step | None:
         for part in [*node.handlers, node.orelse, node.finalbody]:
@@ -572,7 +601,7 @@ class _Prover:
 
 
 def _join(branches: list[PathResult]) -> PathResult:
-    """Alternative paths: blocked if any is, open if any is."""
+    """Alternative paths: blocked if any is, open if any is (special only if every open one is)."""
     joined = PathResult(open=False)
     for branch in branches:
         joined.steps.extend(branch.steps)
@@ -580,13 +609,17 @@ def _join(branches: list[PathResult]) -> PathResult:
             joined.blocked = branch.blocked
         joined.open = joined.open or branch.open
         joined.loop_exit = joined.loop_exit or branch.loop_exit
+    open_branches = [branch for branch in branches if branch.open]
+    if open_branches and all(branch.via for branch in open_branches):
+        joined.via = open_branches[0].via
     return joined
 
 
 def _chain(first: PathResult, then: PathResult) -> PathResult:
     """`then` followed after `first`'s open paths; `first`'s jumps out of loops still count."""
     return PathResult(
-        blocked=then.blocked, open=then.open, loop_exit=first.loop_exit or then.loop_exit, steps=first.steps + then.steps
+        blocked=then.blocked, open=then.open, loop_exit=first.loop_exit or then.loop_exit,
+        steps=first.steps + then.steps, via=then.via,
     )
 
 

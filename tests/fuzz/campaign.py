@@ -42,10 +42,10 @@ def run_campaign(
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
     )
     @given(programs(codes))
-    def differential(program):
+    def differential(source):
         if sources is not None:
-            sources.append(program.source)
-        checked = check_program(program.source, codes)
+            sources.append(source)
+        checked = check_program(source, codes)
         tally["programs"] += 1
         tally["sites"] += checked.sites
         tally["applied"] += checked.applied
