@@ -187,7 +187,11 @@ class _Prover:
     def _leave_try(self, node: cst.Try | cst.TryStar, role: str, inner: PathResult) -> PathResult:
         after = self._items_after(node)
         if role == "finally":
-            return _chain(inner, self._scan(after, inner.via) if inner.open else PathResult(open=False))
+            # `finally` may run on the way out of a `break` or `continue` in the try: that jump resumes after it.
+            pending = [node.body, *node.handlers, node.orelse]
+            result = _chain(inner, self._scan(after, inner.via) if inner.open else PathResult(open=False))
+            result.loop_exit = result.loop_exit or (inner.open and any(part is not None and _jumps_out_of_loop(part) for part in pending))
+            return result
         final = self._items_of_block(node.finalbody.body) if node.finalbody else []
         if node.finalbody and self._mentions(node.finalbody):
             return PathResult(
