@@ -64,10 +64,17 @@ INTROSPECTION_CALLS = frozenset(
         "sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.trace", "pdb.set_trace",
     }
 )
+_VIEW_METHODS = frozenset(
+    {"view", "narrow", "reshape", "view_as", "as_strided", "select", "unsqueeze", "transpose", "t", "permute", "flatten",
+     "expand", "chunk", "split", "unbind"}
+)
 _LOOPS = (cst.For, cst.While)
 _TRIES = (cst.Try, cst.TryStar)
 _BLOCK_OWNERS = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar, cst.Match, cst.FunctionDef, cst.ClassDef, cst.Module)
-_CLAUSE_ROLES = {cst.Else: "orelse", cst.ExceptHandler: "handler", cst.ExceptStarHandler: "handler", cst.Finally: "finally", cst.MatchCase: "case"}
+_CLAUSE_ROLES = {
+    cst.Else: "orelse", cst.ExceptHandler: "handler", cst.ExceptStarHandler: "handler", cst.Finally: "finally",
+    cst.MatchCase: "case",
+}
 
 
 @dataclass
@@ -133,7 +140,10 @@ class _Prover:
     def prove(self, statement: cst.BaseSmallStatement) -> OverwriteProof:
         scope = self.module.enclosing(statement, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
         if not isinstance(scope, cst.FunctionDef):
-            where = "a class attribute, read wherever the class is used" if scope else "a module-level name, which any code run before the write may read"
+            where = (
+                "a class attribute, read wherever the class is used" if scope
+                else "a module-level name, which any code run before the write may read"
+            )
             return OverwriteProof(False, [], Step(self._line(statement), f"`{self.name}` is not a local variable: it is {where}"))
         early = self._scope_blocker(scope)
         if early:
@@ -164,9 +174,8 @@ class _Prover:
         if isinstance(owner, _TRIES):
             return self._leave_try(owner, role, inner)
         if isinstance(owner, cst.With) and self._may_suppress(owner):
-            note = Step(self._line(owner), f"the context manager may suppress an exception raised before the write: {self._code(owner.items[0])}")
             via = inner.via if inner.open else self._suppressed(owner)
-            inner = PathResult(open=True, loop_exit=inner.loop_exit, steps=inner.steps + [note], via=via)
+            inner = PathResult(open=True, loop_exit=inner.loop_exit, steps=inner.steps + [self._may_suppress_step(owner)], via=via)
         after = self._scan(self._items_after(owner), inner.via) if inner.open else PathResult(open=False)
         return _chain(inner, after)
 
@@ -195,7 +204,10 @@ class _Prover:
         final = self._items_of_block(node.finalbody.body) if node.finalbody else []
         if node.finalbody and self._mentions(node.finalbody):
             return PathResult(
-                blocked=Step(self._line(node.finalbody), f"`{self.name}` is used in `finally`, which also runs when an exception cuts the code before the write short"),
+                blocked=Step(
+                    self._line(node.finalbody),
+                    f"`{self.name}` is used in `finally`, which also runs when an exception cuts the code before the write short",
+                ),
                 steps=inner.steps,
             )
         # An exception swallowed by `break`/`continue` in `finally` leaves the loop untouched.
@@ -335,7 +347,7 @@ class _Prover:
         if not body.blocked and self._may_suppress(node):
             body.via = body.via if body.open else self._suppressed(node)
             body.open = True
-            body.steps.append(Step(self._line(node), f"the context manager may suppress an exception raised before the write: {self._code(node.items[0])}"))
+            body.steps.append(self._may_suppress_step(node))
         return body
 
     def _scan_try(self, node: cst.Try | cst.TryStar) -> PathResult:
@@ -355,6 +367,9 @@ class _Prover:
             or (node.orelse is not None and _jumps_out_of_loop(node.orelse))
         )
         return body
+
+    def _may_suppress_step(self, node: cst.With) -> Step:
+        return Step(self._line(node), f"the context manager may suppress an exception raised before the write: {self._code(node.items[0])}")
 
     def _suppressed(self, node: cst.With) -> str:
         return f"when the context manager at L{self._line(node)} suppresses an exception raised before the write"
@@ -468,7 +483,7 @@ class _Prover:
     def _method_blocker(self, attribute: str, code: str) -> str:
         if attribute.endswith("_") and not attribute.startswith("_"):
             return f"in-place `{attribute}` reads before it writes, or writes only part: {code}"
-        if attribute in ("view", "narrow", "reshape", "view_as", "as_strided", "select", "unsqueeze", "transpose", "t", "permute", "flatten", "expand", "chunk", "split", "unbind"):
+        if attribute in _VIEW_METHODS:
             return f"a view of it is taken (writes through a view are partial): {code}"
         return f"`{self.name}.{attribute}(...)` reads it: {code}"
 

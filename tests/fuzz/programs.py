@@ -120,6 +120,7 @@ SCALARS = {FLOAT: ("1.5", "-2.0"), INT: ("3", "7")}
 THRESHOLDS = {FLOAT: "0.0", INT: "5"}
 SOURCES = {FLOAT: "src", INT: "isrc"}
 CONDITIONS = ("flag", "not flag", "n > 0", "n == 1", "{x}.shape[0] > 2")
+MANAGERS = ("torch.no_grad()", "contextlib.suppress(ValueError)", "tt.no_grad()", "contextlib.nullcontext()")
 MAX_DEPTH = 2
 
 
@@ -210,7 +211,7 @@ class _Builder:
         return lines
 
     def compound_with(self, name: str, depth: int, in_loop: bool) -> list[str]:
-        manager = self.draw(st.sampled_from(("torch.no_grad()", "contextlib.suppress(ValueError)", "tt.no_grad()", "contextlib.nullcontext()")))
+        manager = self.draw(st.sampled_from(MANAGERS))
         return [f"with {manager}:", *_indent(self.block(depth + 1, in_loop))]
 
     def compound_try(self, name: str, depth: int, in_loop: bool) -> list[str]:

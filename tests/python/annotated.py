@@ -158,8 +158,12 @@ def check_fixture(path: Path, codes: tuple[str, ...]) -> None:
     assert result.error is None, result.error
     found, wanted = observed(result.findings, set(codes)), expectations(text)
     reasons = {(f.line, f.code): f.reason for f in result.findings}
-    wrong = [f"L{line} {code}: expected {verdict}, {reasons.get((line, code), 'no finding')}" for line, code, verdict in sorted(wanted - found)]
-    unexpected = [f"L{line} {code}: unexpected {verdict}" for line, code, verdict in sorted(found - wanted) if (line, code) not in {(l, c) for l, c, _ in wanted}]
+    annotated = {(line, code) for line, code, _ in wanted}
+    wrong = [
+        f"L{line} {code}: expected {verdict}, {reasons.get((line, code), 'no finding')}"
+        for line, code, verdict in sorted(wanted - found)
+    ]
+    unexpected = [f"L{line} {code}: unexpected {verdict}" for line, code, verdict in sorted(found - wanted) if (line, code) not in annotated]
     assert not wrong and not unexpected, f"{path.name}:\n" + "\n".join(wrong + unexpected)
     for site in sites(text):
         if site.verdict == NO_FINDING:
