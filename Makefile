@@ -35,3 +35,6 @@ test: setup
 
 clean:
 	rm -rf $(VENV) model_patch.diff .pytest_cache
+
+docs: setup
+	$(BIN)/optpatch rules --write-docs docs/rules

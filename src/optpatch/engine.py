@@ -19,9 +19,11 @@ import pathspec
 
 from optpatch.config import TIER_ORDER, Settings
 from optpatch.discovery import discover, is_generated
+from optpatch.locations import locate_findings
 from optpatch.model import FileError, Finding, Tier
 from optpatch.planner import apply_edits, plan_edits
 from optpatch.rule import Rule, load_rules, select_rules
+from optpatch.scope import Screen, screened_out
 from optpatch.source import SourceFile, read_source
 from optpatch.suppression import apply_suppressions, find_suppressions
 
@@ -36,8 +38,11 @@ class FixPolicy:
     unsafe_fixes: bool = False
     validated: frozenset[str] = frozenset()
     tiers: tuple[tuple[str, str], ...] = ()
+    screens: tuple[Screen, ...] = ()  # --changed-lines, --baseline: what they screen out is never applied
 
     def refuse(self, finding: Finding) -> str | None:
+        if why := screened_out(finding):
+            return why
         tier = effective_tier(finding, self.tiers)
         if tier is Tier.SAFE:
             return None
@@ -216,6 +221,9 @@ def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy):
             return FileError(source.rel, f"internal error in {rule.code}: {type(error).__name__}: {error}")
     suppressions = find_suppressions(source.text, source.language)
     findings, suppressed = apply_suppressions(findings, suppressions)
+    locate_findings(findings, source)
+    for screen in policy.screens:
+        screen.screen(findings)
     edits = plan_edits(findings, policy.refuse)
     unused = [s.line for s in suppressions if not s.used]
     return sorted(findings, key=lambda f: f.sort_key), suppressed, unused, apply_edits(source.text, edits)

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from annotated import analyse, assert_same_behaviour, check_fixture, forced_rewrite, sites
+from annotated import GOLDEN_SUFFIXES, analyse, assert_same_behaviour, check_fixture, forced_rewrite, sites
 
 FIXTURE_DIR = Path(__file__).parents[1] / "fixtures" / "python" / "opt101"
-FIXTURES = sorted(p for p in FIXTURE_DIR.glob("*.py") if not p.name.endswith(".fixed.py"))
+FIXTURES = sorted(p for p in FIXTURE_DIR.glob("*.py") if not p.name.endswith(GOLDEN_SUFFIXES))
 FORCED = [
     pytest.param(path, site.line, id=f"{path.stem}:{site.line}")
     for path in FIXTURES
