@@ -18,7 +18,7 @@ from fuzz.oracle import check_program
 from fuzz.programs import programs
 
 # The Python rules under differential test. A rule joins by adding its code here and its Factory rows.
-RULE_CODES = ("OPT101",)
+RULE_CODES = ("OPT101", "OPT102")
 
 
 def run_campaign(

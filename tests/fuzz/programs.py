@@ -14,9 +14,12 @@ from three tables:
   do not suppress exceptions, `try`/`except`/`finally`, `match`, early
   `return`, deliberate exceptions, and `yield`.
 
-Adding a rule's sites (OPT102's factories with `.to(...)` or `.cuda()`)
-means adding `Factory` rows (and uses in `USES` if it needs new ones);
-the generator, the oracle and the tests are unchanged.
+A rule's sites are `Factory` rows tagged with its code: OPT102's are
+OPT101's allocations moved with `.to(...)` to the device they are already
+on (the CPU here), which OPT102 turns into `device=` and OPT101 into
+`empty`. Adding a rule means adding rows (and uses in `USES` if it needs
+new ones) and its code to `campaign.RULE_CODES`; the generator, the oracle
+and the tests are unchanged.
 
 Draws are ordered simplest first, so hypothesis shrinks a failing program
 towards a short one with the plainest statements.
@@ -48,6 +51,10 @@ FACTORIES: tuple[Factory, ...] = (
     Factory("OPT101", "tz((4, 3){dtype})"),
     Factory("OPT101", "tzl({src})"),
     Factory("OPT101", "{src}.new_zeros({src}.shape)"),
+    Factory("OPT102", "torch.zeros(4, 3{dtype}).to({src}.device)"),
+    Factory("OPT102", "tt.zeros((4, 3){dtype}).to(\"cpu\")"),
+    Factory("OPT102", "tz(4, 3{dtype}).to(torch.device(\"cpu\"))"),
+    Factory("OPT102", "torch.zeros_like({src}).to({src}.device)"),
 )
 
 PRELUDE = """\
