@@ -182,8 +182,20 @@ def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Sett
         if not any(f.not_applied_because.startswith("overlaps") for f in findings):
             break
     if current.text != source.text:
+        reparsed = _reparse_error(current)
+        if reparsed:  # a safety net: a rule bug must never hand out a file that no longer parses
+            result.error = FileError(source.rel, f"internal error: the rewritten file would not parse ({reparsed}); left unchanged")
+            return result
         result.old, result.new = source.raw, current.encode(current.text)
     return result
+
+
+def _reparse_error(source: SourceFile) -> str | None:
+    try:
+        make_unit(source)
+    except FrontendError as error:
+        return error.error.reason
+    return None
 
 
 def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy):

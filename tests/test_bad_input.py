@@ -1,0 +1,129 @@
+"""CONTRACT.md "Bad input": each bad file is named with its reason and skipped; nothing else is lost."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from optpatch.config import Settings
+from optpatch.engine import FixPolicy, run
+from optpatch.source import read_source
+from optpatch.writer import write_fixes
+
+FIXABLE = "import torch\ndef f(y):\n    x = torch.zeros(3)\n    x.copy_(y)\n    return x\n"
+FIXED = FIXABLE.replace("torch.zeros", "torch.empty")
+
+
+def git_apply(repo: Path, patch: Path, check: bool = True) -> None:
+    args = ["git", "apply"] + (["--check"] if check else []) + [str(patch)]
+    completed = subprocess.run(args, cwd=repo, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+
+
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("crlf.py", FIXABLE.replace("\n", "\r\n").encode()),
+        ("bom.py", b"\xef\xbb\xbf" + FIXABLE.encode()),
+        ("no_final_newline.py", FIXABLE.rstrip("\n").encode()),
+        ("tabs.py", FIXABLE.replace("    ", "\t").encode()),
+        ("latin1.py", ("# -*- coding: latin-1 -*-\nname = 'été'\n" + FIXABLE).encode("latin-1")),
+        ("dir with spaces/file name.py", FIXABLE.encode()),
+        ("ünïcödé/naïve.py", FIXABLE.encode()),
+    ],
+)
+def test_file_formats_are_kept_byte_for_byte_and_git_applies_the_patch(tmp_path, name, data):
+    repo = tmp_path / "repo"
+    path = repo / name
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    patch = tmp_path / "p.diff"
+    result = run_cli("apply", str(repo), "-o", str(patch))
+    assert result.returncode == 0, result.stdout + result.stderr
+    git_apply(repo, patch, check=False)
+    expected = data.replace(b"torch.zeros", b"torch.empty")
+    assert path.read_bytes() == expected
+
+
+def test_empty_file_and_a_tree_that_is_not_a_git_repository(tmp_path):
+    (tmp_path / "empty.py").write_bytes(b"")
+    (tmp_path / "code.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 0
+    assert b"torch.empty" in patch.read_bytes()
+
+
+def test_too_large_binary_and_outside_symlink_are_reported(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "big.py").write_bytes(b"x = 1\n" * (10 * 1024 * 1024 // 6 + 1))
+    (repo / "blob.cu").write_bytes(b"\x7fELF\x00\x00zeros")
+    (tmp_path / "secret.py").write_text(FIXABLE)
+    (repo / "link.py").symlink_to(tmp_path / "secret.py")
+    (repo / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "p.diff"
+    result = run_cli("apply", str(repo), "-o", str(patch))
+    assert result.returncode == 3
+    out = result.stdout
+    assert "big.py: too large" in out
+    assert "blob.cu: binary file" in out
+    assert "link.py: symbolic link leading outside the tree" in out
+    assert patch.read_bytes().count(b"diff --git") == 1  # only ok.py
+    assert (tmp_path / "secret.py").read_text() == FIXABLE
+
+
+def test_unreadable_and_vanished_files_are_errors_not_crashes(tmp_path, monkeypatch):
+    (tmp_path / "gone.py").write_text(FIXABLE)
+    (tmp_path / "locked.py").write_text(FIXABLE)
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    real_read_bytes = Path.read_bytes
+
+    def read_bytes(self):
+        if self.name == "locked.py":
+            raise PermissionError(13, "Permission denied")
+        return real_read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    (tmp_path / "gone.py").unlink()  # discovered below only by a stale listing: read it directly
+    assert "disappeared" in read_source(tmp_path / "gone.py", "gone.py").reason
+    result = run(tmp_path, Settings(), FixPolicy(), jobs=1)
+    errors = {e.path: e.reason for e in result.errors}
+    assert errors == {"locked.py": "cannot be read: Permission denied"}
+    assert [rel for rel, _, _ in result.changes] == ["ok.py"]
+
+
+def test_write_refuses_a_file_changed_after_it_was_read(tmp_path):
+    (tmp_path / "a.py").write_text(FIXABLE)
+    (tmp_path / "b.py").write_text(FIXABLE)
+    result = run(tmp_path, Settings(), FixPolicy(), jobs=1)
+    (tmp_path / "a.py").write_text(FIXABLE + "# edited meanwhile\n")
+    report = write_fixes(tmp_path, result.changes)
+    assert report.refused == [("a.py", "changed since optpatch read it; run optpatch again")]
+    assert report.written == ["b.py"]
+    assert (tmp_path / "a.py").read_text().endswith("# edited meanwhile\n")
+    assert (tmp_path / "b.py").read_text() == FIXED
+
+
+def test_interrupted_write_leaves_every_file_old_or_new(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for index in range(400):
+        (repo / f"m{index:03}.py").write_text(FIXABLE + f"# {index}\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "optpatch", "apply", str(repo), "--write", "-o", str(tmp_path / "p.diff"), "-j", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    time.sleep(2.5)
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=120)
+    for index in range(400):
+        text = (repo / f"m{index:03}.py").read_text()
+        assert text in (FIXABLE + f"# {index}\n", FIXED + f"# {index}\n")
+    assert not [p for p in os.listdir(repo) if p.endswith(".optpatch-tmp")]
