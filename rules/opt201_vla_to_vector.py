@@ -196,6 +196,12 @@ class VlaToVector(Rule):
 
     def _examine(self, unit: CppUnit, declaration: Node) -> Finding | None:
         dependent = declaration.type_kind == "DEPENDENTSIZEDARRAY"
+        if declaration.cursor.type.element_type.get_canonical().kind.name in _NESTED_ARRAY_KINDS:
+            if dependent:
+                return None
+            where = unit.where(declaration)
+            context = unit.run_context(declaration, where.function)
+            return self._keep(unit, declaration, context, "multi-dimensional array: std::vector<std::vector<T>> would change its layout")
         bound = _bound(declaration)
         if bound is None:
             return None
@@ -226,10 +232,11 @@ class VlaToVector(Rule):
     def _unproven(self, unit, declaration: Node, bound: Node, proof: BoundProof, context: Context) -> Finding:
         bound_text = unit.node_text(bound)
         if proof.constexpr_names or not proof.unresolved:
-            names = ", ".join(f"`{n}`" for n in proof.constexpr_names) or f"`{bound_text}`"
+            names = ", ".join(f"`{n}`" for n in proof.constexpr_names)
+            origin = f"declared constexpr ({names})" if names else "a constant expression"
             reason = (
-                f"the bound {names} is a compile-time constant in the source, so this is a constant-size array, "
-                f"not a VLA; if a container is wanted, use `std::array<{_element_text(unit, declaration)}, {bound_text}>`"
+                f"the bound `{bound_text}` is {origin}: a constant-size array, not a VLA, so nothing to rewrite; "
+                f"if a container is wanted, use `std::array<{_element_text(unit, declaration)}, {bound_text}>`"
             )
             line, col = unit.position(declaration.start)
             return Finding(
@@ -466,10 +473,10 @@ def _declaration_shape(unit: CppUnit, declaration: Node) -> tuple[str, str] | st
     if len([c for c in statement.children if c.kind == "VAR_DECL"]) != 1:
         return "declared together with other variables; split the declaration first"
     element_type = declaration.cursor.type.element_type
-    if element_type.get_canonical().kind.name in _NESTED_ARRAY_KINDS:
-        return "multi-dimensional array: std::vector<std::vector<T>> would change its layout"
     if element_type.get_canonical().kind.name == "BOOL":
         return "`bool` elements: std::vector<bool> is a packed bitset without `.data()`"
+    if element_type.get_canonical().kind.name in ("UNEXPOSED", "DEPENDENT"):
+        return "the element type depends on a template parameter: std::vector<bool> would be a packed bitset"
     tokens = unit.tokens_in(declaration.start, declaration.end)
     names = [i for i, t in enumerate(tokens) if t.spelling == declaration.spelling and t.kind == "identifier"]
     if len(names) != 1 or unit.token_at(declaration.start) is None:

@@ -180,8 +180,8 @@ class FromBlobAsyncCopy(Rule):
             "#include <ATen/cuda/CUDAContext.h>\n"
             "void f(int n) {\n  std::vector<int64_t> v(n);\n"
             "  torch::Tensor t = torch::empty({n}, torch::dtype(torch::kInt64).device(torch::kCUDA));\n"
-            "  C10_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), v.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice, "
-            "at::cuda::getCurrentCUDAStream()));\n"
+            "  C10_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), v.data(), n * sizeof(int64_t),\n"
+            "      cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream()));\n"
             "  t.zero_();\n}\n",
         ),
         Example(
@@ -191,8 +191,8 @@ class FromBlobAsyncCopy(Rule):
             "#include <ATen/cuda/CUDAContext.h>\n"
             "void f(torch::Tensor x, int n) {\n  TORCH_CHECK(x.is_cuda());\n  float buf[n];\n"
             "  auto t = at::empty({n, 2}, at::TensorOptions().dtype(at::kFloat).device(x.device()));\n"
-            "  C10_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), buf, sizeof(float) * n * 2, cudaMemcpyHostToDevice, "
-            "at::cuda::getCurrentCUDAStream(x.device().index())));\n"
+            "  C10_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), buf, sizeof(float) * n * 2,\n"
+            "      cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream(x.device().index())));\n"
             "  x.add_(t.sum());\n}\n",
         ),
     ]
@@ -252,11 +252,11 @@ class FromBlobAsyncCopy(Rule):
         )
         allocation = f"{site.namespace}::empty({{{', '.join(site.sizes)}}}, {options})"
         stream = "at::cuda::getCurrentCUDAStream()" if site.device_is_type else f"at::cuda::getCurrentCUDAStream({site.device}.index())"
-        copy = (
-            f"C10_CUDA_CHECK(cudaMemcpyAsync({result}.data_ptr(), {site.pointer}, {_byte_count(site)}, "
-            f"cudaMemcpyHostToDevice, {stream}));"
-        )
         indent = unit.indentation(site.statement.start)
+        copy = (
+            f"C10_CUDA_CHECK(cudaMemcpyAsync({result}.data_ptr(), {site.pointer}, {_byte_count(site)},{unit.newline()}"
+            f"{indent}    cudaMemcpyHostToDevice, {stream}));"
+        )
         edits = [Edit(site.from_blob.start, site.statement.end, f"{allocation};{unit.newline()}{indent}{copy}")]
         include = unit.include_edit("ATen/cuda/CUDAContext.h")
         if include is not None:
@@ -381,18 +381,19 @@ def _device(unit: CppUnit, to_call: Node) -> tuple[str, bool]:
 
 
 def _is_pure_device(node: Node) -> bool:
-    """A variable, or `x.device()` / `x[i].device()` on one: safe to evaluate again."""
+    """A variable, or `x.device()` / `x[0].device()` on one: safe to evaluate a second time."""
     if node.kind == "DECL_REF_EXPR":
         return True
-    if node.kind == "CALL_EXPR" and node.spelling == "device" and not node.arguments():
-        target = node.call_object()
-        while target is not None and target.kind in ("UNEXPOSED_EXPR", "CALL_EXPR") and target.spelling in ("", "operator[]"):
-            objects = [c for c in target.expressions() if c.kind == "DECL_REF_EXPR" and c.spelling != "operator[]"]
-            if target.spelling == "operator[]":
-                return len(objects) == 1
-            target = target.expressions()[0] if target.expressions() else None
-        return target is not None and target.kind == "DECL_REF_EXPR"
-    return False
+    if node.kind != "CALL_EXPR" or node.spelling != "device" or node.arguments():
+        return False
+    target = node.call_object()
+    target = unwrap(target) if target is not None else None
+    if target is not None and target.kind == "CALL_EXPR" and target.spelling == "operator[]":
+        operands = [unwrap(c) for c in target.expressions() if c.spelling != "operator[]"]
+        if len(operands) != 2 or operands[1].kind != "INTEGER_LITERAL":
+            return False
+        target = operands[0]
+    return target is not None and target.kind == "DECL_REF_EXPR"
 
 
 def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> str:

@@ -376,8 +376,14 @@ class CppUnit:
         return any(start <= d.offset < end and d.message == VLA_WARNING for d in self.diagnostics)
 
     def error_signature(self) -> Counter:
-        """Clang's error messages, without positions: what a rewrite must not add to."""
-        return Counter(d.message for d in self.tu.diagnostics if d.severity >= 3)
+        """Clang's error messages, without positions: what a rewrite must not add to.
+
+        Missing headers do not count: no #include is ever found here, so an
+        include a rule adds is an error by construction.
+        """
+        return Counter(
+            d.spelling for d in self.tu.diagnostics if d.severity >= 3 and not d.spelling.endswith("file not found")
+        )
 
     # -- host or device ---------------------------------------------------------------------
 
@@ -603,3 +609,9 @@ def _parse(main_name: str, data: bytes, rel: str):
         )
     except clang.TranslationUnitLoadError as error:
         raise CppParseError(FileError(rel, f"libclang could not parse the file: {error}")) from None
+
+
+def new_errors(original: SourceFile, rewritten: SourceFile) -> list[str]:
+    """Error messages the rewritten file has and the original did not: a rewrite must add none."""
+    added = CppUnit(rewritten).error_signature() - CppUnit(original).error_signature()
+    return sorted(added)
