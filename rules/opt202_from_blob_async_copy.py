@@ -201,9 +201,9 @@ class FromBlobAsyncCopy(Rule):
         analysed: set[int] = set()
         for node in unit.nodes:
             if node.kind == "CALL_EXPR" and node.spelling == "from_blob" and _is_torch_from_blob(unit, node):
-                analysed.update(t.start for t in unit.tokens_in(node.start, node.end) if t.spelling == "from_blob")
                 to_call = _chained_copy(node)
                 if to_call is not None:
+                    analysed.update(t.start for t in unit.tokens_in(node.start, node.end) if t.spelling == "from_blob")
                     yield self._examine(unit, node, to_call)
         yield from self._unparsed(unit, analysed)
 
@@ -224,8 +224,11 @@ class FromBlobAsyncCopy(Rule):
         return self._fix(unit, site, context, tier, proof)
 
     def _unparsed(self, unit: CppUnit, analysed: set[int]) -> Iterator[Finding]:
-        """`from_blob(...).to(` the parser lost (unknown types around it): reported, never rewritten."""
+        """`from_blob(...).to(` that did not resolve to torch's from_blob: reported, never rewritten."""
         tokens = unit.tokens
+        dependent = {
+            node.end for node in unit.nodes if node.kind == "OVERLOADED_DECL_REF" and node.spelling == "from_blob"
+        }
         for index, token in enumerate(tokens):
             if token.spelling != "from_blob" or token.start in analysed or index + 1 >= len(tokens):
                 continue
@@ -236,9 +239,13 @@ class FromBlobAsyncCopy(Rule):
                 continue
             if tokens[close + 1].spelling == "." and tokens[close + 2].spelling in ("to", "cuda"):
                 line, col = unit.position(token.start)
+                reason = (
+                    "a call with template-dependent arguments: its types are unknown until instantiation; not analysed"
+                    if token.end in dependent
+                    else "this statement does not parse without the project's headers (unknown types in it); not analysed"
+                )
                 yield Finding(
-                    self.code, self.name, unit.source.rel, line, col, Verdict.KEEP,
-                    "this statement does not parse without the project's headers (unknown types in it); not analysed",
+                    self.code, self.name, unit.source.rel, line, col, Verdict.KEEP, reason,
                     Context.CALL, Impact.NONE, "kept: no rewrite, no change",
                 )
 
@@ -266,7 +273,7 @@ class FromBlobAsyncCopy(Rule):
         impact, basis = (Impact.LOW, ONCE_BASIS) if context is Context.ONCE else (Impact.HIGH, IMPACT_BASIS)
         return Finding(
             self.code, self.name, unit.source.rel, line, col, Verdict.FIX, reason, context, impact, basis,
-            tier=tier, edits=tuple(sorted(edits)), replacement=f"{allocation}; {copy}", proof=tuple(proof),
+            tier=tier, edits=tuple(sorted(edits)), replacement=" ".join(f"{allocation}; {copy}".split()), proof=tuple(proof),
         )
 
     def _keep(self, unit: CppUnit, node: Node, context: Context, reason: str) -> Finding:

@@ -79,3 +79,20 @@ def test_a_device_not_shown_to_be_cuda_needs_validation():
     (finding,) = analyse(source, {"OPT202"}).findings
     assert (finding.verdict.value, finding.tier.value) == ("fix", "validate")
     assert "not shown to be a CUDA device" in finding.reason
+
+
+@pytest.mark.parametrize(
+    "code, reason",
+    [
+        ("template <class T> void f(T* host, int n, torch::Device d) {\n"
+         "  auto t = torch::from_blob(host, {n}, torch::kInt64).to(d);\n}\n", "template-dependent"),
+        ("void g(HeaderType h, int64_t* p) {\n"
+         "  auto t = torch::from_blob(p, {2}, torch::kInt64).to(h.device());\n}\n", "does not parse"),
+    ],
+)
+def test_copies_the_parser_cannot_type_are_reported_not_rewritten(code, reason):
+    source = SourceFile("copy.cpp", Path("copy.cpp"), code.encode(), code, "utf-8", False, "cpp")
+    result = analyse(source, {"OPT202"})
+    (finding,) = result.findings
+    assert finding.verdict.value == "keep" and reason in finding.reason
+    assert result.new is None
