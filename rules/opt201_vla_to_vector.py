@@ -22,7 +22,7 @@ _TRANSPARENT_KINDS = frozenset({
 _SHORT_CIRCUIT = frozenset({"&&", "||"})
 # Built-in operators that read both operands (not `,`, not assignments).
 _READING_OPERATORS = frozenset({
-    "+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", ">", "<=", ">=", "==", "!=", "<=>", "&&", "||",
+    "+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", ">", "<=", ">=", "==", "!=", "<=>",
 })
 _REFERENCE_KINDS = frozenset({"LVALUEREFERENCE", "RVALUEREFERENCE"})
 _UNEVALUATED_WORDS = frozenset({"sizeof", "alignof", "_Alignof", "__alignof__", "decltype", "typeof", "__typeof__", "__typeof"})
@@ -206,6 +206,8 @@ class VlaToVector(Rule):
         if bound is None:
             return None
         proof = _prove_runtime(unit, bound, set())
+        if bound.cursor.type.get_canonical().kind.name not in _INTEGER_KINDS:
+            proof.unresolved.insert(0, f"`{unit.node_text(bound)}` is not known to be an integer")
         if unit.errors_in(bound.start, bound.end):
             proof.unresolved.insert(0, f"`{unit.node_text(bound)}` has errors without the project's headers")
         if dependent and not proof.runtime:

@@ -25,7 +25,7 @@ _OPTIONS_FORMS = (
     (re.compile(rf"^{_NAMESPACE}TensorOptions\(\)\.dtype\({_DTYPE}\)$"), "options"),
     (re.compile(rf"^{_NAMESPACE}TensorOptions\({_DTYPE}\)$"), "options"),
 )
-_DATA_POINTER_METHODS = frozenset({"data_ptr", "mutable_data_ptr", "const_data_ptr", "data"})
+_DATA_POINTER_METHODS = frozenset({"data_ptr", "mutable_data_ptr", "const_data_ptr"})
 # Anything that queues work on a stream other than the current one, or changes the device.
 _OTHER_STREAM_WORDS = frozenset({
     "getStreamFromPool", "getStreamFromExternal", "CUDAStreamGuard", "OptionalCUDAStreamGuard",
@@ -35,7 +35,6 @@ _OTHER_STREAM_WORDS = frozenset({
 _GUARDS = frozenset({"CUDAGuard", "OptionalCUDAGuard"})
 _SIZE_TOKENS_ALLOWED = re.compile(r"^(\w+|::|\.|->|\(|\)|\[|\]|\+|-|\*|/|%|<<|>>)$")
 _SIZE_METHODS = frozenset({"size", "numel", "dim", "stride", "sizes"})
-_LOW_PRECEDENCE = frozenset({"+", "-", "/", "%", "<<", ">>", "*"})
 
 IMPACT_BASIS = (
     "copy_blocks on an H100 (RULES.md): VLA + from_blob(...).to() -> vector + cudaMemcpyAsync saved "

@@ -51,7 +51,6 @@ FUNCTION_KINDS = frozenset({
     "LAMBDA_EXPR",
 })
 LOOP_KINDS = frozenset({"FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT"})
-_DEVICE_ATTRS = frozenset({"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"})
 _DEVICE_WORDS = frozenset({"__device__", "__global__"})
 # Set-up code runs once per process or model: a saving there is noise.
 _ONE_TIME = re.compile(r"(^|_)(init|initialize|setup|set_up|create|build|allocate|register|load)(_|$)", re.I)
@@ -462,9 +461,6 @@ class CppUnit:
         return Context.CALL
 
     # -- edits ------------------------------------------------------------------------------
-
-    def replace(self, start: int, end: int, text: str) -> Edit:
-        return Edit(start, end, text)
 
     def has_include(self, header: str) -> bool:
         return re.search(rf"^[ \t]*#[ \t]*include[ \t]*[<\"]{re.escape(header)}[>\"]", self.source.text, re.M) is not None

@@ -7,11 +7,12 @@
 // the names extension code uses most, so that such code parses; it is
 // force-included before the file and never compiled into anything.
 //
-// Two promises keep it honest (docs/cpp-frontend.md):
-// - Nothing here is evidence that a value is computed at run time: the rules
-//   ask whether a function is constexpr only of functions the file itself
-//   declares, so a stand-in below that omits `constexpr` cannot turn a
-//   constant array into a "VLA".
+// Three promises keep it honest (docs/cpp-frontend.md):
+// - A call to a function declared here is never by itself evidence of a
+//   run-time value; only what the call is given can be.
+// - A member function declared here without `constexpr` reads its object's
+//   run-time state; where that may not hold (`std::array::size`), it is
+//   declared `constexpr`, so calling it on a run-time object proves nothing.
 // - Everything optpatch's own rewrites introduce is declared, so a rewritten
 //   file parses with no error that the original did not have.
 
