@@ -325,14 +325,19 @@ def _site(unit: CppUnit, from_blob: Node, to_call: Node, function: Node) -> Site
             element = _ELEMENT_TYPES.get(name)
             if element is None:
                 raise NotRewritable(f"element type of `{options_text}` is not known to optpatch")
-            namespace = unit.node_text(from_blob).split("::")[0].strip()
             return Site(
-                statement, result, from_blob, to_call, "at" if namespace == "at" else "torch",
+                statement, result, from_blob, to_call, _namespace(unit, from_blob),
                 unit.node_text(pointer), buffer, size_texts, options_text, form, element, device, device_is_type,
             )
     raise NotRewritable(
         f"options `{options_text}` do not name just a dtype: the element type is unknown, and a device in them would mean device memory"
     )
+
+
+def _namespace(unit: CppUnit, from_blob: Node) -> str:
+    """`torch` or `at`, as the call spells it; `at` for a bare `from_blob` (ATen is there whenever it is)."""
+    first, second = unit.tokens_in(from_blob.start, from_blob.end)[:2]
+    return "torch" if (first.spelling, second.spelling) == ("torch", "::") else "at"
 
 
 def _bound_statement(unit: CppUnit, to_call: Node) -> tuple[Node, Node]:
