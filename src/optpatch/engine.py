@@ -232,7 +232,7 @@ def _offset_before(offset: int, edits: list[Edit]) -> int:
     return offset - delta
 
 
-def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy, locate):
+def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy, locate: Callable[[int, int], tuple[int, int]]):
     wanted = [rule for rule in rules if rule.wants(source)]
     if not wanted:
         return [], 0, [], []
