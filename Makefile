@@ -18,6 +18,9 @@ $(VENV)/.ready: pyproject.toml
 		$(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --disable-pip-version-check "$(TORCH_PIN)"; \
 	fi
 	$(BIN)/pip install -q --disable-pip-version-check -e ".[validate,test]"
+	@# Headers of cuBLAS/cuSPARSE/cuSOLVER that nvcc needs to compile torch
+	@# extensions on a machine without a CUDA build of torch (1.2 MB kept).
+	@if command -v nvcc >/dev/null 2>&1; then $(BIN)/python -m kernels.build_check fetch-headers; fi
 	touch $@
 
 demo: setup
@@ -32,3 +35,6 @@ test: setup
 
 clean:
 	rm -rf $(VENV) model_patch.diff .pytest_cache
+
+docs: setup
+	$(BIN)/optpatch rules --write-docs docs/rules

@@ -177,8 +177,9 @@ class ZerosToEmpty(Rule):
         context = module.context(call)
         if keyword_arg(call, "out") is not None:
             return self._keep(module, call, context, "`out=` fills an existing tensor, which may be read elsewhere")
-        parent = module.parent(call)
-        target = _bound_target(parent, call)
+        allocation = _moved_result(module, call)
+        parent = module.parent(allocation)
+        target = _bound_target(parent, allocation)
         if target is None:
             return self._keep(module, call, context, _unbound_reason(module, parent))
         if isinstance(target, cst.Attribute):
@@ -257,6 +258,18 @@ class ZerosToEmpty(Rule):
 
 
 # -- helpers (module level: they need no rule state) -----------------------------------------
+
+
+def _moved_result(module: PythonModule, call: cst.Call) -> cst.Call:
+    """`torch.zeros(n).cuda()` / `.to(d)`: the moved result is as fresh as the zeros, and holds their values."""
+    node = call
+    while True:
+        attribute = module.parent(node)
+        outer = module.parent(attribute) if attribute is not None else None
+        if not (isinstance(attribute, cst.Attribute) and attribute.attr.value in ("to", "cuda")
+                and isinstance(outer, cst.Call) and outer.func is attribute):
+            return node
+        node = outer
 
 
 def _bound_target(parent: cst.CSTNode | None, call: cst.Call) -> cst.BaseExpression | None:

@@ -17,6 +17,7 @@ from rich.console import Console
 from optpatch import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILE_ERRORS, EXIT_VALIDATION = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130  # Ctrl-C during --validate, as a shell reports SIGINT
 PROGRESS_MIN_FILES = 200
 
 
@@ -30,12 +31,30 @@ def common_options(function):
         click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (comma-separated)."),
         click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."),
         click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes of the `unsafe` tier."),
-        click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True),
+        click.option(
+            "--format", "output_format", type=click.Choice(["text", "json", "sarif", "github", "markdown"]),
+            default="text", show_default=True,
+        ),
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
         click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="Read settings from this TOML file."),
         click.option("--trust-config", is_flag=True, help="Allow the scanned repo's configuration to name commands to run."),
         click.option("-q", "--quiet", is_flag=True, help="Print only errors and the summary line."),
         click.option("-v", "--verbose", is_flag=True, help="List kept sites too."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def validation_options(function):
+    """--validate CMD and its companions (apply and check)."""
+    options = [
+        click.option("--validate", "validate_command", metavar="CMD",
+                     help="Run CMD on a temporary copy of the tree, first unchanged, then with the fixes, with "
+                          "uninitialised memory poisoned; back out every fix that makes it fail."),
+        click.option("--build", "build_command", metavar="CMD", help="With --validate: rebuild C++ extensions before the tests when C++ files changed."),
+        click.option("--validate-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+                     help="With --validate: stop one run of CMD after this long (default: 1800)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -64,6 +83,7 @@ class Session:
         self.settings = replace(settings, **overrides)
         self._check_codes()
         self.console = _console(stderr=report_to_stderr)
+        self.scope_note: str | None = None
         self.stderr = Console(stderr=True, highlight=False)
 
     def _check_codes(self) -> None:
@@ -76,16 +96,23 @@ class Session:
 
     def run(self, paths: list[Path] | None = None):
         from optpatch.engine import FixPolicy, run
+        from optpatch.scope import ScopeError, drop_screened, narrow
 
-        policy = FixPolicy(unsafe_fixes=self.settings.unsafe_fixes, tiers=self.settings.tiers)
+        try:
+            scope = narrow(self.root, self.settings.exclude, paths, self.options)
+        except ScopeError as error:
+            raise click.UsageError(str(error)) from None
+        policy = FixPolicy(unsafe_fixes=self.settings.unsafe_fixes, tiers=self.settings.tiers, screens=scope.screens)
         progress = None
         if self.stderr.is_terminal and not self.options["quiet"]:
             progress = _ProgressBar(self.stderr)
         try:
-            return run(self.root, self.settings, policy, paths, self.options["jobs"], progress)
+            result = run(self.root, self.settings, policy, scope.paths, self.options["jobs"], progress)
         finally:
             if progress:
                 progress.close()
+        self.scope_note = scope.note(drop_screened(result))
+        return result
 
     def report(self, result, patch_note: str | None = None, title: str | None = None) -> None:
         from optpatch.reporters import MACHINE_FORMATS
@@ -95,6 +122,7 @@ class Session:
         if fmt != "text":
             click.echo(MACHINE_FORMATS[fmt](result), nl=False)
             return
+        patch_note = "\n".join(note for note in (self.scope_note, patch_note) if note) or None
         if self.options["quiet"]:
             result_findings = result.findings
             applied = sum(f.applied for f in result_findings)
@@ -141,6 +169,18 @@ def _exit_status(result, findings_status: int = EXIT_OK) -> int:
     return EXIT_FILE_ERRORS if result.errors else findings_status
 
 
+def scope_options(function):
+    """--changed-since, --changed-lines, --baseline: narrow a run to what a change or a legacy repo needs."""
+    options = [
+        click.option("--changed-since", metavar="REF", help="Only files changed since git REF (its merge base with HEAD), plus untracked ones."),
+        click.option("--changed-lines", is_flag=True, help="With --changed-since: only findings on changed lines."),
+        click.option("--baseline", type=click.Path(path_type=Path, dir_okay=False), help="Hide and leave unfixed the findings recorded in this file."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="optpatch")
 def main() -> None:
@@ -156,7 +196,9 @@ def main() -> None:
 @click.argument("repo", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("-o", "--output", default="model_patch.diff", show_default=True, help="Where to write the patch; `-` for stdout.")
 @click.option("--write", "write_in_place", is_flag=True, help="Also apply the fixes to REPO in place (atomically).")
+@scope_options
 @common_options
+@validation_options
 def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     """Analyse REPO and write the patch of every fix that applies."""
     from optpatch.patch import write_patch
@@ -167,7 +209,12 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     output_path = None if to_stdout else Path(output).resolve()
     if output_path is not None and output_path.is_dir():
         raise click.UsageError(f"-o {output}: is a directory; give a file path")
-    result = session.run()
+    validation = _run_validation(session)
+    result = session.run() if validation is None else validation.result
+    if result is None:
+        _report_validation(session, None, None, validation)
+        session.stderr.print("No patch written.")
+        sys.exit(EXIT_VALIDATION)
     patch = write_patch(result.changes)
     if to_stdout:
         sys.stdout.buffer.write(patch)
@@ -182,10 +229,10 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
             session.stderr.print(f"error {rel}: not written: {why}")
         note = (note or "") + f"\nWrote {len(report.written)} files in {repo}."
         if report.refused:
-            session.report(result, note)
+            _report_validation(session, result, note, validation)
             sys.exit(EXIT_FILE_ERRORS)
-    session.report(result, note)
-    sys.exit(_exit_status(result))
+    _report_validation(session, result, note, validation)
+    sys.exit(EXIT_VALIDATION if validation is not None and validation.failed else _exit_status(result))
 
 
 def _patch_note(result, output: str, repo: Path) -> str:
@@ -201,7 +248,13 @@ def _patch_note(result, output: str, repo: Path) -> str:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--fix", is_flag=True, help="Apply the fixes in place (what the pre-commit hook `optpatch-fix` runs).")
+@click.option(
+    "--write-baseline", type=click.Path(path_type=Path, dir_okay=False),
+    help="Record every finding in this file for later --baseline runs; exit 0.",
+)
+@scope_options
 @common_options
+@validation_options
 def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
     from optpatch.writer import write_fixes
@@ -211,18 +264,107 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     if missing:
         raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
     root = project_root([p.resolve() for p in paths])
+    write_baseline = options["write_baseline"]
+    if write_baseline and (fix or options["baseline"]):
+        raise click.UsageError("--write-baseline records every finding: use it without --fix and --baseline")
     session = Session(root, options)
-    result = session.run([p.absolute() for p in paths])
+    validation = _run_validation(session, [p.absolute() for p in paths])
+    result = session.run([p.absolute() for p in paths]) if validation is None else validation.result
+    if result is None:
+        _report_validation(session, None, None, validation)
+        sys.exit(EXIT_VALIDATION)
     fixable = [f for f in result.findings if f.applied]
     note = None
+    if write_baseline:
+        _record_baseline(session, result, write_baseline)
     if fix:
         report = write_fixes(session.root, result.changes)
         for rel, why in report.refused:
             session.stderr.print(f"error {rel}: not written: {why}")
         note = f"Fixed {len(report.written)} file(s)."
         fixable = []
-    session.report(result, note)
+    _report_validation(session, result, note, validation)
+    if validation is not None and validation.failed:
+        sys.exit(EXIT_VALIDATION)
     sys.exit(_exit_status(result, EXIT_FINDINGS if fixable else EXIT_OK))
+
+
+def _run_validation(session: Session, paths: list[Path] | None = None):
+    """The outcome of --validate CMD (or of a trusted config's validate-command); None when not asked for."""
+    from optpatch.validation import ValidationSetupError, validate
+
+    options = session.options
+    if options["validate_command"] is not None and not options["validate_command"].strip():
+        raise click.UsageError("--validate needs a command, e.g. --validate \"python -m pytest -q\"")
+    command = options["validate_command"] or session.settings.validate_command
+    if not command:
+        if options["build_command"]:
+            raise click.UsageError("--build CMD needs --validate CMD: the build runs only before validation runs")
+        return None
+
+    def progress(message: str) -> None:
+        if not options["quiet"]:
+            session.stderr.print(message, style="dim", markup=False, soft_wrap=True)
+
+    from optpatch.scope import ScopeError, drop_screened, narrow
+
+    try:
+        scope = narrow(session.root, session.settings.exclude, paths, options)
+    except ScopeError as error:
+        raise click.UsageError(str(error)) from None
+    try:
+        outcome = validate(
+            session.root, session.settings, command, paths=scope.paths, screens=scope.screens, jobs=options["jobs"],
+            build_command=options["build_command"], timeout_s=options["validate_timeout"], progress=progress,
+        )
+        if outcome.result is not None:
+            session.scope_note = scope.note(drop_screened(outcome.result))
+        return outcome
+    except ValidationSetupError as error:
+        session.stderr.print(f"error: {error}", markup=False, soft_wrap=True)
+        sys.exit(EXIT_VALIDATION)
+    except KeyboardInterrupt:
+        session.stderr.print(
+            f"Interrupted: stopped `{command}`, removed the temporary copy; {session.root} is unchanged. Nothing written.",
+            markup=False, soft_wrap=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _report_validation(session: Session, result, note: str | None, validation) -> None:
+    """The usual report, plus what validation ran, dropped and accepted."""
+    import json
+
+    from optpatch.reporters import MACHINE_FORMATS
+    from optpatch.reporters.json_report import SCHEMA_VERSION
+    from optpatch.validation import render_validation
+
+    if validation is None:
+        session.report(result, note)
+        return
+    fmt = session.options["output_format"]
+    if fmt == "json":
+        document = json.loads(MACHINE_FORMATS["json"](result)) if result is not None else {"schema_version": SCHEMA_VERSION}
+        document["validation"] = validation.to_dict()
+        click.echo(json.dumps(document, indent=2))
+        return
+    if result is not None:
+        session.report(result, note)
+    if fmt != "text":
+        render_validation(validation, session.stderr)
+    elif session.options["quiet"] and not validation.failed:
+        session.console.print(validation.message, markup=False, soft_wrap=True)
+    else:
+        render_validation(validation, session.console)
+
+
+def _record_baseline(session: Session, result, path: Path) -> None:
+    from optpatch.baseline import baseline_document, recordable
+    from optpatch.writer import write_atomically
+
+    write_atomically(path.resolve(), baseline_document(result.findings).encode("utf-8"))
+    session.report(result, f"Recorded {len(recordable(result.findings))} finding(s) in {path}.")
+    sys.exit(_exit_status(result))
 
 
 def project_root(paths: list[Path]) -> Path:
@@ -240,7 +382,11 @@ def project_root(paths: list[Path]) -> Path:
 
 @main.command()
 @click.argument("code", required=False)
-def rules(code: str | None) -> None:
+@click.option(
+    "--write-docs", type=click.Path(path_type=Path, file_okay=False),
+    help="Write every rule's page and an index into this directory (docs/rules), removing pages of rules that are gone.",
+)
+def rules(code: str | None, write_docs: Path | None) -> None:
     """List the rules, or print one rule's documentation."""
     from rich.markdown import Markdown
     from rich.table import Table
@@ -249,6 +395,10 @@ def rules(code: str | None) -> None:
 
     console = _console()
     known = load_rules()
+    if write_docs:
+        _write_rule_docs(write_docs, rule_docs(known))
+        console.print(f"Wrote {len(known)} rule page(s) and README.md to {write_docs}.")
+        return
     if code is None:
         table = Table("code", "name", "language", "tier", "summary")
         for rule in known:
@@ -269,6 +419,30 @@ def rule_page(rule) -> str:
     for heading, body in sections.items():
         lines += ["", f"## {heading}", "", body]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def rule_docs(known) -> dict[str, str]:
+    """docs/rules/: file name -> Markdown, one page per rule plus a README.md index."""
+    index = ["# Rules", "", "Generated by `optpatch rules --write-docs docs/rules` from the rule files; do not edit.", ""]
+    index += ["| code | name | language | default tier | summary |", "|---|---|---|---|---|"]
+    pages = {}
+    for rule in known:
+        pages[f"{rule.code}.md"] = rule_page(rule)
+        summary = rule.summary.replace("|", "\\|")
+        index.append(f"| [{rule.code}]({rule.code}.md) | {rule.name} | {rule.language} | `{rule.default_tier}` | {summary} |")
+    pages["README.md"] = "\n".join(index) + "\n"
+    return pages
+
+
+def _write_rule_docs(directory: Path, pages: dict[str, str]) -> None:
+    import re
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.md"):
+        if re.fullmatch(r"[A-Z]+\d+\.md", stale.name) and stale.name not in pages:
+            stale.unlink()
+    for name, text in pages.items():
+        (directory / name).write_text(text, encoding="utf-8", newline="\n")
 
 
 @main.command()
@@ -302,3 +476,18 @@ def _parse_target(target: str) -> tuple[Path, str | None, int | None]:
         file = Path(":".join(parts[:-1]))
         return project_root([file.resolve()]), str(file.resolve().relative_to(project_root([file.resolve()]))), int(parts[-1])
     return Path(target), None, None
+
+
+@main.command()
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--workdir", type=click.Path(path_type=Path, file_okay=False), help="Keep copies, builds and logs here.")
+def validate(output_format: str, workdir: Path | None) -> None:
+    """Build and run the bundled CUDA KV-cache kernels before and after optpatch's own rewrites.
+
+    With a GPU: bit-exact checks against a PyTorch reference over a size
+    sweep, then timings. Without one: nvcc compiles of both versions and the
+    reference checks on the CPU, with every skip stated. Exit 4 when a check fails.
+    """
+    from optpatch.kernel_validation import run_validate
+
+    sys.exit(run_validate(output_format, workdir))

@@ -37,11 +37,11 @@ class Discovery:
 
 
 def discover(root: Path, exclude: tuple[str, ...] = (), paths: list[Path] | None = None) -> Discovery:
-    """The source files under ROOT (or the given PATHS inside it), sorted by relative path."""
+    """The source files under ROOT (or the given PATHS inside it; none when PATHS is empty), sorted by relative path."""
     root = root.resolve()
     found = Discovery()
     excluded = pathspec.GitIgnoreSpec.from_lines(exclude)
-    for start in paths or [root]:
+    for start in [root] if paths is None else paths:
         start = start if start.is_absolute() else Path.cwd() / start
         rel = _relative(start, root)
         if rel is None:

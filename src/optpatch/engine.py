@@ -19,9 +19,11 @@ import pathspec
 
 from optpatch.config import TIER_ORDER, Settings
 from optpatch.discovery import discover, is_generated
+from optpatch.locations import locate_findings
 from optpatch.model import Edit, FileError, Finding, Tier
 from optpatch.planner import apply_edits, plan_edits
 from optpatch.rule import Rule, load_rules, select_rules
+from optpatch.scope import Screen, screened_out
 from optpatch.source import SourceFile, read_source
 from optpatch.suppression import apply_suppressions, find_suppressions
 
@@ -36,8 +38,11 @@ class FixPolicy:
     unsafe_fixes: bool = False
     validated: frozenset[str] = frozenset()
     tiers: tuple[tuple[str, str], ...] = ()
+    screens: tuple[Screen, ...] = ()  # --changed-lines, --baseline: what they screen out is never applied
 
     def refuse(self, finding: Finding) -> str | None:
+        if why := screened_out(finding):
+            return why
         tier = effective_tier(finding, self.tiers)
         if tier is Tier.SAFE:
             return None
@@ -250,8 +255,11 @@ def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy, lo
             return FileError(source.rel, f"internal error in {rule.code}: {type(error).__name__}: {error}")
     suppressions = find_suppressions(source.text, source.language)
     findings, suppressed = apply_suppressions(findings, suppressions)
-    for finding in findings:  # positions (and so fix ids) always refer to the file as the user has it
+    locate_findings(findings, source)  # line text and edit regions of the text these edits apply to
+    for finding in findings:  # positions (and so fix ids and screens) refer to the file as the user has it
         finding.line, finding.col = locate(finding.line, finding.col)
+    for screen in policy.screens:
+        screen.screen(findings)
     edits = plan_edits(findings, policy.refuse)
     unused = [s.line for s in suppressions if not s.used]
     return sorted(findings, key=lambda f: f.sort_key), suppressed, unused, edits

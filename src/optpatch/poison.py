@@ -2,95 +2,217 @@
 
 Pass "nan" is PyTorch's own: with deterministic algorithms on and
 `torch.utils.deterministic.fill_uninitialized_memory = True`, new memory is
-filled with NaN (floating point) or the largest integer. Integer and bool
-tensors can hide a read of that pattern (True is also valid data), so pass
-"pattern" fills every `empty` with a second, different value instead.
+filled with NaN (floating point) or the largest integer, and bool with True.
+Integer and bool tensors can hide a read of that pattern (True is also valid
+data), so pass "pattern" fills every tensor from `empty`, `empty_like`,
+`empty_strided` and `new_empty` with other values (1.2345e4, -7, 251,
+False); memory those do not hand out (C++ `torch::empty`, TorchScript, the
+grown part after `resize_`) still gets PyTorch's NaN fill in that pass.
 
-`activate(mode)` is what tests and `--validate` call inside the process
-under test; `sitecustomize_source(mode)` is the same thing as a
-`sitecustomize.py`, so that every Python subprocess a command starts is
-poisoned too.
+`activate(mode)` poisons the running process; `poisoned(mode)` does so for
+a block (tests). `sitecustomize_source(mode)` is this very file plus a
+footer, written as a `sitecustomize.py` into a directory put on PYTHONPATH:
+every Python process a command starts then poisons torch when, and only if,
+it imports it, so a process that never imports torch pays one cheap import
+hook. That is why this module imports nothing from optpatch: the command
+may run under another interpreter, where optpatch is not installed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
+import sys
 
 MODES = ("nan", "pattern")
 PATTERN_FLOAT = 1.2345e4
 PATTERN_INT = -7
+PATTERN_UINT8 = 251
+LOG_VARIABLE = "OPTPATCH_POISON_LOG"  # a file each poisoned process appends "pid mode" to
+_ALLOCATORS = ("empty", "empty_like", "empty_strided")
+_wrappers: dict = {}  # created once per process: TorchScript knows them by id(), which must never be reused
 
 
 def activate(mode: str) -> None:
     import torch
+    import torch.utils.deterministic  # noqa: F401  (the attribute below lives in this submodule)
 
-    if mode == "nan":
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.utils.deterministic.fill_uninitialized_memory = True
-        return
-    if mode != "pattern":
+    if mode not in MODES:
         raise ValueError(f"unknown poison mode {mode!r}; use one of {MODES}")
-    _wrap_allocators(torch)
+    _enable_deterministic_fill(torch)
+    if mode == "pattern":
+        _install_pattern_allocators(torch)
+    _log_activation(mode)
+
+
+def _enable_deterministic_fill(torch) -> None:
+    _set_deterministic(torch, True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+
+
+def _set_deterministic(torch, enabled: bool, warn_only: bool) -> None:
+    """`torch.use_deterministic_algorithms`, as ATen sees it.
+
+    The public function also imports torch._inductor.config, 0.9 s in every
+    process; the fill needs only the ATen flag, so set that when it exists.
+    """
+    set_flag = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if set_flag is None:
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+    else:
+        set_flag(enabled, warn_only=warn_only)
 
 
 def _fill(tensor):
     import torch
 
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or tensor.layout is not torch.strided or tensor.is_quantized:
         return tensor
     if tensor.dtype == torch.bool:
         return tensor.fill_(False)  # the NaN pass gives True: this pass catches the other half
     if tensor.is_floating_point() or tensor.is_complex():
         return tensor.fill_(PATTERN_FLOAT)
-    return tensor.fill_(PATTERN_INT if tensor.dtype != torch.uint8 else 251)
+    return tensor.fill_(PATTERN_UINT8 if tensor.dtype == torch.uint8 else PATTERN_INT)
 
 
-def _wrap_allocators(torch) -> None:
-    if getattr(torch, "_optpatch_poisoned", False):
-        return
-    for name in ("empty", "empty_like", "empty_strided"):
+def _pattern_wrappers(torch) -> dict:
+    if _wrappers:
+        return _wrappers
+    for name in _ALLOCATORS:
         original = getattr(torch, name)
 
-        def poisoned(*args, _original=original, **kwargs):
+        @functools.wraps(original)
+        def allocate(*args, _original=original, **kwargs):
+            tensor = _original(*args, **kwargs)
             with torch.no_grad():
-                return _fill(_original(*args, **kwargs))
+                return _fill(tensor)
 
-        setattr(torch, name, poisoned)
+        _wrappers[name] = (original, allocate)
     original_new_empty = torch.Tensor.new_empty
 
+    @functools.wraps(original_new_empty)
     def new_empty(self, *args, **kwargs):
+        tensor = original_new_empty(self, *args, **kwargs)
         with torch.no_grad():
-            return _fill(original_new_empty(self, *args, **kwargs))
+            return _fill(tensor)
 
-    torch.Tensor.new_empty = new_empty
-    torch._optpatch_poisoned = True
+    _wrappers["new_empty"] = (original_new_empty, new_empty)
+    _register_with_torchscript(torch)
+    return _wrappers
+
+
+def _register_with_torchscript(torch) -> None:
+    """TorchScript must compile `torch.empty` to aten::empty, not try to script the wrapper."""
+    try:
+        from torch.jit._builtins import _register_builtin
+    except ImportError:
+        return
+    for name in _ALLOCATORS:
+        _register_builtin(_wrappers[name][1], f"aten::{name}")
+
+
+def _install_pattern_allocators(torch) -> None:
+    wrappers = _pattern_wrappers(torch)
+    for name in _ALLOCATORS:
+        setattr(torch, name, wrappers[name][1])
+    torch.Tensor.new_empty = wrappers["new_empty"][1]
+
+
+def _restore_allocators(torch) -> None:
+    for name, (original, _) in _wrappers.items():
+        if name == "new_empty":
+            torch.Tensor.new_empty = original
+        else:
+            setattr(torch, name, original)
+
+
+def _log_activation(mode: str) -> None:
+    path = os.environ.get(LOG_VARIABLE)
+    if not path:
+        return
+    with contextlib.suppress(OSError):
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"{os.getpid()} {mode}\n")
 
 
 @contextlib.contextmanager
 def poisoned(mode: str):
-    """Poison within a block (tests); restores the deterministic-algorithms setting after."""
+    """Poison within a block (tests); restores the allocators and deterministic settings after."""
     import torch
+    import torch.utils.deterministic  # noqa: F401
 
     was_deterministic = torch.are_deterministic_algorithms_enabled()
-    saved = {name: getattr(torch, name) for name in ("empty", "empty_like", "empty_strided")}
-    saved_new_empty = torch.Tensor.new_empty
+    was_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    was_filling = torch.utils.deterministic.fill_uninitialized_memory
     activate(mode)
     try:
         yield
     finally:
-        torch.use_deterministic_algorithms(was_deterministic)
-        for name, value in saved.items():
-            setattr(torch, name, value)
-        torch.Tensor.new_empty = saved_new_empty
-        torch._optpatch_poisoned = False
+        _set_deterministic(torch, was_deterministic, was_warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = was_filling
+        _restore_allocators(torch)
+
+
+class _PoisonTorchOnImport:
+    """A meta-path finder that poisons torch right after `import torch` finishes, in any process."""
+
+    def __init__(self, mode: str):
+        self.mode = mode
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)  # the real finders locate torch; this hook is done after once
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        execute, mode = spec.loader.exec_module, self.mode
+
+        def exec_module(module):
+            execute(module)
+            activate(mode)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def poison_on_import(mode: str) -> None:
+    """Poison torch in this process when it is imported (at once if it already is)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown poison mode {mode!r}; use one of {MODES}")
+    if "torch" in sys.modules:
+        activate(mode)
+    else:
+        sys.meta_path.insert(0, _PoisonTorchOnImport(mode))
+
+
+def run_shadowed_sitecustomize(own_directory: str) -> None:
+    """Run the `sitecustomize` that this one hides on sys.path (a distribution's or the user's)."""
+    import importlib.machinery
+    import importlib.util
+
+    own = os.path.realpath(own_directory)
+    rest = [entry for entry in sys.path if os.path.realpath(entry or os.getcwd()) != own]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
 
 
 def sitecustomize_source(mode: str) -> str:
-    """A sitecustomize.py that poisons every Python process started with it on PYTHONPATH."""
-    return (
-        "try:\n"
-        "    import optpatch.poison as _p\n"
-        f"    _p.activate({mode!r})\n"
-        "except ImportError:\n"
-        "    pass\n"
+    """A sitecustomize.py that poisons every Python process started with its directory on PYTHONPATH."""
+    if mode not in MODES:
+        raise ValueError(f"unknown poison mode {mode!r}; use one of {MODES}")
+    with open(__file__, encoding="utf-8") as own:
+        body = own.read()
+    footer = (
+        "\n\n# Written by optpatch --validate: poison this process, then run the sitecustomize this file hides.\n"
+        f"poison_on_import({mode!r})\n"
+        "run_shadowed_sitecustomize(os.path.dirname(os.path.abspath(__file__)))\n"
     )
+    return body + footer

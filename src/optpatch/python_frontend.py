@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Iterator
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
+from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource, ScopeProvider
 
 from optpatch.model import Context, Edit, FileError
 from optpatch.source import SourceFile
@@ -83,6 +83,18 @@ class PythonModule:
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
         """Fully qualified names `node` may refer to, e.g. {"torch.zeros"}; empty if unknown."""
         return {q.name for q in self._qualified_of(node)}
+
+    def bindings(self, name: cst.Name) -> tuple | None:
+        """Every assignment that `name` may read (libcst `BaseAssignment`s), or None outside any scope.
+
+        Flow-insensitive: all bindings of the name in the scope it resolves to,
+        including parameters, imports and builtins. Computed from the scope
+        analysis that qualified names already ran, so it costs no second pass.
+        """
+        scope = self._wrapper.resolve(ScopeProvider).get(name)
+        if scope is None:
+            return None
+        return tuple(scope[name.value])
 
     def is_import(self, node: cst.CSTNode) -> bool:
         """True when `node` names something bound by an import statement."""

@@ -45,3 +45,74 @@ def padded_size_call(call: cst.Call) -> str | None:
                     return name
     return None
 
+
+
+# -- factories (OPT102 and later rules) --------------------------------------------------------
+# Every factory below takes `device=` as a keyword only (as_tensor also took it
+# positionally in older releases: callers check the positional count).
+
+# Values that do not depend on the device that computes them: 0, 1, a host
+# fill value, or nothing at all (empty).
+CONSTANT_FACTORIES = frozenset(f"torch.{name}" for name in ("zeros", "ones", "empty", "full", "eye"))
+# Values computed by the device's own kernel from a start and a step.
+RANGE_FACTORIES = frozenset(f"torch.{name}" for name in ("arange", "linspace", "logspace"))
+# Shape, dtype and layout from a template tensor; the result lands on the template's device.
+LIKE_FACTORIES = frozenset(f"torch.{name}" for name in ("zeros_like", "ones_like", "empty_like", "full_like"))
+# Values drawn from the generator of the device they are created on.
+RANDOM_FACTORIES = frozenset(
+    f"torch.{name}" for name in ("rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like")
+)
+# Values copied from host data.
+DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
+FACTORIES = CONSTANT_FACTORIES | RANGE_FACTORIES | LIKE_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES
+# Factories whose every element is 0, 1 or uninitialised: exact in any dtype.
+ZERO_ONE_FACTORIES = frozenset(
+    f"torch.{name}" for name in ("zeros", "ones", "empty", "eye", "zeros_like", "ones_like", "empty_like")
+)
+
+# dtype -> (kind, bits). Kinds: bool, int (signed), uint, float, bfloat, complex.
+DTYPES: dict[str, tuple[str, int]] = {
+    "torch.bool": ("bool", 1),
+    "torch.uint8": ("uint", 8), "torch.uint16": ("uint", 16), "torch.uint32": ("uint", 32), "torch.uint64": ("uint", 64),
+    "torch.int8": ("int", 8), "torch.int16": ("int", 16), "torch.short": ("int", 16),
+    "torch.int32": ("int", 32), "torch.int": ("int", 32), "torch.int64": ("int", 64), "torch.long": ("int", 64),
+    "torch.float16": ("float", 16), "torch.half": ("float", 16), "torch.bfloat16": ("bfloat", 16),
+    "torch.float32": ("float", 32), "torch.float": ("float", 32), "torch.float64": ("float", 64), "torch.double": ("float", 64),
+    "torch.complex32": ("complex", 32), "torch.chalf": ("complex", 32), "torch.complex64": ("complex", 64),
+    "torch.cfloat": ("complex", 64), "torch.complex128": ("complex", 128), "torch.cdouble": ("complex", 128),
+    "torch.float8_e4m3fn": ("float8", 8), "torch.float8_e5m2": ("float8", 8),
+    "torch.float8_e4m3fnuz": ("float8", 8), "torch.float8_e5m2fnuz": ("float8", 8),
+}
+# `t.to(int)` and friends: Python's scalar types name dtypes too.
+PYTHON_SCALAR_DTYPES = {
+    "builtins.int": "torch.int64", "builtins.float": "torch.float64",
+    "builtins.bool": "torch.bool", "builtins.complex": "torch.complex128",
+}
+MEMORY_FORMATS = frozenset(
+    f"torch.{name}" for name in ("channels_last", "channels_last_3d", "contiguous_format", "preserve_format")
+)
+# Device types torch.device() accepts, as the first part of a device string.
+DEVICE_TYPES = frozenset(
+    ("cpu", "cuda", "mps", "xpu", "meta", "hpu", "npu", "xla", "mtia", "ipu", "privateuseone", "vulkan",
+     "lazy", "ve", "fpga", "maia", "ort", "ideep", "mkldnn", "opengl", "opencl", "hip", "msnpu")
+)
+# Calls that return a device index.
+INDEX_CALLS = frozenset(
+    {"torch.cuda.current_device", "torch.distributed.get_rank", "torch.distributed.get_local_rank",
+     "torch.xpu.current_device", "torch.accelerator.current_device_index"}
+)
+DEVICE_CALLS = frozenset({"torch.device", "torch.get_default_device"})
+DTYPE_CALLS = frozenset({"torch.get_default_dtype", "torch.promote_types", "torch.result_type"})
+
+
+def exact_in(source: str, target: str) -> bool:
+    """True when every value of dtype `source` converts to `target` unchanged (an integer to a wider integer)."""
+    if source == target or DTYPES.get(source) == DTYPES.get(target) and source in DTYPES:
+        return True
+    source_kind, source_bits = DTYPES.get(source, ("", 0))
+    target_kind, target_bits = DTYPES.get(target, ("", 0))
+    if source_kind == "bool":
+        return target_kind != ""
+    if source_kind == target_kind and source_kind in ("int", "uint"):
+        return target_bits >= source_bits
+    return source_kind == "uint" and target_kind == "int" and target_bits > source_bits

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Callable
 
+from optpatch.reporters.github import render_github
 from optpatch.reporters.json_report import render_json
+from optpatch.reporters.markdown import render_markdown
+from optpatch.reporters.sarif import render_sarif
 from optpatch.reporters.text import render_text
 
 # Machine formats return a string; "text" prints to a rich console itself.
-MACHINE_FORMATS: dict[str, Callable] = {"json": render_json}
+MACHINE_FORMATS: dict[str, Callable] = {
+    "json": render_json,
+    "sarif": render_sarif,
+    "github": render_github,
+    "markdown": render_markdown,
+}
 FORMATS = ("text", *MACHINE_FORMATS)

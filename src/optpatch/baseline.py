@@ -1,0 +1,87 @@
+"""Baselines for legacy code: record today's findings once, then report and fix only new ones.
+
+A finding is matched by rule code, path and a fingerprint of its line's text
+(whitespace-insensitive), never by line number, so edits elsewhere in a file
+do not resurrect recorded findings. Identical lines are counted: a baseline
+that recorded two `x = torch.zeros(n)` lines in one file hides two, and a
+third one added later is new.
+
+File format (JSON, sorted, stable under re-recording):
+
+    {"optpatch_baseline": 1,
+     "findings": [{"code": "OPT101", "path": "pkg/model.py", "fingerprint": "3f2a...", "count": 1}]}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from optpatch.locations import line_text_of
+from optpatch.model import Finding, Verdict
+from optpatch.scope import ScopeError, screen_out
+
+FORMAT_VERSION = 1
+
+Key = tuple[str, str, str]  # (code, path, fingerprint)
+
+
+def fingerprint(finding: Finding) -> str:
+    """A hash of the finding's line text with all whitespace removed: stable under reindentation."""
+    normalised = "".join(line_text_of(finding).split())
+    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:16]
+
+
+def key_of(finding: Finding) -> Key:
+    return (finding.code, finding.path, fingerprint(finding))
+
+
+def recordable(findings: Iterable[Finding]) -> list[Finding]:
+    """What a baseline records: fixes and advice. Kept sites are not problems to hide."""
+    return [f for f in findings if f.verdict is not Verdict.KEEP]
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A screen: the first `count` findings with a recorded key in each file are out of scope."""
+
+    counts: tuple[tuple[Key, int], ...]
+
+    def screen(self, findings: list[Finding]) -> None:
+        remaining = Counter(dict(self.counts))
+        for finding in sorted(recordable(findings), key=lambda f: f.sort_key):
+            key = key_of(finding)
+            if remaining[key] > 0:
+                remaining[key] -= 1
+                screen_out(finding, "recorded in the baseline (--baseline)")
+
+
+def baseline_document(findings: Iterable[Finding]) -> str:
+    counts = Counter(key_of(f) for f in recordable(findings))
+    entries = [
+        {"code": code, "path": path, "fingerprint": digest, "count": count}
+        for (code, path, digest), count in sorted(counts.items())
+    ]
+    return json.dumps({"optpatch_baseline": FORMAT_VERSION, "findings": entries}, indent=2) + "\n"
+
+
+def load_baseline(path: Path) -> Baseline:
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScopeError(f"{path}: no such baseline; record one with `optpatch check --write-baseline {path}`") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ScopeError(f"{path}: not a readable optpatch baseline: {error}") from None
+    if not isinstance(document, dict) or document.get("optpatch_baseline") != FORMAT_VERSION:
+        raise ScopeError(f"{path}: not an optpatch baseline of format {FORMAT_VERSION}; record it again")
+    try:
+        counts = tuple(
+            ((entry["code"], entry["path"], entry["fingerprint"]), int(entry["count"])) for entry in document["findings"]
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise ScopeError(f"{path}: malformed baseline entry ({error}); record it again") from None
+    return Baseline(counts)

@@ -1,0 +1,452 @@
+"""`optpatch validate`: optpatch's C++/CUDA and Python rules, proven on the
+bundled KV-cache kernels.
+
+1. Copy `kernels/` twice into a work folder: `original/` and `patched/`.
+2. Rewrite `patched/` with optpatch's own rules, through the CLI as a user
+   would run it (`python -m optpatch apply ... --write`).
+3. Insist that the rewrite changed host code: validating an unchanged tree
+   would prove nothing.
+4. With a GPU: build both trees as torch extensions (in parallel, distinct
+   names and build folders), check each bit for bit against the PyTorch
+   reference over the size sweep with poisoned outputs, then time both in
+   one process in alternating rounds on the same inputs, and compare. Without one: compile both trees' CUDA sources with nvcc where
+   the headers exist, check the reference against plain loops on the CPU
+   in both trees, and list what was skipped.
+
+Builds and checks run in each tree's own process (`python -m
+kernels.harness` with the tree as working folder), so each imports its own
+copy of the Python code and a crash in one cannot take the other down.
+
+Exit status: 0 when everything that ran passed, 4 when the rewrite failed
+or changed no host code, a build failed, or any check failed. Timings are
+reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, TextIO
+
+EXIT_OK = 0
+EXIT_VALIDATION_FAILED = 4
+
+RULES_UNDER_TEST = "OPT201,OPT202,OPT101"
+KERNELS_DIR_ENV = "OPTPATCH_KERNELS_DIR"
+HOST_CODE_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp"})
+VERSIONS = ("original", "patched")
+LOG_TAIL_CHARS = 2000
+
+# The issue's acceptance targets for copy_blocks at 32 layers and 1 pair.
+TARGET_SHAPE = "layers=32 pairs=1"
+TARGET_HOST_SPEEDUP = 1.5
+TARGET_QUEUED_RETURN_US = 1000.0
+
+# Rewrites a tree in place. The default runs optpatch's CLI; tests and dry
+# runs pass their own.
+Rewriter = Callable[[Path], None]
+
+
+class RewriteFailed(Exception):
+    """optpatch could not rewrite the copy; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ComparisonRow:
+    kernel: str
+    shape: str
+    measure: str
+    original_us: float | None
+    patched_us: float | None
+    speedup: float | None
+    correct: bool
+
+
+@dataclasses.dataclass
+class ValidationReport:
+    environment: dict = dataclasses.field(default_factory=dict)
+    changed_files: list[str] = dataclasses.field(default_factory=list)
+    rows: list[ComparisonRow] = dataclasses.field(default_factory=list)
+    passed: list[str] = dataclasses.field(default_factory=list)
+    skipped: list[str] = dataclasses.field(default_factory=list)
+    failures: list[str] = dataclasses.field(default_factory=list)
+    targets: list[dict] = dataclasses.field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_VALIDATION_FAILED if self.failures else EXIT_OK
+
+
+def optpatch_rewriter(tree: Path) -> None:
+    """Apply optpatch's C++/CUDA rules and zeros-to-empty to `tree` in place,
+    through the CLI, leaving the patch in tree/optpatch.diff."""
+    command = [
+        sys.executable, "-m", "optpatch", "apply", str(tree), "--write",
+        "--select", RULES_UNDER_TEST, "-o", str(tree / "optpatch.diff"), "-q",
+    ]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+        output = (completed.stdout + completed.stderr)[-LOG_TAIL_CHARS:]
+        raise RewriteFailed(f"`{' '.join(command)}` exited {completed.returncode}:\n{output}")
+
+
+def default_kernels_dir() -> Path:
+    if os.environ.get(KERNELS_DIR_ENV):
+        return Path(os.environ[KERNELS_DIR_ENV])
+    # A source checkout: src/optpatch/kernel_validation.py -> <repo>/kernels.
+    return Path(__file__).resolve().parents[2] / "kernels"
+
+
+def copy_kernels(kernels_dir: Path, tree: Path) -> None:
+    """A fresh copy: a kept workdir may hold an earlier run's tree (its
+    build folders sit beside it and are reused)."""
+    shutil.rmtree(tree, ignore_errors=True)
+    shutil.copytree(
+        kernels_dir,
+        tree / "kernels",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.so", "*.o"),
+    )
+
+
+def changed_files(original: Path, patched: Path) -> list[str]:
+    """Files under kernels/ whose bytes differ between the trees (new and
+    deleted files included), relative to the tree."""
+    def contents(tree: Path) -> dict[str, bytes]:
+        return {
+            str(path.relative_to(tree)): path.read_bytes()
+            for path in sorted((tree / "kernels").rglob("*"))
+            if path.is_file() and "__pycache__" not in path.parts
+        }
+
+    before, after = contents(original), contents(patched)
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+
+
+def torch_installed() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+def gpu_available() -> bool:
+    if not torch_installed():
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def log_tail(path: Path) -> str:
+    return path.read_text(errors="replace")[-LOG_TAIL_CHARS:] if path.exists() else ""
+
+
+def run_in_tree(tree: Path, module: str, arguments: list[str], log_path: Path, result_file: Path | None = None) -> int:
+    """Run `python -m module` with the tree as working folder, so that
+    `kernels` resolves to that tree's copy; output goes to log_path. A
+    result_file left by an earlier run in a kept workdir is removed first,
+    so that a crash cannot pass off old results as new."""
+    if result_file is not None:
+        result_file.unlink(missing_ok=True)
+    with log_path.open("w") as log:
+        completed = subprocess.run(
+            [sys.executable, "-m", module, *arguments],
+            cwd=tree, stdout=log, stderr=subprocess.STDOUT, check=False,
+        )
+    return completed.returncode
+
+
+def run_in_both_trees(trees: dict[str, Path], task: Callable[[str, Path], object]) -> dict[str, object]:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(trees)) as pool:
+        futures = {version: pool.submit(task, version, tree) for version, tree in trees.items()}
+        return {version: future.result() for version, future in futures.items()}
+
+
+def progress(message: str) -> None:
+    print(f"optpatch validate: {message}", file=sys.stderr, flush=True)
+
+
+# --- without a GPU ------------------------------------------------------
+
+
+def compile_with_nvcc(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> None:
+    progress("compiling both trees' CUDA sources with nvcc")
+
+    def compile_tree(version: str, tree: Path) -> dict:
+        sources = [str(path.relative_to(tree)) for path in sorted((tree / "kernels" / "csrc").glob("*.cu"))]
+        result_file = workdir / f"nvcc-{version}.json"
+        arguments = ["compile", *sources, "--out-dir", str(workdir / f"nvcc-{version}"), "--json", str(result_file)]
+        log_path = workdir / f"nvcc-{version}.log"
+        run_in_tree(tree, "kernels.build_check", arguments, log_path, result_file)
+        if not result_file.exists():
+            return {"skipped": None, "results": [], "crash": log_tail(log_path)}
+        return json.loads(result_file.read_text())
+
+    outcomes = run_in_both_trees(trees, compile_tree)
+    for version, outcome in outcomes.items():
+        if outcome.get("crash") is not None:
+            report.failures.append(f"{version}: the nvcc build check crashed:\n{outcome['crash']}")
+        elif outcome["skipped"]:
+            report.skipped.append(f"nvcc compile of the {version} tree: {outcome['skipped']}")
+        for result in outcome["results"]:
+            line = f"nvcc compile, {version}: {result['source']} ({result['seconds']:.0f} s)"
+            if result["ok"]:
+                report.passed.append(line)
+            else:
+                report.failures.append(f"{line} failed:\n{result['log']}")
+
+
+def check_reference_on_cpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> None:
+    progress("checking the PyTorch reference against plain loops on the CPU")
+
+    def check_tree(version: str, tree: Path) -> dict | None:
+        result_file = workdir / f"reference-{version}.json"
+        log_path = workdir / f"reference-{version}.log"
+        run_in_tree(tree, "kernels.harness", ["check-reference", "--out", str(result_file)], log_path, result_file)
+        if not result_file.exists():
+            report.failures.append(f"{version}: the reference check crashed:\n{log_tail(log_path)}")
+            return None
+        return json.loads(result_file.read_text())
+
+    for version, results in run_in_both_trees(trees, check_tree).items():
+        if results is None:
+            continue
+        checks = results["checks"]
+        failed = [check for check in checks if not check["ok"]]
+        report.failures += [
+            f"{version}: reference {c['kernel']} {c['shape']} {c['dtype']}: {c['detail']}" for c in failed
+        ]
+        report.passed.append(f"reference vs loops on the CPU, {version}: {len(checks) - len(failed)}/{len(checks)} checks")
+
+
+def validate_without_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport, nvcc: bool) -> None:
+    report.skipped.append("GPU build, bit-exact checks and timings: no CUDA device is available")
+    if nvcc:
+        compile_with_nvcc(trees, workdir, report)
+    else:
+        report.skipped.append("nvcc compile: turned off by the caller")
+    check_reference_on_cpu(trees, workdir, report)
+
+
+# --- with a GPU ---------------------------------------------------------
+
+
+def extension_name(version: str) -> str:
+    return f"optpatch_kernels_{version}"
+
+
+def build_both(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> bool:
+    progress("building both extensions at once (about a minute)")
+
+    def build(version: str, tree: Path) -> int:
+        arguments = ["build", "--name", extension_name(version), "--build-dir", str(workdir / f"build-{version}")]
+        return run_in_tree(tree, "kernels.harness", arguments, workdir / f"build-{version}.log")
+
+    exit_codes = run_in_both_trees(trees, build)
+    for version, exit_code in exit_codes.items():
+        if exit_code != 0:
+            report.failures.append(f"{version}: the extension build failed:\n{log_tail(workdir / f'build-{version}.log')}")
+    return all(exit_code == 0 for exit_code in exit_codes.values())
+
+
+def check_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> dict[str, dict]:
+    """Each tree's build against the reference, in that tree's own process
+    (its own Python code, as rewritten)."""
+    results = {}
+    for version, tree in trees.items():
+        progress(f"checking the {version} build bit for bit")
+        result_file, log_path = workdir / f"checks-{version}.json", workdir / f"checks-{version}.log"
+        arguments = ["check", "--name", extension_name(version), "--build-dir", str(workdir / f"build-{version}"),
+                     "--out", str(result_file)]
+        run_in_tree(tree, "kernels.harness", arguments, log_path, result_file)
+        if not result_file.exists():
+            report.failures.append(f"{version}: the checks crashed:\n{log_tail(log_path)}")
+            continue
+        results[version] = json.loads(result_file.read_text())
+    return results
+
+
+def time_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> dict | None:
+    """Both builds in one process, timed in alternating rounds."""
+    progress("timing both builds in alternating rounds")
+    result_file, log_path = workdir / "timings.json", workdir / "timings.log"
+    arguments = ["time", "--out", str(result_file)]
+    for version, tree in trees.items():
+        arguments += ["--variant", version, extension_name(version), str(workdir / f"build-{version}"),
+                      str(tree / "kernels")]
+    run_in_tree(trees["original"], "kernels.harness", arguments, log_path, result_file)
+    if not result_file.exists():
+        report.failures.append(f"the timing run crashed:\n{log_tail(log_path)}")
+        return None
+    return json.loads(result_file.read_text())
+
+
+def compare_versions(checks: dict[str, dict], timings: list[dict], report: ValidationReport) -> None:
+    """One row per (kernel, shape, measure); a shape is correct when every
+    dtype passed in both versions."""
+    correct_shapes: dict[tuple[str, str], bool] = {}
+    for version, result in checks.items():
+        for check in result["checks"]:
+            key = (check["kernel"], check["shape"])
+            correct_shapes[key] = correct_shapes.get(key, True) and check["ok"]
+            if not check["ok"]:
+                report.failures.append(
+                    f"{version}: {check['kernel']} {check['shape']} {check['dtype']}: {check['detail']}")
+        report.passed.append(f"{version}: {len(result['checks'])} bit-exact checks ran")
+    by_measure: dict[tuple[str, str, str], dict[str, float]] = {}
+    for timing in timings:
+        key = (timing["kernel"], timing["shape"], timing["measure"])
+        by_measure.setdefault(key, {})[timing["variant"]] = timing["microseconds"]
+    both_checked = len(checks) == len(VERSIONS)
+    for (kernel, shape, measure), by_version in by_measure.items():
+        original, patched = by_version.get("original"), by_version.get("patched")
+        speedup = original / patched if original and patched else None
+        correct = both_checked and correct_shapes.get((kernel, shape), False)
+        report.rows.append(ComparisonRow(kernel, shape, measure, original, patched, speedup, correct))
+
+
+def evaluate_targets(report: ValidationReport) -> None:
+    """The issue's acceptance targets, reported (timings are never a
+    pass/fail check)."""
+    for row in report.rows:
+        if row.kernel != "copy_blocks" or row.shape != TARGET_SHAPE:
+            continue
+        if row.measure == "host us/call" and row.speedup is not None:
+            report.targets.append({"target": f"copy_blocks {TARGET_SHAPE} host time speedup >= {TARGET_HOST_SPEEDUP}x",
+                                   "value": round(row.speedup, 2), "met": row.speedup >= TARGET_HOST_SPEEDUP})
+        if row.measure.startswith("us to return") and row.patched_us is not None:
+            report.targets.append({"target": f"copy_blocks {TARGET_SHAPE} patched returns in < {TARGET_QUEUED_RETURN_US:g} us "
+                                             "with GPU work queued",
+                                   "value": round(row.patched_us, 1), "met": row.patched_us < TARGET_QUEUED_RETURN_US})
+
+
+def validate_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> None:
+    if not build_both(trees, workdir, report):
+        return
+    checks = check_on_gpu(trees, workdir, report)
+    timings = time_on_gpu(trees, workdir, report)
+    if timings is not None:
+        report.environment.update(timings["environment"])
+        report.environment.pop("tree", None)
+    compare_versions(checks, timings["timings"] if timings else [], report)
+    evaluate_targets(report)
+
+
+# --- the command --------------------------------------------------------
+
+
+def validate(
+    workdir: Path,
+    kernels_dir: Path,
+    rewriter: Rewriter,
+    gpu: bool,
+    nvcc: bool,
+) -> ValidationReport:
+    report = ValidationReport()
+    if not torch_installed():
+        report.failures.append("torch is not installed: `pip install 'optpatch[validate]'` (or a CUDA build of torch)")
+        return report
+    if not (kernels_dir / "csrc").is_dir():
+        report.failures.append(f"{kernels_dir}: no bundled kernels here (set {KERNELS_DIR_ENV} to the kernels/ folder)")
+        return report
+    trees = {version: workdir / version for version in VERSIONS}
+    for tree in trees.values():
+        copy_kernels(kernels_dir, tree)
+
+    progress(f"rewriting a copy of {kernels_dir} with {RULES_UNDER_TEST}")
+    try:
+        rewriter(trees["patched"])
+    except RewriteFailed as failure:
+        report.failures.append(f"the rewrite failed: {failure}")
+        return report
+    report.changed_files = changed_files(trees["original"], trees["patched"])
+    if not any(Path(name).suffix in HOST_CODE_SUFFIXES for name in report.changed_files):
+        report.failures.append(f"the rewrite changed no C++/CUDA host code (changed: {report.changed_files or 'nothing'})")
+        return report
+
+    if gpu:
+        validate_on_gpu(trees, workdir, report)
+    else:
+        validate_without_gpu(trees, workdir, report, nvcc)
+    return report
+
+
+def _format_us(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def print_text(report: ValidationReport, file: TextIO | None = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    # Off a terminal rich would wrap the table at 80 columns.
+    on_terminal = file is None and sys.stdout.isatty()
+    console = Console(file=file, width=None if on_terminal else 160)
+    if report.environment:
+        env = report.environment
+        console.print(f"{env.get('device')}, torch {env.get('torch')}, CUDA {env.get('cuda')}, {env.get('date')}")
+    if report.rows:
+        table = Table(title="bundled kernels before and after optpatch (median, microseconds)")
+        for column in ("kernel", "shape", "measure"):
+            table.add_column(column)
+        for column in ("original", "patched", "speedup"):
+            table.add_column(column, justify="right")
+        table.add_column("correct")
+        for row in report.rows:
+            speedup = "-" if row.speedup is None else f"{row.speedup:.2f}x"
+            table.add_row(row.kernel, row.shape, row.measure, _format_us(row.original_us),
+                          _format_us(row.patched_us), speedup, "yes" if row.correct else "[red]NO[/red]")
+        console.print(table)
+    sections = (
+        ("rewritten files", report.changed_files),
+        ("passed", report.passed),
+        ("targets", [f"{'met' if t['met'] else 'MISSED'}: {t['target']} ({t['value']})" for t in report.targets]),
+        ("skipped", report.skipped),
+        ("failed", report.failures),
+    )
+    for title, lines in sections:
+        if lines:
+            console.print(f"[bold]{title}[/bold]")
+            for line in lines:
+                console.print(f"  {line}", markup=False, highlight=False)
+    verdict = "FAILED" if report.failures else "ok"
+    console.print(f"validate: {verdict} (exit {report.exit_code})", markup=False)
+
+
+def print_json(report: ValidationReport, file: TextIO | None = None) -> None:
+    payload = dataclasses.asdict(report)
+    payload["exit_code"] = report.exit_code
+    print(json.dumps(payload, indent=2), file=file or sys.stdout)
+
+
+def run_validate(
+    output_format: str = "text",
+    workdir: Path | None = None,
+    *,
+    rewriter: Rewriter | None = None,
+    kernels_dir: Path | None = None,
+    gpu: bool | None = None,
+    nvcc: bool = True,
+) -> int:
+    """Engine of `optpatch validate`; returns the exit code (0 or 4).
+
+    workdir keeps the copies, builds and logs (a temporary folder, removed
+    afterwards, when None). rewriter, kernels_dir, gpu (None: detect) and
+    nvcc exist for tests and dry runs.
+    """
+    if output_format not in ("text", "json"):
+        raise ValueError(f"unknown output format {output_format!r}: use text or json")
+    rewriter = rewriter or optpatch_rewriter
+    kernels_dir = kernels_dir or default_kernels_dir()
+    gpu = gpu_available() if gpu is None else gpu
+    with tempfile.TemporaryDirectory(prefix="optpatch-validate-") as scratch:
+        root = Path(workdir) if workdir is not None else Path(scratch)
+        root.mkdir(parents=True, exist_ok=True)
+        report = validate(root, kernels_dir, rewriter, gpu, nvcc)
+    (print_json if output_format == "json" else print_text)(report)
+    return report.exit_code

@@ -1,0 +1,72 @@
+"""GitHub Actions workflow commands: one annotation per fix or advice, one per failed file.
+
+`::warning file=F,line=L,col=C,title=T::MESSAGE`. GitHub decodes `%25`,
+`%0D` and `%0A` in the message, and additionally `%3A` and `%2C` in
+property values, so those characters are escaped as such. Paths are written
+relative to the current directory (the checkout root in a workflow), where
+GitHub looks for them. Kept sites are not annotated.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from optpatch.engine import RunResult
+from optpatch.model import Finding, Verdict
+from optpatch.reporters.json_report import summary_of
+
+_COMMAND = {Verdict.FIX: "warning", Verdict.ADVICE: "notice"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def workflow_command(command: str, properties: dict[str, object], message: str) -> str:
+    props = ",".join(f"{name}={escape_property(str(value))}" for name, value in properties.items())
+    return f"::{command} {props}::{escape_data(message)}"
+
+
+def render_github(result: RunResult) -> str:
+    lines = [annotation(f, result.root) for f in result.findings if f.verdict in _COMMAND]
+    for error in result.errors:
+        properties: dict[str, object] = {"file": display_path(result.root, error.path)}
+        if error.line:
+            properties["line"] = error.line
+        lines.append(workflow_command("error", {**properties, "title": "optpatch: file not analysed"}, error.reason))
+    summary = summary_of(result)
+    lines.append(
+        f"optpatch: {summary['fixes_applied']} fix(es) apply, {summary['fixes_not_applied']} proposed but not applied, "
+        f"{summary['advice']} advice, {summary['files_failed']} file(s) not analysed."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def annotation(finding: Finding, root: Path) -> str:
+    properties = {
+        "file": display_path(root, finding.path),
+        "line": finding.line,
+        "col": finding.col,
+        "title": f"{finding.code} {finding.name}",
+    }
+    body = [finding.reason]
+    if finding.verdict is Verdict.FIX:
+        tier = finding.tier.value if finding.tier else "safe"
+        applies = "applies" if finding.applied else f"not applied: {finding.not_applied_because}"
+        body.append(f"Fix ({tier}, {applies}): {finding.replacement}")
+        body.append(f"Impact: {finding.impact.value} ({finding.context.value}); {finding.impact_basis}")
+    return workflow_command(_COMMAND[finding.verdict], properties, "\n".join(body))
+
+
+def display_path(root: Path, rel: str) -> str:
+    """ROOT/REL relative to the current directory when it lies below it, else REL."""
+    absolute = root / rel
+    try:
+        return absolute.relative_to(Path(os.getcwd()).resolve()).as_posix()
+    except ValueError:
+        return rel

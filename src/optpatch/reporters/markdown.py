@@ -1,0 +1,145 @@
+"""A pull-request comment body: summary table, one suggestion per small fix, the whole patch folded.
+
+The first line is a hidden marker, so a bot can find and update its previous
+comment instead of adding another. A fix whose edits all lie on the
+finding's own line gets a ```suggestion block holding the rewritten line:
+GitHub offers a one-click "commit suggestion" for it when the block is
+posted as a review comment on that line. Larger fixes are in the patch.
+GitHub refuses comments longer than 65,536 characters; a patch that would
+not fit is left out with a pointer to the artifact.
+"""
+
+from __future__ import annotations
+
+import re
+
+from optpatch.engine import RunResult
+from optpatch.locations import rewritten_line
+from optpatch.model import Finding, Verdict
+from optpatch.patch import write_patch
+from optpatch.reporters.json_report import summary_of
+
+MARKER = "<!-- optpatch-report -->"
+COMMENT_LIMIT = 65_536
+_PATCH_NAME = "model_patch.diff"
+
+
+def render_markdown(result: RunResult) -> str:
+    findings = [f for f in result.findings if f.verdict is not Verdict.KEEP]
+    patch = write_patch(result.changes).decode("utf-8", errors="replace")
+    head = [MARKER, headline(result), ""] + errors_section(result)
+    table = findings_table(findings) + [""] if findings else []
+    suggestions = suggestions_section(findings)
+    # Most complete first; GitHub rejects a longer comment outright.
+    for lines in (
+        head + table + suggestions + patch_section(patch, result),
+        head + table + suggestions + [artifact_note(f"The patch ({len(patch):,} characters)")],
+        head + table + [artifact_note("The suggestions and the patch")],
+    ):
+        body = "\n".join(lines) + "\n"
+        if len(body) <= COMMENT_LIMIT:
+            return body
+    return "\n".join(head + truncated_table(table, COMMENT_LIMIT - len("\n".join(head)) - 200)) + "\n"
+
+
+def headline(result: RunResult) -> str:
+    summary = summary_of(result)
+    if not result.changes and not summary["fixes_not_applied"] and not summary["advice"]:
+        return f"### optpatch: no changes\n\n{summary['files_analysed']} file(s) analysed, nothing to rewrite."
+    parts = [f"{summary['fixes_applied']} fix(es) in {summary['files_changed']} file(s)"]
+    if summary["fixes_not_applied"]:
+        parts.append(f"{summary['fixes_not_applied']} proposed but not applied")
+    if summary["advice"]:
+        parts.append(f"{summary['advice']} advice")
+    return f"### optpatch: {', '.join(parts)}\n\n{summary['files_analysed']} file(s) analysed; every fix below carries its proof."
+
+
+def findings_table(findings: list[Finding]) -> list[str]:
+    rows = ["| | rule | location | tier | impact | why |", "|---|---|---|---|---|---|"]
+    for finding in findings:
+        rows.append(
+            "| "
+            + " | ".join(
+                [
+                    status(finding),
+                    f"`{finding.code}` {finding.name}",
+                    f"`{finding.location()}`",
+                    finding.tier.value if finding.tier else "-",
+                    f"{finding.impact.value} ({finding.context.value})",
+                    cell(why(finding)),
+                ]
+            )
+            + " |"
+        )
+    return rows
+
+
+def status(finding: Finding) -> str:
+    if finding.verdict is Verdict.ADVICE:
+        return "advice"
+    return "fix" if finding.applied else "proposed"
+
+
+def why(finding: Finding) -> str:
+    if finding.verdict is Verdict.FIX and not finding.applied:
+        return f"{finding.reason} (not applied: {finding.not_applied_because})"
+    return finding.reason
+
+
+def cell(text: str) -> str:
+    """Table cells hold one line, and a `|` would end the cell."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def errors_section(result: RunResult) -> list[str]:
+    if not result.errors:
+        return []
+    lines = ["**Not analysed:**", ""]
+    lines += [f"- `{error.location()}`: {cell(error.reason)}" for error in result.errors]
+    return lines + [""]
+
+
+def suggestions_section(findings: list[Finding]) -> list[str]:
+    lines: list[str] = []
+    for finding in findings:
+        if finding.verdict is not Verdict.FIX:
+            continue
+        new_line = rewritten_line(finding)
+        if new_line is None:
+            continue
+        tier = finding.tier.value if finding.tier else "safe"
+        lines += [f"**`{finding.location()}`** `{finding.code}` {finding.name} ({tier}): {cell(finding.reason)}", ""]
+        lines += fenced(new_line, "suggestion") + [""]
+    return (["#### Suggestions", ""] + lines) if lines else []
+
+
+def patch_section(patch: str, result: RunResult) -> list[str]:
+    if not patch:
+        return []
+    files = len(result.changes)
+    summary = f"The whole patch ({_PATCH_NAME}, {files} file(s)); apply it with <code>git apply {_PATCH_NAME}</code>"
+    return ["<details>", f"<summary>{summary}</summary>", ""] + fenced(patch.rstrip("\n"), "diff") + ["", "</details>"]
+
+
+def artifact_note(what: str) -> str:
+    return f"{what} would make this comment too long for GitHub: download `{_PATCH_NAME}` from the run's artifacts."
+
+
+def truncated_table(table: list[str], budget: int) -> list[str]:
+    """The table's header and as many rows as fit in BUDGET characters, then how many were left out."""
+    kept, used = table[:2], len("\n".join(table[:2]))
+    rows = [row for row in table[2:] if row]
+    for row in rows:
+        if used + len(row) + 1 > budget:
+            break
+        kept.append(row)
+        used += len(row) + 1
+    left_out = len(rows) - (len(kept) - 2)
+    return kept + ["", artifact_note(f"{left_out} more finding(s), the suggestions and the patch")]
+
+
+def fenced(text: str, language: str) -> list[str]:
+    """A code fence longer than any run of backticks inside the text."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}{language}", text, fence]

@@ -1,0 +1,145 @@
+"""SARIF 2.1.0 output, for code-scanning dashboards and editors that apply fixes.
+
+One run; `tool.driver.rules` holds every rule with its documentation. Each
+fix and advice finding is a result with its rule, location and message, the
+optpatch fields (tier, verdict, context, impact and its basis, proof) in
+`properties`, and, for fixes, `fixes[]` whose replacements reproduce the
+patch: `deletedRegion` in lines and columns, `insertedContent` the new text.
+Kept sites are not results (code-scanning services would show them as
+alerts); their number is in the run's properties. Columns count Unicode code
+points (`columnKind`), the unit optpatch's edits use. Paths are relative to
+the `SRCROOT` base, the scanned root.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+from optpatch import __version__
+from optpatch.baseline import fingerprint
+from optpatch.engine import RunResult
+from optpatch.locations import Region, regions_of
+from optpatch.model import Finding, Verdict
+from optpatch.reporters.json_report import summary_of
+from optpatch.rule import Rule, load_rules
+
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+ROOT_BASE = "SRCROOT"
+_LEVEL = {Verdict.FIX: "warning", Verdict.ADVICE: "note"}
+
+
+def render_sarif(result: RunResult) -> str:
+    rules = load_rules()
+    rule_index = {rule.code: index for index, rule in enumerate(rules)}
+    reported = [f for f in result.findings if f.verdict is not Verdict.KEEP]
+    run = {
+        "tool": {
+            "driver": {
+                "name": "optpatch",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "rules": [rule_descriptor(rule) for rule in rules],
+            }
+        },
+        "originalUriBaseIds": {ROOT_BASE: {"uri": result.root.as_uri() + "/"}},
+        "columnKind": "unicodeCodePoints",
+        "invocations": [invocation(result)],
+        "results": [sarif_result(f, rule_index) for f in reported],
+        "properties": {"summary": summary_of(result)},
+    }
+    document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+    return json.dumps(document, indent=2) + "\n"
+
+
+def rule_descriptor(rule: type[Rule]) -> dict:
+    from optpatch.cli import rule_page
+
+    sections = rule.documentation()
+    page = rule_page(rule)
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": sections.get("What it does") or sections.get("Summary") or rule.summary},
+        "help": {"text": page, "markdown": page},
+        "defaultConfiguration": {"level": "warning"},
+        "properties": {"tags": list(rule.tags), "language": rule.language, "default_tier": rule.default_tier},
+    }
+
+
+def invocation(result: RunResult) -> dict:
+    """Files that could not be analysed become error notifications: the run still succeeded."""
+    notifications = []
+    for error in result.errors:
+        location = {"physicalLocation": {"artifactLocation": artifact(error.path)}}
+        if error.line:
+            location["physicalLocation"]["region"] = {"startLine": error.line}
+        notifications.append({"level": "error", "message": {"text": error.reason}, "locations": [location]})
+    return {"executionSuccessful": True, "toolExecutionNotifications": notifications}
+
+
+def sarif_result(finding: Finding, rule_index: dict[str, int]) -> dict:
+    entry = {
+        "ruleId": finding.code,
+        "level": _LEVEL[finding.verdict],
+        "message": {"text": message(finding)},
+        "locations": [{"physicalLocation": {"artifactLocation": artifact(finding.path), "region": site_region(finding)}}],
+        "partialFingerprints": {"optpatchLineHash/v1": fingerprint(finding)},
+        "properties": {
+            "tier": finding.tier.value if finding.tier else None,
+            "verdict": finding.verdict.value,
+            "applied": finding.applied,
+            "not_applied_because": finding.not_applied_because or None,
+            "context": finding.context.value,
+            "impact": finding.impact.value,
+            "impact_basis": finding.impact_basis,
+            "proof": list(finding.proof),
+            "replacement": finding.replacement or None,
+        },
+    }
+    if finding.code in rule_index:
+        entry["ruleIndex"] = rule_index[finding.code]
+    if finding.verdict is Verdict.FIX and regions_of(finding):
+        entry["fixes"] = [fix(finding)]
+    return entry
+
+
+def message(finding: Finding) -> str:
+    if finding.verdict is not Verdict.FIX:
+        return finding.reason
+    tier = finding.tier.value if finding.tier else "safe"
+    status = "applied" if finding.applied else f"not applied: {finding.not_applied_because}"
+    return f"{finding.name}: {finding.reason} (tier {tier}, {status})"
+
+
+def site_region(finding: Finding) -> dict:
+    """The finding's position, extended to the end of the edit that starts there, if any."""
+    region = {"startLine": finding.line, "startColumn": finding.col}
+    for edit in regions_of(finding):
+        if (edit.start_line, edit.start_column) == (finding.line, finding.col) and edit.end_line == finding.line:
+            region["endColumn"] = edit.end_column
+    return region
+
+
+def fix(finding: Finding) -> dict:
+    return {
+        "description": {"text": f"{finding.code} {finding.name}: {finding.replacement or finding.reason}"},
+        "artifactChanges": [
+            {"artifactLocation": artifact(finding.path), "replacements": [replacement(r) for r in regions_of(finding)]}
+        ],
+    }
+
+
+def replacement(region: Region) -> dict:
+    deleted = {
+        "startLine": region.start_line,
+        "startColumn": region.start_column,
+        "endLine": region.end_line,
+        "endColumn": region.end_column,
+    }
+    return {"deletedRegion": deleted, "insertedContent": {"text": region.inserted}}
+
+
+def artifact(path: str) -> dict:
+    return {"uri": quote(path), "uriBaseId": ROOT_BASE}

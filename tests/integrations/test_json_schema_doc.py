@@ -1,0 +1,28 @@
+"""docs/json-schema.md documents exactly the keys `--format json` emits."""
+
+import json
+import re
+
+from conftest import REPO_ROOT, run_cli
+from git_repos import FIXABLE, write_files
+
+DOC = (REPO_ROOT / "docs" / "json-schema.md").read_text(encoding="utf-8")
+
+
+def documented_keys(heading: str) -> set[str]:
+    """The first-column keys of the table under `## heading`."""
+    section = DOC.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^\| `([a-z_]+)` \|", section, re.M))
+
+
+def test_documented_keys_are_the_emitted_keys(tmp_path):
+    write_files(tmp_path, {"a.py": FIXABLE, "broken.py": "def f(:\n    x = torch.zeros(3)\n", "g_pb2.py": ""})
+    result = run_cli("apply", str(tmp_path), "-o", str(tmp_path / "p.diff"), "--format", "json")
+    document = json.loads(result.stdout)
+    assert documented_keys("Top level") == set(document)
+    assert documented_keys("`summary`") == set(document["summary"])
+    assert documented_keys("`findings[]`") == set(document["findings"][0])
+    assert documented_keys("`findings[].edits[]`") == set(document["findings"][0]["edits"][0])
+    assert documented_keys("`errors[]`") == set(document["errors"][0])
+    assert documented_keys("`skipped[]`") == set(document["skipped"][0])
+    assert f"currently **{document['schema_version']}**" in DOC

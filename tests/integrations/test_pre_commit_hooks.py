@@ -1,0 +1,72 @@
+"""The real pre-commit runs this repository's hooks (`try-repo`) on a throwaway git repository.
+
+pre-commit builds the hooks' environment by pip-installing a snapshot of
+this checkout (its working tree, uncommitted changes included), as a user's
+pre-commit would install a tagged release; that needs PyPI or a wheel cache.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+from git_repos import CLEAN, FIXABLE, FIXED, git, make_repo
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def hooks_repo(tmp_path_factory) -> Path:
+    """This checkout's tracked and untracked-but-not-ignored files, committed in a fresh repository."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO_ROOT, capture_output=True, text=True,
+    )
+    if listed.returncode != 0:
+        pytest.skip("the project is not a git checkout, so there is no repository for pre-commit to install")
+    snapshot = tmp_path_factory.mktemp("hooks") / "optpatch"
+    for rel in filter(None, listed.stdout.split("\0")):
+        source = REPO_ROOT / rel
+        if source.is_file():
+            (snapshot / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, snapshot / rel)
+    git(snapshot, "init", "-q")
+    git(snapshot, "add", "-A")
+    git(snapshot, "commit", "-q", "-m", "snapshot for pre-commit try-repo")
+    return snapshot
+
+
+def try_repo(hooks: Path, hook: str, target: Path, home: Path) -> subprocess.CompletedProcess:
+    # The hooks must run the installed copy of optpatch, not whatever PYTHONPATH points at.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["PRE_COMMIT_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "try-repo", str(hooks), hook, "--all-files", "--color", "never"],
+        cwd=target, env=env, capture_output=True, text=True, timeout=600,
+    )
+
+
+def test_check_fails_fix_fixes_then_check_passes(hooks_repo, tmp_path):
+    target = make_repo(tmp_path / "project", {"model.py": FIXABLE, "clean.py": CLEAN, "notes.txt": "zeros\n"})
+    home = tmp_path / "pre-commit-home"
+
+    check = try_repo(hooks_repo, "optpatch-check", target, home)
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert "optpatch check" in check.stdout and "Failed" in check.stdout
+    assert "model.py:5:11" in check.stdout and "OPT101" in check.stdout
+    assert (target / "model.py").read_text() == FIXABLE
+
+    fix = try_repo(hooks_repo, "optpatch-fix", target, home)
+    assert fix.returncode == 1, fix.stdout + fix.stderr  # pre-commit fails a hook that modified files
+    assert "files were modified by this hook" in fix.stdout
+    assert (target / "model.py").read_text() == FIXED
+    assert (target / "clean.py").read_text() == CLEAN
+
+    git(target, "add", "-A")
+    again = try_repo(hooks_repo, "optpatch-check", target, home)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "Passed" in again.stdout

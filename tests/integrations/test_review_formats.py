@@ -1,0 +1,104 @@
+"""--format github (workflow annotations) and --format markdown (a pull-request comment)."""
+
+import re
+
+from conftest import run_cli
+from git_repos import FIXABLE, FIXED, write_files
+
+from optpatch.reporters.github import escape_data, escape_property, workflow_command
+from optpatch.reporters.markdown import fenced
+
+ANNOTATION = re.compile(r"^::(warning|notice|error) ((?:[a-zA-Z]+=[^,:]*,?)+)::(.*)$")
+# The fix needs `empty` imported: two edits on two lines, so it is no one-line suggestion.
+IMPORTED = "from torch import zeros\n\n\ndef step(x):\n    out = zeros(x.shape)\n    out.copy_(x)\n    return out\n"
+
+
+def annotations(stdout: str) -> list[tuple[str, dict[str, str], str]]:
+    found = []
+    for line in stdout.splitlines():
+        match = ANNOTATION.match(line)
+        if match:
+            properties = dict(item.split("=", 1) for item in match.group(2).split(","))
+            found.append((match.group(1), properties, match.group(3)))
+    return found
+
+
+def test_escaping_follows_githubs_rules():
+    assert escape_data("50% done\r\nnext: a, b") == "50%25 done%0D%0Anext: a, b"
+    assert escape_property("dir:a,b%\n") == "dir%3Aa%2Cb%25%0A"
+    line = workflow_command("warning", {"file": "a,b.py", "line": 3, "title": "OPT101 x: y"}, "one\ntwo")
+    assert line == "::warning file=a%2Cb.py,line=3,title=OPT101 x%3A y::one%0Atwo"
+    assert "\n" not in line
+
+
+def test_github_annotations_point_at_each_fix(tmp_path):
+    write_files(tmp_path, {"pkg/model.py": FIXABLE, "pkg/other, odd.py": FIXABLE})
+    result = run_cli("check", "pkg", "--format", "github", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    found = annotations(result.stdout)
+    assert [(kind, props["file"], props["line"], props["col"]) for kind, props, _ in found] == [
+        ("warning", "pkg/model.py", "5", "11"),
+        ("warning", "pkg/other%2C odd.py", "5", "11"),
+    ]
+    kind, props, message = found[0]
+    assert props["title"] == "OPT101 zeros-to-empty"
+    assert "%0AFix (safe, applies): torch.empty(x.shape)" in message
+
+
+def test_markdown_comment_has_table_suggestion_and_folded_patch(tmp_path):
+    root = tmp_path / "repo"
+    write_files(root, {"model.py": FIXABLE, "imported.py": IMPORTED})
+    result = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "markdown")
+    assert result.returncode == 0, result.stderr
+    body = result.stdout
+    assert body.startswith("<!-- optpatch-report -->\n### optpatch: 2 fix(es) in 2 file(s)")
+    assert "| fix | `OPT101` zeros-to-empty | `model.py:5:11` | safe |" in body
+    suggestions = re.findall(r"```suggestion\n(.*?)\n```", body, re.S)
+    assert suggestions == ["    out = torch.empty(x.shape)"]  # imported.py's fix spans two lines: patch only
+    folded = re.search(r"<details>\n<summary>.*?</summary>\n\n```diff\n(.*?)\n```\n\n</details>", body, re.S)
+    assert folded and folded.group(1) + "\n" == (tmp_path / "p.diff").read_text()
+
+
+def test_suggested_line_applies_to_the_file(tmp_path):
+    root = tmp_path / "repo"
+    write_files(root, {"model.py": FIXABLE})
+    body = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "markdown").stdout
+    suggestion = re.search(r"\*\*`model.py:(\d+):\d+`\*\*.*?```suggestion\n(.*?)\n```", body, re.S)
+    lines = FIXABLE.splitlines(keepends=True)
+    lines[int(suggestion.group(1)) - 1] = suggestion.group(2) + "\n"
+    assert "".join(lines) == FIXED
+
+
+def test_markdown_with_nothing_to_fix_says_so(tmp_path):
+    write_files(tmp_path, {"clean.py": "x = 1\n"})
+    body = run_cli("apply", str(tmp_path), "-o", str(tmp_path / "p.diff"), "--format", "markdown").stdout
+    assert "### optpatch: no changes" in body and "<details>" not in body
+
+
+def test_fences_outgrow_backticks_inside_the_text():
+    assert fenced("a ``` b", "diff") == ["````diff", "a ``` b", "````"]
+    assert fenced("plain", "suggestion") == ["```suggestion", "plain", "```"]
+
+
+def comment_for(tmp_path, files: dict[str, str]) -> str:
+    write_files(tmp_path / "repo", files)
+    result = run_cli("apply", str(tmp_path / "repo"), "-o", str(tmp_path / "p.diff"), "--format", "markdown")
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_a_patch_too_long_for_a_comment_is_left_to_the_artifact(tmp_path):
+    # Long paths weigh most in the patch, whose headers repeat each path four times.
+    deep = "/".join(["a_rather_long_directory_name"] * 5)
+    body = comment_for(tmp_path, {f"{deep}/module_{index:02d}.py": FIXABLE for index in range(80)})
+    assert len(body) <= 65_536 < len(body) + len((tmp_path / "p.diff").read_text())
+    assert "```diff" not in body and "download `model_patch.diff`" in body
+    assert body.count("```suggestion") == 80 and body.count("| fix |") == 80
+
+
+def test_a_table_too_long_for_a_comment_is_cut_with_a_count(tmp_path):
+    body = comment_for(tmp_path, {f"pkg/module_{index:03d}.py": FIXABLE for index in range(400)})
+    assert len(body) <= 65_536
+    assert "```suggestion" not in body and "```diff" not in body
+    shown = body.count("| fix |")
+    assert 100 < shown < 400 and f"{400 - shown} more finding(s)" in body
