@@ -17,6 +17,7 @@ arguments (`AT_DISPATCH_...(..., [&] { ... })`) come from
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import enum
 import re
@@ -573,7 +574,10 @@ def _clang():
 
 @cache
 def _index():
-    return _clang().Index.create()
+    index = _clang().Index.create()
+    # Dispose of it while cindex still can: at interpreter exit its globals are gone first.
+    atexit.register(_index.cache_clear)
+    return index
 
 
 @cache
