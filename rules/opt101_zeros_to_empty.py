@@ -18,15 +18,18 @@ _INDEX_NAME = re.compile(r"(ids?|idx|index|indices|positions?|pos|slots?|slot_ma
 _DUMMY_NAME = re.compile(r"(dummy|warmup|graph|capture)")
 
 CUDA_BASIS = (
-    "skips one fill kernel launch (~6-10 us of CPU) and the memset: ~4 us up to 1 MiB, 25 us at 64 MiB, "
-    "328 us at 1 GiB (H100, torch 2.11, RULES.md)"
+    "skips the fill launch and the memset: host time per call 7.5-8.6 us -> 2.3-2.4 us, GPU time "
+    "28.8 -> 8.6 us at 64 MiB and 334.7 -> 8.5 us at 1 GiB (H100, torch 2.11, docs/benchmarks.md; RULES.md agrees)"
 )
-PINNED_BASIS = "pinned host buffer: ~6 us at 64 KiB, 0.34-0.45 ms at 64 MiB per call in steady state (H100 host, RULES.md)"
+PINNED_BASIS = (
+    "pinned host buffer, steady state: 2.8 -> 1.5 us at 64 KiB, 358 -> 2.1 us at 64 MiB per call "
+    "(H100 host, torch 2.11, docs/benchmarks.md)"
+)
 CPU_BASIS = (
     "CPU tensor: skips a memset, ~0.5 us at 64 KiB, 8 us at 1 MiB, 25 ms at 64 MiB with first-touch page faults "
     "(2-core EPYC, torch 2.13 CPU, docs/benchmarks.md)"
 )
-ONCE_BASIS = "one-time allocation: the saving (one fill, ~10 us plus the memset) is paid once, not per step"
+ONCE_BASIS = "one-time allocation: the saving (~5 us of host time plus the memset, docs/benchmarks.md) is paid once, not per step"
 
 
 class ZerosToEmpty(Rule):
@@ -107,12 +110,15 @@ class ZerosToEmpty(Rule):
     possibly suppress exceptions, which keeps some safe sites.
 
     ## Measured impact
-    On CUDA, per call: one fill launch (~6-10 us of CPU time) plus the memset,
-    ~4 us up to 1 MiB, 25 us at 64 MiB, 328 us at 1 GiB (3.27 TB/s) on an
-    H100 with torch 2.11. Pinned host buffers in steady state: ~6 us at
-    64 KiB, 0.34-0.45 ms at 64 MiB. On the CPU: 0.5 us at 64 KiB, 8 us at
-    1 MiB (2-core EPYC, torch 2.13). One-time allocations (`__init__`, module
-    level, set-up) gain nothing measurable and are reported as low value.
+    Measured by `benchmarks/gpu_impact.py` on an H100 (torch 2.11, CUDA 13.0;
+    docs/benchmarks.md): host time per call 7.5-8.6 us -> 2.3-2.4 us at any
+    size; GPU time 14.0 -> 8.6 us at 1 MiB, 28.8 -> 8.6 us at 64 MiB, 334.7 ->
+    8.5 us at 1 GiB. Pinned host buffers in steady state: 2.8 -> 1.5 us at
+    64 KiB, 358 -> 2.1 us at 64 MiB. RULES.md's figures (~6-10 us of CPU plus
+    the memset, 328 us at 1 GiB) agree. On the CPU (`benchmarks/alloc_cpu.py`,
+    2-core EPYC, torch 2.13): 0.5 us at 64 KiB, 8 us at 1 MiB. One-time
+    allocations (`__init__`, module level, set-up) gain nothing measurable and
+    are reported as low value.
 
     ## References
     - vLLM #26680, #42988, ray #56882, FBGEMM #6257: kept changes of this kind.
