@@ -9,8 +9,8 @@ is always safe.
 What: one pack per (scanned root, optpatch's code, rules, settings, fix
 policy), holding for every analysed file the SHA-256 of its bytes and its
 `FileResult`. The pack's key changes with the optpatch version, the bytes of
-every engine and rule source file (so an edited rule invalidates its results
-even before its `version` is bumped), the selected rules' codes and
+every file of the package and of the rules (so an edited rule or C++ prelude
+invalidates its results even before a `version` is bumped), the selected rules' codes and
 versions, every setting that can change a result, and the fix policy. A
 file's entry is used only when its bytes hash the same; a frontend that read
 other files (C++ headers) lists them in `FileResult.inputs`, and those must
@@ -61,10 +61,12 @@ def digest(data: bytes) -> str:
 
 @cache
 def code_fingerprint(*directories: Path) -> str:
-    """A hash of every Python source file of optpatch and of the rules directory."""
+    """A hash of every file of optpatch's package and of the rules directory (sources, the C++ prelude, data)."""
     hasher = hashlib.sha256()
     for directory in directories:
-        for path in sorted(directory.rglob("*.py")):
+        for path in sorted(directory.rglob("*")):
+            if not path.is_file() or "__pycache__" in path.parts or path.suffix == ".pyc":
+                continue
             hasher.update(path.relative_to(directory).as_posix().encode() + b"\0")
             hasher.update(path.read_bytes() + b"\0")
     return hasher.hexdigest()

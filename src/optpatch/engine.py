@@ -14,6 +14,7 @@ of it.
 
 from __future__ import annotations
 
+import difflib
 import gc
 import os
 import time
@@ -27,8 +28,8 @@ import pathspec
 
 from optpatch.config import TIER_ORDER, Settings
 from optpatch.discovery import discover, is_generated
-from optpatch.locations import locate_findings
-from optpatch.model import FileError, Finding, Tier
+from optpatch.locations import Region, locate_findings, set_regions
+from optpatch.model import Edit, FileError, Finding, Tier
 from optpatch.planner import apply_edits, plan_edits
 from optpatch.rule import Rule, builtin_rules_dir, load_rules, select_rules
 from optpatch.rule_facts import RuleFacts, rule_facts
@@ -258,45 +259,134 @@ def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Sett
     rules = [r for r in rules if r.code not in _ignored_codes(source.rel, settings)]
     result = FileResult(source.rel)
     current = source
+    applied: list[list[Edit]] = []  # each pass's edits, so later findings report original positions
     for attempt in range(MAX_PASSES):
-        pass_result = _one_pass(current, rules, policy)
+        pass_result = _one_pass(current, rules, policy, _locator(source, current, applied))
         if isinstance(pass_result, FileError):
             if attempt == 0:
                 result.error = pass_result
             else:  # a rewrite that no longer parses is a bug: keep the last good text
                 result.error = FileError(source.rel, f"internal error: pass {attempt + 1} did not parse: {pass_result.reason}")
             break
-        findings, suppressed, unused, new_text = pass_result
+        findings, suppressed, unused, edits = pass_result
+        for finding in findings:
+            finding.extra["pass"] = attempt
         if attempt == 0:
             result.findings, result.suppressed, result.unused_suppressions = findings, suppressed, unused
         else:
             result.findings = _merge_later_pass(result.findings, findings)
+        new_text = apply_edits(current.text, edits)
         if new_text == current.text:
             break
+        applied.append(edits)
         current = _rewritten(current, new_text)
         if not any(f.not_applied_because.startswith("overlaps") for f in findings):
             break
     if current.text != source.text:
-        reparsed = _reparse_error(current)
+        reparsed = _reparse_error(source, current)
         if reparsed:  # a safety net: a rule bug must never hand out a file that no longer parses
             result.error = FileError(source.rel, f"internal error: the rewritten file would not parse ({reparsed}); left unchanged")
             return result
         result.old, result.new = source.raw, current.encode(current.text)
+        if len(applied) > 1:
+            relocate_to_original(result.findings, source, current.text, applied)
     return result
 
 
-def _reparse_error(source: SourceFile) -> str | None:
+def _reparse_error(original: SourceFile, rewritten: SourceFile) -> str | None:
     try:
-        make_unit(source)
+        make_unit(rewritten)
     except FrontendError as error:
         return error.error.reason
+    if rewritten.language == "cpp":  # clang always builds a tree: compare its errors instead
+        from optpatch.cpp_frontend import new_errors
+
+        added = new_errors(original, rewritten)
+        if added:
+            return "new errors: " + "; ".join(added[:3])
     return None
 
 
-def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy):
+def _locator(original: SourceFile, current: SourceFile, applied: list[list[Edit]]):
+    """Maps (line, col) in the current text to (line, col) in the original, through the edits applied."""
+
+    def locate(line: int, col: int) -> tuple[int, int]:
+        offset = current.offset(line, col - 1)
+        for edits in reversed(applied):
+            offset = _offset_before(offset, edits)
+        return original.position(offset)
+
+    return locate
+
+
+def _original_line(offset: int, applied: list[list[Edit]], passes: int, original: SourceFile) -> int:
+    for edits in reversed(applied[:passes]):
+        offset = _offset_before(offset, edits)
+    return original.position(offset)[0]
+
+
+def relocate_to_original(findings: list[Finding], original: SourceFile, final_text: str, applied: list[list[Edit]]) -> None:
+    """Give fixes applied over several passes regions of the ORIGINAL text (SARIF, suggestions).
+
+    A later pass's edits refer to text an earlier pass rewrote, and may rewrite
+    what an earlier fix inserted (OPT202 over OPT201's `.data()`). So the
+    changed lines of the whole file are attributed to fixes instead: each
+    block of changed lines goes to the latest fix that touches it, and applying
+    every applied fix's regions gives exactly the rewritten file.
+    """
+    old_lines = original.text.splitlines(keepends=True)
+    new_lines = final_text.splitlines(keepends=True)
+    touched: list[tuple[int, int, Finding]] = []  # (pass, original line, finding)
+    for finding in findings:
+        if finding.applied:
+            step = finding.extra.get("pass", 0)
+            for edit in finding.edits:
+                touched.append((step, _original_line(edit.start, applied, step, original), finding))
+    owners: dict[int, list[Region]] = {}
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in _line_blocks(matcher.get_opcodes()):
+        if tag == "equal":
+            continue
+        # 1-based lines of the block; an insertion also belongs to the line it follows
+        lines = range(i1 + 1, i2 + 1) if i2 > i1 else range(i1, i1 + 2)
+        claimants = [(step, finding) for step, line, finding in touched if line in lines]
+        if not claimants:
+            continue
+        owner = max(claimants, key=lambda c: (c[0], c[1].sort_key))[1]
+        region = Region(i1 + 1, 1, i2 + 1, 1, "".join(new_lines[j1:j2]))
+        owners.setdefault(id(owner), []).append(region)
+    for finding in findings:
+        if finding.applied:
+            set_regions(finding, tuple(owners.get(id(finding), ())))
+
+
+def _line_blocks(opcodes):
+    """Opcodes, with a replacement of N lines by N lines split line by line (one fix per line, usually)."""
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            for k in range(i2 - i1):
+                yield tag, i1 + k, i1 + k + 1, j1 + k, j1 + k + 1
+        else:
+            yield tag, i1, i2, j1, j2
+
+
+def _offset_before(offset: int, edits: list[Edit]) -> int:
+    """Where an offset of the edited text was before `edits`; inside new text, the edit's start."""
+    delta = 0
+    for edit in sorted(edits):
+        start = edit.start + delta
+        if offset < start:
+            break
+        if offset < start + len(edit.text):
+            return edit.start
+        delta += len(edit.text) - (edit.end - edit.start)
+    return offset - delta
+
+
+def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy, locate: Callable[[int, int], tuple[int, int]]):
     wanted = _screened([rule for rule in rules if rule.wants(source)], source)
     if not wanted:
-        return [], 0, [], source.text
+        return [], 0, [], []
     try:
         unit = make_unit(source)
     except FrontendError as error:
@@ -311,12 +401,14 @@ def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy):
             return FileError(source.rel, f"internal error in {rule.code}: {type(error).__name__}: {error}")
     suppressions = find_suppressions(source.text, source.language)
     findings, suppressed = apply_suppressions(findings, suppressions)
-    locate_findings(findings, source)
+    locate_findings(findings, source)  # line text and edit regions of the text these edits apply to
+    for finding in findings:  # positions (and so fix ids and screens) refer to the file as the user has it
+        finding.line, finding.col = locate(finding.line, finding.col)
     for screen in policy.screens:
         screen.screen(findings)
     edits = plan_edits(findings, policy.refuse)
     unused = [s.line for s in suppressions if not s.used]
-    return sorted(findings, key=lambda f: f.sort_key), suppressed, unused, apply_edits(source.text, edits)
+    return sorted(findings, key=lambda f: f.sort_key), suppressed, unused, edits
 
 
 def _screened(rules: list[type[Rule]], source: SourceFile) -> list[type[Rule]]:
@@ -332,11 +424,12 @@ def _screened(rules: list[type[Rule]], source: SourceFile) -> list[type[Rule]]:
 
 
 def _merge_later_pass(first: list[Finding], later: list[Finding]) -> list[Finding]:
-    """Fixes applied on a later pass replace the first pass's deferred findings."""
-    applied_later = [f for f in later if f.applied]
-    deferred = {(f.code, f.line) for f in applied_later}
-    kept = [f for f in first if not (f.not_applied_because.startswith("overlaps") and (f.code, f.line) in deferred)]
-    return sorted(kept + applied_later, key=lambda f: f.sort_key)
+    """A later pass's verdict on a fix deferred for overlap replaces the deferral; its new fixes join."""
+    deferred = {(f.code, f.line) for f in first if f.not_applied_because.startswith("overlaps")}
+    redone = [f for f in later if f.applied or (f.code, f.line) in deferred]
+    replaced = {(f.code, f.line) for f in redone} & deferred
+    kept = [f for f in first if not ((f.code, f.line) in replaced and f.not_applied_because.startswith("overlaps"))]
+    return sorted(kept + redone, key=lambda f: f.sort_key)
 
 
 def _rewritten(source: SourceFile, text: str) -> SourceFile:

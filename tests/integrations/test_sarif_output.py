@@ -60,7 +60,7 @@ def test_sarif_validates_against_the_official_schema(tree, tmp_path):
 
 
 def test_every_fix_carries_replacements_that_reproduce_the_written_files(tree, tmp_path):
-    original = {p.relative_to(tree).as_posix(): p.read_bytes().decode() for p in tree.rglob("*.py")}
+    original = {p.relative_to(tree).as_posix(): p.read_bytes().decode() for p in tree.rglob("*") if p.suffix in (".py", ".cu")}
     document = sarif_of("apply", str(tree), "-o", str(tmp_path / "p.diff"))
     results = document["runs"][0]["results"]
     fixes = [r for r in results if r["properties"]["verdict"] == "fix"]

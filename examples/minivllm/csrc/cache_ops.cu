@@ -30,6 +30,7 @@ void copy_blocks(std::vector<torch::Tensor> const& key_caches,
   const int num_layers = key_caches.size();
   if (num_layers == 0) return;
   torch::Device device = key_caches[0].device();
+  const at::cuda::OptionalCUDAGuard device_guard(device);
   // A variable-length array: not ISO C++, and MSVC rejects it.
   int64_t key_ptrs[num_layers];
   int64_t value_ptrs[num_layers];
@@ -47,7 +48,6 @@ void copy_blocks(std::vector<torch::Tensor> const& key_caches,
   const int elems_per_block = key_caches[0][0].numel();
   dim3 grid(num_layers, num_pairs);
   dim3 block(std::min(1024, elems_per_block));
-  const at::cuda::OptionalCUDAGuard device_guard(device);
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::ScalarType::Half, at::ScalarType::BFloat16, key_caches[0].scalar_type(), "copy_blocks", [&] {

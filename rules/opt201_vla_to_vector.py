@@ -1,0 +1,586 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from optpatch.cpp_frontend import CppUnit, Node, Place, is_callee
+from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
+from optpatch.rule import Example, Rule
+
+_ARRAY_KINDS = frozenset({"VARIABLEARRAY", "DEPENDENTSIZEDARRAY"})
+_NESTED_ARRAY_KINDS = frozenset({"CONSTANTARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY", "INCOMPLETEARRAY"})
+_INTEGER_KINDS = frozenset({
+    "BOOL", "CHAR_U", "UCHAR", "CHAR16", "CHAR32", "USHORT", "UINT", "ULONG", "ULONGLONG", "UINT128",
+    "CHAR_S", "SCHAR", "WCHAR", "SHORT", "INT", "LONG", "LONGLONG", "INT128", "ENUM",
+})
+_LITERAL_KINDS = frozenset({"INTEGER_LITERAL", "CHARACTER_LITERAL", "CXX_BOOL_LITERAL_EXPR", "FLOATING_LITERAL"})
+# Expressions that evaluate all of their operands: a runtime operand makes them runtime.
+_TRANSPARENT_KINDS = frozenset({
+    "PAREN_EXPR", "UNEXPOSED_EXPR", "CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_FUNCTIONAL_CAST_EXPR",
+    "BINARY_OPERATOR", "UNARY_OPERATOR", "ARRAY_SUBSCRIPT_EXPR",
+})
+_SHORT_CIRCUIT = frozenset({"&&", "||"})
+# Built-in operators that read both operands (not `,`, not assignments).
+_READING_OPERATORS = frozenset({
+    "+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", ">", "<=", ">=", "==", "!=", "<=>",
+})
+_REFERENCE_KINDS = frozenset({"LVALUEREFERENCE", "RVALUEREFERENCE"})
+_UNEVALUATED_WORDS = frozenset({"sizeof", "alignof", "_Alignof", "__alignof__", "decltype", "typeof", "__typeof__", "__typeof"})
+_DECLARATION_BLOCKERS = frozenset({
+    "static", "extern", "thread_local", "register", "const", "volatile", "constexpr", "alignas", "__attribute__",
+    "__shared__", "__constant__", "__device__", "(", ")", "&", "&&", ",", "=", "{", "[",
+})
+_BEFORE_CALL_ARGUMENT = frozenset({"(", ","})
+_AFTER_CALL_ARGUMENT = frozenset({",", ")"})
+
+PORTABILITY_BASIS = (
+    "portability: ISO C++ has no variable-length arrays (MSVC and -pedantic reject them); std::vector costs "
+    "one heap allocation and a zero fill per call. A speed-up was measured only for this rule together with "
+    "OPT202 on the same buffer: copy_blocks 31-51 us -> 13-27 us per call with 1 block pair (H100, RULES.md)"
+)
+ADVICE_BASIS = "no runtime change: a constant-size array is already ISO C++"
+
+
+@dataclass
+class BoundProof:
+    """What the array bound depends on: runtime values (witnesses), and what could not be resolved."""
+
+    witnesses: list[str] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+    constexpr_names: list[str] = field(default_factory=list)
+
+    def merge(self, other: "BoundProof") -> "BoundProof":
+        self.witnesses += [w for w in other.witnesses if w not in self.witnesses]
+        self.unresolved += [u for u in other.unresolved if u not in self.unresolved]
+        self.constexpr_names += [c for c in other.constexpr_names if c not in self.constexpr_names]
+        return self
+
+    @property
+    def runtime(self) -> bool:
+        return bool(self.witnesses) and not self.unresolved
+
+
+@dataclass(frozen=True)
+class Use:
+    """One reference to the array: the edit it needs, or why it blocks the rewrite."""
+
+    node: Node
+    edit: Edit | None = None
+    blocker: str = ""
+
+
+class VlaToVector(Rule):
+    """
+    Replace a variable-length array in host code with `std::vector`.
+
+    ## What it does
+    Finds `T name[n];` whose bound `n` is provably a run-time value (a
+    function parameter, a non-constant variable, a call to a non-constexpr
+    function, or a constant initialised from one of those) in host code, and
+    rewrites it to `std::vector<T> name(n);`. Uses where the array decays to
+    a pointer (a function argument such as `memcpy(name, ...)` or
+    `torch::from_blob(name, ...)`, a pointer initialisation or assignment,
+    pointer arithmetic, `return name`) become `name.data()`; indexing
+    `name[i]` stays as it is. `#include <vector>` is added once if missing.
+
+    ## Why is this bad
+    Variable-length arrays are not ISO C++: MSVC rejects them, and GCC and
+    Clang accept them only as an extension (`-pedantic` and
+    `-Wvla-cxx-extension` say so). A large or attacker-controlled bound also
+    overflows the stack without any error.
+
+    ## Example
+    ```cpp
+    void copy_blocks(std::vector<torch::Tensor> const& caches) {
+      const int num_layers = caches.size();
+      int64_t ptrs[num_layers];
+      for (int i = 0; i < num_layers; ++i) ptrs[i] = reinterpret_cast<int64_t>(caches[i].data_ptr());
+      auto table = torch::from_blob(ptrs, {num_layers}, torch::kInt64);
+    }
+    ```
+
+    ## Use instead
+    ```cpp
+    void copy_blocks(std::vector<torch::Tensor> const& caches) {
+      const int num_layers = caches.size();
+      std::vector<int64_t> ptrs(num_layers);
+      for (int i = 0; i < num_layers; ++i) ptrs[i] = reinterpret_cast<int64_t>(caches[i].data_ptr());
+      auto table = torch::from_blob(ptrs.data(), {num_layers}, torch::kInt64);
+    }
+    ```
+
+    ## Fix safety
+    `safe`, with a proof: clang types the declaration as a variable-length
+    array (and warns so), the bound parses without errors and depends on a
+    run-time value on every evaluation, the site is in host code (no
+    enclosing `__global__`, `__device__` or `__host__ __device__` function or
+    lambda, and a declaration head without unresolved macros), and every
+    reference to the array is understood: indexing, a decay to a pointer, a
+    range-for, or a by-reference lambda capture. A VLA cannot bind to a
+    deduced reference parameter, so an argument of a call whose declaration
+    is not visible is still a pointer. `std::vector` value-initialises its
+    elements, where the array left them indeterminate: reading them was
+    undefined behaviour before, so no defined program changes.
+
+    Kept, with the reason: `sizeof(name)` or `decltype(name)`, `&name` (the
+    address of the whole array), a reference bound to it (`auto& r = name`),
+    use as a truth value, a multi-dimensional array, `bool` elements
+    (`std::vector<bool>` is a bitset without `.data()`), a declaration with
+    several declarators, qualifiers or attributes, a use the parser could not
+    see (inside code that did not parse without the project's headers, or
+    through a macro), and any bound that did not resolve. Device code is
+    never rewritten. A bound that is really a compile-time constant gets an
+    advice to use `std::array`, never a rewrite.
+
+    ## Known problems
+    optpatch parses each file without the project's headers, against a
+    small stand-in for torch, CUDA and the standard library. An array whose
+    element type or bound comes from a header it does not know (for example
+    `scalar_t` inside `AT_DISPATCH_...`) is not seen at all: a false
+    negative, never a wrong rewrite. The rewrite may change the cost on a hot
+    path (pytorch #134140 reverted such a change for that reason).
+
+    ## Measured impact
+    None on its own: this is a portability fix, and `std::vector` adds a heap
+    allocation and a zero fill per call. RULES.md's measurement of the
+    copy_blocks host code (VLA plus `torch::from_blob(...).to(device)`,
+    rewritten to a vector plus `cudaMemcpyAsync`: 31-51 us -> 13-27 us per
+    call with 1 block pair on an H100) belongs to this rule and OPT202
+    together, and comes from OPT202's asynchronous copy.
+
+    ## References
+    - https://clang.llvm.org/docs/DiagnosticsReference.html#wvla-cxx-extension
+    - https://en.cppreference.com/w/cpp/container/vector
+    - vLLM's `copy_blocks_mla` uses `std::vector` with `.data()`; pytorch #134140.
+    """
+
+    code = "OPT201"
+    name = "vla-to-vector"
+    summary = "variable-length array in host code -> std::vector, decayed uses -> .data()"
+    language = "cpp"
+    default_tier = "safe"
+    tags = ("portability", "c++")
+    trigger_words = ("[",)
+
+    VALID = [
+        # A constant bound is not a VLA.
+        "void f() {\n  constexpr int n = 4;\n  int a[n];\n  a[0] = 1;\n}\n",
+        # Device code is never rewritten.
+        "__global__ void k(int n) {\n  float a[n];\n  a[0] = 1;\n}\n",
+        # sizeof of the array would change meaning.
+        "void f(int n) {\n  int a[n];\n  int s = sizeof(a);\n}\n",
+        # A bound that does not resolve without headers: keep.
+        "void f() {\n  constexpr int n = 16 / sizeof(some_vector_t);\n  float a[n];\n  a[0] = 1;\n}\n",
+        # Multi-dimensional.
+        "void f(int n) {\n  int a[n][4];\n  a[0][0] = 1;\n}\n",
+    ]
+    INVALID = [
+        Example(
+            "#include <cstring>\nvoid f(int n, const int* src) {\n  int a[n];\n  memcpy(a, src, n * sizeof(int));\n  a[0] += 1;\n}\n",
+            "#include <cstring>\n#include <vector>\nvoid f(int n, const int* src) {\n  std::vector<int> a(n);\n  memcpy(a.data(), src, n * sizeof(int));\n  a[0] += 1;\n}\n",
+        ),
+        Example(
+            "#include <vector>\nvoid g(float* p);\nvoid f(const std::vector<float>& v) {\n  const int n = v.size();\n  float a[n];\n  g(a);\n}\n",
+            "#include <vector>\nvoid g(float* p);\nvoid f(const std::vector<float>& v) {\n  const int n = v.size();\n  std::vector<float> a(n);\n  g(a.data());\n}\n",
+        ),
+    ]
+
+    def check(self, unit: CppUnit) -> Iterator[Finding]:
+        for node in unit.nodes:
+            if node.kind == "VAR_DECL" and node.type_kind in _ARRAY_KINDS:
+                finding = self._examine(unit, node)
+                if finding is not None:
+                    yield finding
+
+    # -- the verdict --------------------------------------------------------------------
+
+    def _examine(self, unit: CppUnit, declaration: Node) -> Finding | None:
+        dependent = declaration.type_kind == "DEPENDENTSIZEDARRAY"
+        if declaration.cursor.type.element_type.get_canonical().kind.name in _NESTED_ARRAY_KINDS:
+            if dependent:
+                return None
+            where = unit.where(declaration)
+            context = unit.run_context(declaration, where.function)
+            return self._keep(unit, declaration, context, "multi-dimensional array: std::vector<std::vector<T>> would change its layout")
+        bound = _bound(declaration)
+        if bound is None:
+            return None
+        proof = _prove_runtime(unit, bound, set())
+        if bound.cursor.type.get_canonical().kind.name not in _INTEGER_KINDS:
+            proof.unresolved.insert(0, f"`{unit.node_text(bound)}` is not known to be an integer")
+        if unit.errors_in(bound.start, bound.end):
+            proof.unresolved.insert(0, f"`{unit.node_text(bound)}` has errors without the project's headers")
+        if dependent and not proof.runtime:
+            return None  # a template-dependent bound is a constant per instantiation unless proven otherwise
+        where = unit.where(declaration)
+        context = unit.run_context(declaration, where.function)
+        if where.place is Place.DEVICE:
+            return self._keep(unit, declaration, context, f"device code ({where.reason}): std::vector cannot be used there")
+        if where.place is Place.UNKNOWN:
+            return self._keep(unit, declaration, context, f"cannot tell host from device code: {where.reason}")
+        if not proof.runtime:
+            return self._unproven(unit, declaration, bound, proof, context)
+        if not dependent and not unit.warned_vla(declaration.start, declaration.end):
+            return self._keep(unit, declaration, context, "clang did not warn that this is a variable-length array")
+        shape = _declaration_shape(unit, declaration)
+        if isinstance(shape, str):
+            return self._keep(unit, declaration, context, shape)
+        uses = [_classify(unit, declaration, reference) for reference in unit.references_to(declaration)]
+        blocker = next((u.blocker for u in uses if u.blocker), "") or _unseen_use(unit, declaration, uses)
+        if blocker:
+            return self._keep(unit, declaration, context, blocker)
+        return self._fix(unit, declaration, shape, uses, proof, context)
+
+    def _unproven(self, unit, declaration: Node, bound: Node, proof: BoundProof, context: Context) -> Finding:
+        bound_text = unit.node_text(bound)
+        if proof.constexpr_names or not proof.unresolved:
+            names = ", ".join(f"`{n}`" for n in proof.constexpr_names)
+            origin = f"declared constexpr ({names})" if names else "a constant expression"
+            reason = (
+                f"the bound `{bound_text}` is {origin}: a constant-size array, not a VLA, so nothing to rewrite; "
+                f"if a container is wanted, use `std::array<{_element_text(unit, declaration)}, {bound_text}>`"
+            )
+            line, col = unit.position(declaration.start)
+            return Finding(
+                self.code, self.name, unit.source.rel, line, col, Verdict.ADVICE, reason, context, Impact.NONE, ADVICE_BASIS,
+            )
+        reason = f"bound `{bound_text}` is not proven to be a run-time value: " + "; ".join(proof.unresolved)
+        return self._keep(unit, declaration, context, reason)
+
+    # -- findings ---------------------------------------------------------------------------
+
+    def _fix(self, unit: CppUnit, declaration: Node, shape: tuple[str, str], uses: list[Use], proof: BoundProof, context: Context) -> Finding:
+        element, bound_text = shape
+        replacement = f"std::vector<{element}> {declaration.spelling}({bound_text})"
+        edits = [Edit(declaration.start, declaration.end, replacement)]
+        edits += [use.edit for use in uses if use.edit is not None]
+        include = unit.include_edit("vector")
+        if include is not None:
+            edits.append(include)
+        decayed = sum(1 for use in uses if use.edit is not None)
+        reason = (
+            f"`{declaration.spelling}` is a variable-length array in host code: its bound `{bound_text}` depends on "
+            f"{', '.join(proof.witnesses)}; {len(uses)} use(s) understood, {decayed} decayed to a pointer (-> `.data()`)"
+        )
+        steps = [f"bound `{bound_text}` depends on {w}" for w in proof.witnesses]
+        steps += [f"L{unit.line_of(u.node.start)}: `{u.node.spelling}` -> `{u.edit.text}`" for u in uses if u.edit]
+        line, col = unit.position(declaration.start)
+        return Finding(
+            self.code, self.name, unit.source.rel, line, col, Verdict.FIX, reason, context, Impact.LOW, PORTABILITY_BASIS,
+            tier=Tier.SAFE, edits=tuple(sorted(edits)), replacement=replacement + ";", proof=tuple(steps),
+        )
+
+    def _keep(self, unit: CppUnit, declaration: Node, context: Context, reason: str) -> Finding:
+        line, col = unit.position(declaration.start)
+        return Finding(
+            self.code, self.name, unit.source.rel, line, col, Verdict.KEEP, reason, context, Impact.NONE,
+            "kept: no rewrite, no change",
+        )
+
+
+# -- the bound ------------------------------------------------------------------------------------
+
+
+def _bound(declaration: Node) -> Node | None:
+    expressions = declaration.expressions()
+    return expressions[0] if expressions else None
+
+
+def _prove_runtime(unit: CppUnit, node: Node, visiting: set[int]) -> BoundProof:
+    """Which run-time values `node` depends on whenever it is evaluated, and what did not resolve.
+
+    Only facts of the file itself count as evidence: a function declared by
+    optpatch's prelude might be constexpr in the real headers, so calling it
+    proves nothing unless its arguments do.
+    """
+    proof = BoundProof()
+    kind = node.kind
+    canonical = node.cursor.type.get_canonical().kind.name
+    if canonical == "INVALID":
+        proof.unresolved.append(f"`{unit.node_text(node)}` has no type")
+        return proof
+    if kind in _LITERAL_KINDS:
+        return proof
+    if kind == "CXX_UNARY_EXPR":  # sizeof / alignof: never evaluated
+        if any(n.type_kind in _ARRAY_KINDS for n in node.walk() if n is not node):
+            proof.unresolved.append(f"`{unit.node_text(node)}` measures a variable-length array")
+        return proof
+    if kind == "CXX_THIS_EXPR":
+        proof.witnesses.append("`this`")
+        return proof
+    if kind == "CONDITIONAL_OPERATOR":
+        return _prove_conditional(unit, node, visiting)
+    if kind == "BINARY_OPERATOR" and node.spelling in _SHORT_CIRCUIT:
+        left = _prove_runtime(unit, node.expressions()[0], visiting)
+        return left if left.witnesses or left.unresolved else left.merge(_unresolved(unit, node, "short-circuit operand"))
+    if kind == "UNARY_OPERATOR" and unit.node_text(node).startswith("&"):
+        return _unresolved(unit, node, "an address, not a value")
+    if kind in ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR") and node.spelling not in _READING_OPERATORS:
+        return _unresolved(unit, node, f"the operator `{node.spelling}`")
+    if kind in _TRANSPARENT_KINDS:
+        for child in node.expressions():
+            proof.merge(_prove_runtime(unit, child, visiting))
+        if proof.witnesses:  # every operand is read: one run-time operand suffices
+            proof.unresolved = []
+        return proof
+    if kind == "DECL_REF_EXPR":
+        return _prove_reference(unit, node, visiting)
+    if kind == "MEMBER_REF_EXPR":
+        return _prove_member(unit, node, visiting)
+    if kind == "CALL_EXPR":
+        return _prove_call(unit, node, visiting)
+    return _unresolved(unit, node, f"a {kind.lower().replace('_', ' ')}")
+
+
+def _unresolved(unit: CppUnit, node: Node, what: str) -> BoundProof:
+    return BoundProof(unresolved=[f"`{unit.node_text(node)}` ({what}) is not understood"])
+
+
+def _prove_conditional(unit: CppUnit, node: Node, visiting: set[int]) -> BoundProof:
+    condition, *branches = node.expressions()
+    proof = _prove_runtime(unit, condition, visiting)
+    if proof.witnesses or proof.unresolved:
+        return proof
+    # A constant condition picks one branch: runtime only if both are.
+    both = [_prove_runtime(unit, branch, visiting) for branch in branches]
+    if all(b.runtime for b in both):
+        for branch in both:
+            proof.merge(branch)
+        return proof
+    for branch in both:
+        proof.unresolved += branch.unresolved
+    if not proof.unresolved:
+        proof.unresolved.append(f"`{unit.node_text(node)}` may select a constant branch")
+    return proof
+
+
+def _prove_reference(unit: CppUnit, node: Node, visiting: set[int]) -> BoundProof:
+    target = unit.referenced(node)
+    if target is None:
+        return _unresolved(unit, node, "an unresolved name")
+    kind = target.kind.name
+    name = node.spelling
+    if kind == "PARM_DECL":
+        return BoundProof(witnesses=[f"parameter `{name}`"])
+    if kind in ("ENUM_CONSTANT_DECL", "TEMPLATE_NON_TYPE_PARAMETER"):
+        return BoundProof()
+    if kind != "VAR_DECL" or unit.in_prelude(target):
+        return _unresolved(unit, node, "not a variable of this file")
+    declaration = unit.node_of(target)
+    if declaration is None:
+        return _unresolved(unit, node, "declared outside this file")
+    constexpr = any(t.spelling in ("constexpr", "constinit") for t in unit.tokens_in(declaration.start, declaration.end))
+    reference = target.type.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE")
+    if not (constexpr or reference or target.type.is_const_qualified()):
+        return BoundProof(witnesses=[f"the non-constant variable `{name}`"])
+    initialiser = declaration.expressions()
+    if not initialiser or unit.errors_in(declaration.start, declaration.end) or id(declaration) in visiting:
+        proof = _unresolved(unit, node, "a constant whose initialiser did not resolve")
+        if constexpr:
+            proof.constexpr_names.append(name)
+        return proof
+    inner = _prove_runtime(unit, initialiser[-1], visiting | {id(declaration)})
+    if constexpr:
+        inner.constexpr_names.append(name)
+    if inner.runtime:
+        inner.witnesses = [f"`{name}` = `{unit.node_text(initialiser[-1])}` ({', '.join(inner.witnesses)})"]
+    return inner
+
+
+def _prove_member(unit: CppUnit, node: Node, visiting: set[int]) -> BoundProof:
+    target = unit.referenced(node)
+    if target is None:
+        return _unresolved(unit, node, "an unresolved member")
+    if target.kind.name == "VAR_DECL":  # a static data member: like any variable
+        return _prove_reference(unit, node, visiting)
+    base = node.expressions()
+    if target.kind.name == "FIELD_DECL" and not base:
+        return BoundProof(witnesses=[f"the member `{node.spelling}` of `this`"])
+    proof = BoundProof()
+    for child in base:
+        proof.merge(_prove_runtime(unit, child, visiting))
+    if target.kind.name == "FIELD_DECL" and proof.runtime:
+        proof.witnesses = [f"`{unit.node_text(node)}`"]
+    return proof
+
+
+def _prove_call(unit: CppUnit, node: Node, visiting: set[int]) -> BoundProof:
+    """A call is a run-time value when it reads one, or when it cannot be constant-evaluated.
+
+    A constexpr function need not read what it is given by reference
+    (`std::array::size()` on a local array is a constant), so a run-time
+    argument counts only when passed by value, and a run-time object only
+    when the member function is not constexpr.
+    """
+    callee = unit.referenced(node)
+    if callee is None:
+        return _unresolved(unit, node, "an unresolved call")
+    constexpr = _is_constexpr(callee)
+    parameters = _parameter_kinds(callee)
+    proof = BoundProof()
+    arguments = [child for child in node.expressions() if not is_callee(child)]
+    for child in arguments:
+        if child.kind == "MEMBER_REF_EXPR":  # the object of a member call
+            for base in child.expressions():
+                inner = _prove_runtime(unit, base, visiting)
+                proof.unresolved += inner.unresolved
+                if inner.witnesses and not constexpr:
+                    proof.witnesses += inner.witnesses
+            continue
+    values = [child for child in arguments if child.kind != "MEMBER_REF_EXPR"]
+    for index, child in enumerate(values):
+        inner = _prove_runtime(unit, child, visiting)
+        proof.unresolved += inner.unresolved
+        by_value = parameters is not None and index < len(parameters) and parameters[index] not in _REFERENCE_KINDS
+        if inner.witnesses and (by_value or not constexpr):
+            proof.witnesses += inner.witnesses
+    if proof.witnesses:
+        proof.witnesses = [f"`{unit.node_text(node)}` ({', '.join(proof.witnesses)})"]
+        proof.unresolved = []  # every argument is evaluated: one run-time value suffices
+        return proof
+    if proof.unresolved:
+        return proof
+    if unit.in_prelude(callee) or unit.node_of(callee) is None:
+        return _unresolved(unit, node, "a call optpatch cannot see into")
+    if constexpr:
+        return _unresolved(unit, node, "a constexpr call with constant arguments")
+    return BoundProof(witnesses=[f"the call `{unit.node_text(node)}` to the non-constexpr `{node.spelling}`"])
+
+
+def _is_constexpr(callee) -> bool:
+    """`constexpr` or `consteval` in the head of the callee's declaration (the file's or the prelude's)."""
+    for token in callee.get_tokens():
+        if token.spelling in ("{", ";", "="):
+            return False
+        if token.spelling in ("constexpr", "consteval"):
+            return True
+    return False
+
+
+def _parameter_kinds(callee) -> list[str] | None:
+    """The canonical type kinds of the callee's parameters; None when its type has no prototype."""
+    if callee.type.kind.name != "FUNCTIONPROTO":
+        return None
+    return [argument.get_canonical().kind.name for argument in callee.type.argument_types()]
+
+
+# -- the declaration --------------------------------------------------------------------------------
+
+
+def _declaration_shape(unit: CppUnit, declaration: Node) -> tuple[str, str] | str:
+    """(element type text, bound text) of `T name[bound]`, or why it cannot be rewritten."""
+    statement = declaration.parent
+    if statement is None or statement.kind != "DECL_STMT" or statement.parent is None or statement.parent.kind != "COMPOUND_STMT":
+        return "not a declaration statement of its own block"
+    if len([c for c in statement.children if c.kind == "VAR_DECL"]) != 1:
+        return "declared together with other variables; split the declaration first"
+    element_type = declaration.cursor.type.element_type
+    if element_type.get_canonical().kind.name == "BOOL":
+        return "`bool` elements: std::vector<bool> is a packed bitset without `.data()`"
+    if element_type.get_canonical().kind.name in ("UNEXPOSED", "DEPENDENT"):
+        return "the element type depends on a template parameter: std::vector<bool> would be a packed bitset"
+    tokens = unit.tokens_in(declaration.start, declaration.end)
+    names = [i for i, t in enumerate(tokens) if t.spelling == declaration.spelling and t.kind == "identifier"]
+    if len(names) != 1 or unit.token_at(declaration.start) is None:
+        return "the declaration is spelled through a macro"
+    name_index = names[0]
+    type_tokens, rest = tokens[:name_index], tokens[name_index + 1 :]
+    blocking = [t.spelling for t in type_tokens if t.spelling in _DECLARATION_BLOCKERS]
+    if blocking or not type_tokens:
+        return f"the declaration has `{blocking[0] if blocking else declaration.spelling}`: only a plain `T name[n];` is rewritten"
+    if not rest or rest[0].spelling != "[" or rest[-1].spelling != "]":
+        return "the declaration has an initialiser or attributes"
+    after = unit.token_after(declaration.end)
+    if after is None or after.spelling != ";":
+        return "the declaration has an initialiser or attributes"
+    element = unit.text(type_tokens[0].start, type_tokens[-1].end)
+    bound = unit.text(rest[0].end, rest[-1].start).strip()
+    return element, bound
+
+
+def _element_text(unit: CppUnit, declaration: Node) -> str:
+    tokens = unit.tokens_in(declaration.start, declaration.end)
+    names = [i for i, t in enumerate(tokens) if t.spelling == declaration.spelling]
+    if names and names[0] > 0:
+        return unit.text(tokens[0].start, tokens[names[0] - 1].end)
+    return declaration.cursor.type.element_type.spelling
+
+
+# -- the uses ---------------------------------------------------------------------------------------
+
+
+def _classify(unit: CppUnit, declaration: Node, reference: Node) -> Use:
+    name = declaration.spelling
+    line = unit.line_of(reference.start)
+    token = unit.token_at(reference.start)
+    if token is None or token.spelling != name:
+        return Use(reference, blocker=f"L{line}: `{name}` is used through a macro")
+    before, after = unit.token_before(token.start), unit.token_after(token.end)
+    if reference.kind == "VARIABLE_REF":  # a lambda capture
+        if before is not None and before.spelling == "&":
+            return Use(reference)
+        return Use(reference, blocker=f"L{line}: captured by copy")
+    if after is not None and after.spelling == "[":
+        return Use(reference)
+    if _in_unevaluated_operand(unit, reference):
+        return Use(reference, blocker=f"L{line}: `sizeof`/`decltype` of `{name}` would measure a std::vector")
+    if before is not None and before.spelling == "&":
+        return Use(reference, blocker=f"L{line}: `&{name}` takes the address of the whole array")
+    parent = reference.parent
+    while parent is not None and parent.kind == "PAREN_EXPR":
+        parent = parent.parent
+    if parent is None:
+        return Use(reference, blocker=f"L{line}: a use the parser did not place")
+    if parent.kind == "CXX_FOR_RANGE_STMT":
+        return Use(reference)  # a std::vector is a range with the same elements
+    decay = Edit(token.start, token.end, f"{name}.data()")
+    if parent.kind == "UNEXPOSED_EXPR" and parent.cursor.type.get_canonical().kind.name == "POINTER":
+        user = parent.parent
+        if user is not None and user.kind == "UNEXPOSED_EXPR" and user.cursor.type.get_canonical().kind.name == "BOOL":
+            return Use(reference, blocker=f"L{line}: `{name}` used as a truth value")
+        return Use(reference, edit=decay)
+    if _is_unresolved_call_argument(parent, before, after):
+        return Use(reference, edit=decay)
+    return Use(reference, blocker=f"L{line}: `{unit.text(*_line_span(unit, reference.start)).strip()}` uses the array itself")
+
+
+def _in_unevaluated_operand(unit: CppUnit, reference: Node) -> bool:
+    for ancestor in reference.ancestors():
+        if ancestor.kind.endswith("_STMT"):
+            break
+        if ancestor.kind == "CXX_UNARY_EXPR":  # sizeof, alignof
+            return True
+    before = unit.token_before(reference.start)
+    return before is not None and before.spelling in _UNEVALUATED_WORDS
+
+
+def _is_unresolved_call_argument(parent: Node, before, after) -> bool:
+    """An argument of a call clang could not resolve: the callee's parameter is unknown, but a VLA
+    cannot bind to a deduced reference, so a call that compiles receives a pointer."""
+    dependent = parent.cursor.type.kind.name in ("DEPENDENT", "INVALID")
+    return (
+        dependent and parent.kind in ("UNEXPOSED_EXPR", "CALL_EXPR")
+        and before is not None and before.spelling in _BEFORE_CALL_ARGUMENT
+        and after is not None and after.spelling in _AFTER_CALL_ARGUMENT
+    )
+
+
+def _unseen_use(unit: CppUnit, declaration: Node, uses: list[Use]) -> str:
+    """A token spelling the array's name that no parsed reference accounts for (code that did not parse)."""
+    block = declaration.parent.parent if declaration.parent is not None else None
+    end = block.end if block is not None else declaration.end
+    seen = {use.node.start for use in uses}
+    for token in unit.tokens_in(declaration.end, end):
+        if token.spelling != declaration.spelling or token.start in seen:
+            continue
+        before = unit.token_before(token.start)
+        if before is not None and before.spelling in (".", "->", "::"):
+            continue  # a member of something else
+        return f"L{unit.line_of(token.start)}: a use of `{declaration.spelling}` the parser could not see (code that does not parse without the project's headers)"
+    return ""
+
+
+def _line_span(unit: CppUnit, offset: int) -> tuple[int, int]:
+    line = unit.line_of(offset)
+    starts = unit.source.line_starts
+    return starts[line - 1], starts[line] if line < len(starts) else len(unit.source.text)

@@ -1,0 +1,702 @@
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+from optpatch.cpp_frontend import CppUnit, Node, Place, Token, matching_bracket, split_top_level, unwrap
+from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
+from optpatch.rule import Example, Rule
+
+# The C++ element type of each dtype spelling (torch::kInt64, at::kLong, at::ScalarType::Long, ...).
+_ELEMENT_TYPES = {
+    "Byte": "uint8_t", "UInt8": "uint8_t", "Char": "int8_t", "Int8": "int8_t",
+    "Short": "int16_t", "Int16": "int16_t", "Int": "int32_t", "Int32": "int32_t",
+    "Long": "int64_t", "Int64": "int64_t", "UInt16": "uint16_t", "UInt32": "uint32_t", "UInt64": "uint64_t",
+    "Float": "float", "Float32": "float", "Double": "double", "Float64": "double",
+    "Half": "at::Half", "Float16": "at::Half", "BFloat16": "at::BFloat16", "Bool": "bool",
+}
+_NAMESPACE = r"(?:(?:torch|at|c10)::)?"
+_DTYPE = rf"{_NAMESPACE}(?:k(?P<k>\w+)|ScalarType::(?P<s>\w+))"
+# The options argument, spelled so that it names the dtype and nothing else.
+_OPTIONS_FORMS = (
+    (re.compile(rf"^{_DTYPE}$"), "scalar_type"),
+    (re.compile(rf"^{_NAMESPACE}dtype\({_DTYPE}\)$"), "options"),
+    (re.compile(rf"^{_NAMESPACE}TensorOptions\(\)\.dtype\({_DTYPE}\)$"), "options"),
+    (re.compile(rf"^{_NAMESPACE}TensorOptions\({_DTYPE}\)$"), "options"),
+)
+_DATA_POINTER_METHODS = frozenset({"data_ptr", "mutable_data_ptr", "const_data_ptr"})
+# Anything that queues work on a stream other than the current one, or changes the device.
+_OTHER_STREAM_WORDS = frozenset({
+    "getStreamFromPool", "getStreamFromExternal", "CUDAStreamGuard", "OptionalCUDAStreamGuard",
+    "CUDAMultiStreamGuard", "setCurrentCUDAStream", "cudaStreamCreate", "cudaStreamCreateWithFlags",
+    "cudaStreamCreateWithPriority", "record_stream", "cudaSetDevice", "cudaHostRegister",
+})
+_GUARDS = frozenset({"CUDAGuard", "OptionalCUDAGuard"})
+_SIZE_TOKENS_ALLOWED = re.compile(r"^(\w+|::|\.|->|\(|\)|\[|\]|\+|-|\*|/|%|<<|>>)$")
+_SIZE_METHODS = frozenset({"size", "numel", "dim", "stride", "sizes"})
+
+IMPACT_BASIS = (
+    "copy_blocks on an H100 (RULES.md): VLA + from_blob(...).to() -> vector + cudaMemcpyAsync saved "
+    "31-51 us -> 13-27 us per call with 1 block pair (1.8-2.4x), 1.2-1.5x with 16, 2-8% with 256; with 5.5 ms "
+    "of GPU work queued the old form returned after 5.4-5.8 ms (.to() waits for the queue), the new after 20-71 us"
+)
+ONCE_BASIS = "one-time copy: the saving (tens of us, or the wait for queued GPU work) is paid once, not per step"
+
+
+class NotRewritable(Exception):
+    """The site cannot be rewritten; the message says why (a keep)."""
+
+
+@dataclass(frozen=True)
+class Site:
+    """The pieces of `T t = ns::from_blob(ptr, {sizes}, opts).to(device);`."""
+
+    statement: Node
+    result: Node  # the VAR_DECL of `t`
+    from_blob: Node
+    to_call: Node
+    namespace: str  # "torch" or "at"
+    pointer: str
+    buffer: str  # why the buffer is pageable host memory
+    sizes: list[str]
+    options: str
+    options_form: str
+    element: str
+    device: str
+    device_is_type: bool  # torch::kCUDA rather than a torch::Device
+
+
+class FromBlobAsyncCopy(Rule):
+    """
+    Replace `torch::from_blob(host, sizes, dtype).to(device)` with `torch::empty` on the device and a `cudaMemcpyAsync`.
+
+    ## What it does
+    Finds `T t = torch::from_blob(ptr, {n, ...}, dtype).to(device);` (also
+    `at::from_blob`, `.to(device, /*non_blocking=*/false)` and `.cuda()`)
+    where `ptr` is a local array or `std::vector` of the same host function,
+    and rewrites it to allocate the tensor on the device and copy the bytes
+    asynchronously on the device's current stream:
+
+        T t = torch::empty({n, ...}, torch::dtype(dtype).device(device));
+        C10_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), ptr, n * sizeof(elem),
+            cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream(device.index())));
+
+    The byte count comes from the sizes and the element type the call names
+    (`torch::kInt64` -> `int64_t`). `#include <ATen/cuda/CUDAContext.h>` is
+    added if missing.
+
+    ## Why is this bad
+    `.to(device)` of a CPU tensor built on pageable memory is a synchronous
+    copy: the host waits until every kernel already queued on the stream has
+    finished, then for the copy. In a launcher that builds a small pointer
+    table per call this wait dominates the call and serialises the host with
+    the GPU.
+
+    ## Example
+    ```cpp
+    int64_t ptrs[num_layers];  // filled on the host
+    torch::Tensor table = torch::from_blob(ptrs, {num_layers}, torch::kInt64).to(device);
+    ```
+
+    ## Use instead
+    ```cpp
+    int64_t ptrs[num_layers];  // filled on the host
+    torch::Tensor table = torch::empty({num_layers}, torch::dtype(torch::kInt64).device(device));
+    C10_CUDA_CHECK(cudaMemcpyAsync(table.data_ptr(), ptrs, num_layers * sizeof(int64_t),
+        cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream(device.index())));
+    ```
+
+    ## Fix safety
+    The copy is queued on the current stream of the tensor's device, the
+    stream `.to()` itself uses, so everything queued there later (kernels
+    that read the table, torch ops on it) still sees the data. The host no
+    longer waits: the buffer is pageable (a local array or `std::vector` of
+    this function, never passed to `cudaHostRegister`), and
+    `cudaMemcpyAsync` from pageable memory stages the bytes before it
+    returns, so the buffer may be changed or freed right after.
+
+    `safe` when, in addition, the device is proven to be a CUDA device before
+    the copy (`torch::kCUDA`, `TORCH_CHECK(x.is_cuda())`, or a `CUDAGuard` /
+    `OptionalCUDAGuard` on it, which rejects other devices), and every use of
+    the result stays on that stream: metadata and torch ops, and raw
+    pointers passed only to kernel launches whose stream is
+    `getCurrentCUDAStream()` under a guard on the same device (or
+    `getCurrentCUDAStream(device.index())`).
+
+    `validate` when the device is not proven to be CUDA before the copy (a
+    CPU device would make the new code fail where `.to()` copied), or the
+    result leaves the function or reaches code optpatch cannot see (it may
+    be used on another stream).
+
+    Kept: a buffer that may be pinned or device memory (a parameter, a
+    tensor's `data_ptr()`), options other than a plain dtype (a device in
+    them means the pointer is device memory), sizes that are not a braced
+    list or would be evaluated twice with side effects, strides, a kernel
+    launched with another or the default stream, `.to(..., true)` (already
+    non-blocking), a function that switches streams or devices, and a result
+    not bound by a declaration of its own.
+
+    ## Known problems
+    The host stops waiting for queued GPU work at this line. Code after it
+    that relied on that implicit synchronisation (reading pinned memory an
+    earlier kernel wrote, host timing) is not recognised.
+
+    ## Measured impact
+    copy_blocks on an H100 (torch 2.11, CUDA 13.0, RULES.md), this rule with
+    OPT201 on the same pointer tables: 31-51 us -> 13-27 us per call with 1
+    block pair (1.8-2.4x), 1.2-1.5x with 16 pairs, 2-8% with 256; with 5.5 ms
+    of GPU work queued, the old form returned after 5.4-5.8 ms, the new one
+    after 20-71 us.
+
+    ## References
+    - https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html (pageable memory and cudaMemcpyAsync)
+    - https://pytorch.org/cppdocs/notes/tensor_creation.html
+    """
+
+    code = "OPT202"
+    name = "from-blob-async-copy"
+    summary = "torch::from_blob(host, sizes, dtype).to(device) -> torch::empty on the device + cudaMemcpyAsync"
+    language = "cpp"
+    default_tier = "safe"
+    tags = ("performance", "cuda", "c++")
+    trigger_words = ("from_blob",)
+
+    VALID = [
+        # A parameter pointer may be pinned or device memory.
+        "void f(int64_t* p, int n, torch::Device d) {\n  auto t = torch::from_blob(p, {n}, torch::kInt64).to(d);\n}\n",
+        # .to(dtype) is a conversion, not a copy to a device.
+        "void f(int n) {\n  std::vector<float> v(n);\n  auto t = torch::from_blob(v.data(), {n}, torch::kFloat32).to(torch::kHalf);\n}\n",
+        # The element type is not named by the call.
+        "void f(int n, torch::Tensor x) {\n  std::vector<float> v(n);\n  auto t = torch::from_blob(v.data(), {n}, x.options()).to(x.device());\n}\n",
+    ]
+    INVALID = [
+        Example(
+            "#include <ATen/cuda/CUDAContext.h>\n"
+            "void f(int n) {\n  std::vector<int64_t> v(n);\n"
+            "  torch::Tensor t = torch::from_blob(v.data(), {n}, torch::kInt64).to(torch::kCUDA);\n"
+            "  t.zero_();\n}\n",
+            "#include <ATen/cuda/CUDAContext.h>\n"
+            "void f(int n) {\n  std::vector<int64_t> v(n);\n"
+            "  torch::Tensor t = torch::empty({n}, torch::dtype(torch::kInt64).device(torch::kCUDA));\n"
+            "  C10_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), v.data(), n * sizeof(int64_t),\n"
+            "      cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream()));\n"
+            "  t.zero_();\n}\n",
+        ),
+        Example(
+            "void f(torch::Tensor x, int n) {\n  TORCH_CHECK(x.is_cuda());\n  float buf[n];\n"
+            "  auto t = at::from_blob(buf, {n, 2}, at::TensorOptions().dtype(at::kFloat)).to(x.device(), /*non_blocking=*/false);\n"
+            "  x.add_(t.sum());\n}\n",
+            "#include <ATen/cuda/CUDAContext.h>\n"
+            "void f(torch::Tensor x, int n) {\n  TORCH_CHECK(x.is_cuda());\n  float buf[n];\n"
+            "  auto t = at::empty({n, 2}, at::TensorOptions().dtype(at::kFloat).device(x.device()));\n"
+            "  C10_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), buf, sizeof(float) * n * 2,\n"
+            "      cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream(x.device().index())));\n"
+            "  x.add_(t.sum());\n}\n",
+        ),
+    ]
+
+    def check(self, unit: CppUnit) -> Iterator[Finding]:
+        analysed: set[int] = set()
+        for node in unit.nodes:
+            if node.kind == "CALL_EXPR" and node.spelling == "from_blob" and _is_torch_from_blob(unit, node):
+                to_call = _chained_copy(node)
+                if to_call is not None:
+                    analysed.update(t.start for t in unit.tokens_in(node.start, node.end) if t.spelling == "from_blob")
+                    yield self._examine(unit, node, to_call)
+        yield from self._unparsed(unit, analysed)
+
+    # -- the verdict ------------------------------------------------------------------------
+
+    def _examine(self, unit: CppUnit, from_blob: Node, to_call: Node) -> Finding:
+        where = unit.where(from_blob)
+        context = unit.run_context(from_blob, where.function)
+        if where.place is not Place.HOST:
+            return self._keep(unit, from_blob, context, f"not host code: {where.reason}")
+        try:
+            site = _site(unit, from_blob, to_call, where.function)
+            host_function = _outermost_function(from_blob)
+            _check_other_streams(unit, host_function)
+            tier, proof = _tier(unit, site, host_function)
+        except NotRewritable as blocked:
+            return self._keep(unit, from_blob, context, str(blocked))
+        return self._fix(unit, site, context, tier, proof)
+
+    def _unparsed(self, unit: CppUnit, analysed: set[int]) -> Iterator[Finding]:
+        """`from_blob(...).to(` that did not resolve to torch's from_blob: reported, never rewritten."""
+        tokens = unit.tokens
+        dependent = {
+            node.end for node in unit.nodes if node.kind == "OVERLOADED_DECL_REF" and node.spelling == "from_blob"
+        }
+        for index, token in enumerate(tokens):
+            if token.spelling != "from_blob" or token.start in analysed or index + 1 >= len(tokens):
+                continue
+            if tokens[index + 1].spelling != "(":
+                continue
+            close = matching_bracket(tokens, index + 1)
+            if close is None or close + 2 >= len(tokens):
+                continue
+            if tokens[close + 1].spelling == "." and tokens[close + 2].spelling in ("to", "cuda"):
+                line, col = unit.position(token.start)
+                reason = (
+                    "a call with template-dependent arguments: its types are unknown until instantiation; not analysed"
+                    if token.end in dependent
+                    else "this statement does not parse without the project's headers (unknown types in it); not analysed"
+                )
+                yield Finding(
+                    self.code, self.name, unit.source.rel, line, col, Verdict.KEEP, reason,
+                    Context.CALL, Impact.NONE, "kept: no rewrite, no change",
+                )
+
+    # -- findings ---------------------------------------------------------------------------
+
+    def _fix(self, unit: CppUnit, site: Site, context: Context, tier: Tier, proof: list[str]) -> Finding:
+        result = site.result.spelling
+        options = (
+            f"{site.namespace}::dtype({site.options}).device({site.device})"
+            if site.options_form == "scalar_type" else f"{site.options}.device({site.device})"
+        )
+        allocation = f"{site.namespace}::empty({{{', '.join(site.sizes)}}}, {options})"
+        stream = "at::cuda::getCurrentCUDAStream()" if site.device_is_type else f"at::cuda::getCurrentCUDAStream({site.device}.index())"
+        indent = unit.indentation(site.statement.start)
+        copy = (
+            f"C10_CUDA_CHECK(cudaMemcpyAsync({result}.data_ptr(), {site.pointer}, {_byte_count(site)},{unit.newline()}"
+            f"{indent}    cudaMemcpyHostToDevice, {stream}));"
+        )
+        edits = [Edit(site.from_blob.start, site.statement.end, f"{allocation};{unit.newline()}{indent}{copy}")]
+        include = unit.include_edit("ATen/cuda/CUDAContext.h")
+        if include is not None:
+            edits.append(include)
+        reason = "; ".join(proof)
+        line, col = unit.position(site.from_blob.start)
+        impact, basis = (Impact.LOW, ONCE_BASIS) if context is Context.ONCE else (Impact.HIGH, IMPACT_BASIS)
+        return Finding(
+            self.code, self.name, unit.source.rel, line, col, Verdict.FIX, reason, context, impact, basis,
+            tier=tier, edits=tuple(sorted(edits)), replacement=" ".join(f"{allocation}; {copy}".split()), proof=tuple(proof),
+        )
+
+    def _keep(self, unit: CppUnit, node: Node, context: Context, reason: str) -> Finding:
+        line, col = unit.position(node.start)
+        return Finding(
+            self.code, self.name, unit.source.rel, line, col, Verdict.KEEP, reason, context, Impact.NONE,
+            "kept: no rewrite, no change",
+        )
+
+
+# -- recognising the call ---------------------------------------------------------------------------
+
+
+def _is_torch_from_blob(unit: CppUnit, node: Node) -> bool:
+    callee = unit.referenced(node)
+    return callee is not None and unit.in_prelude(callee)
+
+
+def _chained_copy(from_blob: Node) -> Node | None:
+    """The `.to(...)` or `.cuda()` call made directly on the from_blob result."""
+    node = from_blob.parent
+    while node is not None and node.kind == "UNEXPOSED_EXPR":
+        node = node.parent
+    if node is None or node.kind != "MEMBER_REF_EXPR" or node.spelling not in ("to", "cuda"):
+        return None
+    call = node.parent
+    return call if call is not None and call.kind == "CALL_EXPR" else None
+
+
+def _outermost_function(node: Node) -> Node:
+    functions = [a for a in node.ancestors() if a.kind in ("FUNCTION_DECL", "CXX_METHOD", "FUNCTION_TEMPLATE", "CONSTRUCTOR", "LAMBDA_EXPR")]
+    return functions[-1]
+
+
+def _site(unit: CppUnit, from_blob: Node, to_call: Node, function: Node) -> Site:
+    statement, result = _bound_statement(unit, to_call)
+    device, device_is_type = _device(unit, to_call)
+    arguments = from_blob.arguments()
+    if len(arguments) != 3:
+        raise NotRewritable("from_blob with strides or a deleter: only (ptr, sizes, options) is rewritten")
+    pointer, sizes, options = arguments
+    buffer = _pageable_buffer(unit, pointer, function)
+    size_texts = _sizes(unit, sizes)
+    options_text = " ".join(unit.node_text(options).split())
+    compact = options_text.replace(" ", "")
+    for pattern, form in _OPTIONS_FORMS:
+        match = pattern.match(compact)
+        if match:
+            name = match.group("k") or match.group("s")
+            element = _ELEMENT_TYPES.get(name)
+            if element is None:
+                raise NotRewritable(f"element type of `{options_text}` is not known to optpatch")
+            return Site(
+                statement, result, from_blob, to_call, _namespace(unit, from_blob),
+                unit.node_text(pointer), buffer, size_texts, options_text, form, element, device, device_is_type,
+            )
+    raise NotRewritable(
+        f"options `{options_text}` do not name just a dtype: the element type is unknown, and a device in them would mean device memory"
+    )
+
+
+def _namespace(unit: CppUnit, from_blob: Node) -> str:
+    """`torch` or `at`, as the call spells it; `at` for a bare `from_blob` (ATen is there whenever it is)."""
+    first, second = unit.tokens_in(from_blob.start, from_blob.end)[:2]
+    return "torch" if (first.spelling, second.spelling) == ("torch", "::") else "at"
+
+
+def _bound_statement(unit: CppUnit, to_call: Node) -> tuple[Node, Node]:
+    node = to_call.parent
+    while node is not None and node.kind in ("UNEXPOSED_EXPR", "CALL_EXPR") and (node.start, node.end) == (to_call.start, to_call.end):
+        node = node.parent
+    if node is None or node.kind != "VAR_DECL":
+        raise NotRewritable("the copy is not the initialiser of a new local variable; bind it to one first")
+    statement = node.parent
+    if (
+        statement is None or statement.kind != "DECL_STMT" or statement.parent is None
+        or statement.parent.kind != "COMPOUND_STMT" or len(statement.children) != 1
+    ):
+        raise NotRewritable("the declaration is not a statement of its own")
+    after = unit.token_after(to_call.end)
+    if after is None or after.spelling != ";" or after.end != statement.end:
+        raise NotRewritable("something follows the copy in the declaration")
+    return statement, node
+
+
+def _device(unit: CppUnit, to_call: Node) -> tuple[str, bool]:
+    """The target device's text, and whether it is a DeviceType (torch::kCUDA) rather than a Device."""
+    if to_call.spelling == "cuda":
+        if to_call.arguments():
+            raise NotRewritable("`.cuda(index)`: spell the device with .to(device)")
+        return "torch::kCUDA", True
+    method = unit.referenced(to_call)
+    parameters = [t.get_canonical().spelling for t in method.type.argument_types()] if method is not None else []
+    arguments = to_call.arguments()
+    if not parameters or not arguments:
+        raise NotRewritable("the `.to()` overload did not resolve")
+    first = parameters[0]
+    if "ScalarType" in first or "TensorOptions" in first:
+        raise NotRewritable("`.to()` converts the dtype or takes options: not a plain device copy")
+    if len(arguments) > 1 and "ScalarType" in parameters[1]:
+        raise NotRewritable("`.to(device, dtype)` also converts: not a plain copy")
+    for extra in arguments[1:]:
+        text = unit.node_text(extra).strip()
+        if text == "true":
+            raise NotRewritable("`.to(..., non_blocking=true)` is already asynchronous")
+        if text != "false":
+            raise NotRewritable(f"`.to()` argument `{text}` is not a literal `false`")
+    device = arguments[0]
+    text = " ".join(unit.node_text(device).split())
+    if "DeviceType" in first:
+        if not re.fullmatch(rf"{_NAMESPACE}(kCUDA|DeviceType::CUDA)", text.replace(" ", "")):
+            raise NotRewritable(f"`.to({text})` is not a CUDA device")
+        return text, True
+    if not _is_pure_device(unwrap(device)):
+        raise NotRewritable(f"device `{text}` is not a variable or `x.device()`: it would be evaluated twice")
+    return text, False
+
+
+def _is_pure_device(node: Node) -> bool:
+    """A variable, or `x.device()` / `x[0].device()` on one: safe to evaluate a second time."""
+    if node.kind == "DECL_REF_EXPR":
+        return True
+    if node.kind != "CALL_EXPR" or node.spelling != "device" or node.arguments():
+        return False
+    target = node.call_object()
+    target = unwrap(target) if target is not None else None
+    if target is not None and target.kind == "CALL_EXPR" and target.spelling == "operator[]":
+        operands = [unwrap(c) for c in target.expressions() if c.spelling != "operator[]"]
+        if len(operands) != 2 or operands[1].kind != "INTEGER_LITERAL":
+            return False
+        target = operands[0]
+    return target is not None and target.kind == "DECL_REF_EXPR"
+
+
+def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> str:
+    """Why `pointer` is pageable host memory of this function, or NotRewritable."""
+    node = unwrap(pointer)
+    while node.kind in ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR"):
+        node = unwrap(node.expressions()[-1])
+    text = unit.node_text(pointer)
+    if node.kind == "CALL_EXPR" and node.spelling == "data" and not node.arguments():
+        owner = node.call_object()
+        variable = _local_variable(unit, unwrap(owner), function) if owner is not None else None
+        if variable is not None and variable.cursor.type.get_canonical().spelling.startswith("std::vector<"):
+            return f"`{variable.spelling}` is a local std::vector (pageable heap memory)"
+    if node.kind == "DECL_REF_EXPR":
+        variable = _local_variable(unit, node, function)
+        if variable is not None and variable.type_kind in ("CONSTANTARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY"):
+            return f"`{variable.spelling}` is a local array (pageable stack memory)"
+    raise NotRewritable(
+        f"`{text}` is not a local array or std::vector of this function: it may be pinned memory "
+        "(read by the copy after this call returns) or device memory"
+    )
+
+
+def _local_variable(unit: CppUnit, node: Node, function: Node) -> Node | None:
+    if node.kind != "DECL_REF_EXPR":
+        return None
+    target = unit.node_of(unit.referenced(node))
+    if target is None or target.kind != "VAR_DECL" or not (function.start <= target.start < function.end):
+        return None
+    if target.type_kind in ("LVALUEREFERENCE", "RVALUEREFERENCE") or "static" in {
+        t.spelling for t in unit.tokens_in(target.start, target.end)
+    }:
+        return None
+    return target
+
+
+def _sizes(unit: CppUnit, sizes: Node) -> list[str]:
+    tokens = unit.tokens_in(sizes.start, sizes.end)
+    text = unit.node_text(sizes)
+    if len(tokens) < 3 or tokens[0].spelling != "{" or tokens[-1].spelling != "}":
+        raise NotRewritable(f"sizes `{text}` are not a braced list: the byte count cannot be written down")
+    elements = split_top_level(tokens[1:-1])
+    for element in elements:
+        if not element or not _is_plain_size(element):
+            raise NotRewritable(f"size `{text}` may have side effects: it would be evaluated twice")
+    return [unit.text(element[0].start, element[-1].end) for element in elements]
+
+
+def _is_plain_size(tokens: list[Token]) -> bool:
+    for index, token in enumerate(tokens):
+        if not _SIZE_TOKENS_ALLOWED.match(token.spelling):
+            return False
+        following = tokens[index + 1].spelling if index + 1 < len(tokens) else ""
+        if following == "(" and token.kind == "identifier":
+            previous = tokens[index - 1].spelling if index else ""
+            if token.spelling not in _SIZE_METHODS or previous not in (".", "->"):
+                return False
+    return True
+
+
+def _byte_count(site: Site) -> str:
+    """The sizes times the element size, multiplied in size_t from the start when there are several."""
+    size = f"sizeof({site.element})"
+    if len(site.sizes) == 1:
+        return f"{_operand(site.sizes[0])} * {size}"
+    return " * ".join([size] + [_operand(s) for s in site.sizes])
+
+
+def _operand(text: str) -> str:
+    plain = re.fullmatch(r"[\w.:\[\]]+(\(\s*\w*\s*\))?", text)
+    return text if plain else f"({text})"
+
+
+# -- streams and devices -------------------------------------------------------------------------------
+
+
+def _check_other_streams(unit: CppUnit, function: Node) -> None:
+    for token in unit.tokens_in(function.start, function.end):
+        if token.spelling in _OTHER_STREAM_WORDS:
+            raise NotRewritable(
+                f"L{unit.line_of(token.start)}: `{token.spelling}`: this function uses another stream, "
+                "device or pinned registration"
+            )
+
+
+def _tier(unit: CppUnit, site: Site, function: Node) -> tuple[Tier, list[str]]:
+    proof = [
+        site.buffer + ": cudaMemcpyAsync stages it before returning",
+        f"`{site.options}` -> {site.element}, {' x '.join(site.sizes)} element(s)",
+    ]
+    doubts = []
+    cuda = _cuda_evidence(unit, site, function)
+    if cuda:
+        proof.append(cuda)
+    else:
+        doubts.append(f"`{site.device}` is not shown to be a CUDA device before the copy (a CPU device would fail here)")
+    uses, escapes = _result_uses(unit, site, function)
+    proof += uses
+    doubts += escapes
+    proof += doubts
+    return (Tier.VALIDATE if doubts else Tier.SAFE), proof
+
+
+def _device_spellings(unit: CppUnit, site: Site, function: Node) -> set[str]:
+    """The device's text, and the tensor it came from (`d = x.device()` -> `x`)."""
+    spellings = {site.device.replace(" ", "")}
+    match = re.fullmatch(r"(.+)\.device\(\)", site.device.replace(" ", ""))
+    if match:
+        spellings.add(match.group(1))
+    for node in function.walk():
+        if node.kind == "VAR_DECL" and node.spelling == site.device and node.expressions():
+            initialiser = unit.node_text(node.expressions()[-1]).replace(" ", "")
+            inner = re.fullmatch(r"(.+)\.device\(\)", initialiser)
+            if inner:
+                spellings.add(inner.group(1))
+    return spellings
+
+
+def _cuda_evidence(unit: CppUnit, site: Site, function: Node) -> str:
+    if site.device_is_type:
+        return f"`{site.device}` is the CUDA device type"
+    spellings = _device_spellings(unit, site, function)
+    before = unit.tokens_in(function.start, site.statement.start)
+    compact = "".join(t.spelling for t in before)
+    for spelling in spellings:
+        for form in (f"{spelling}.is_cuda()", f"{spelling}.device().is_cuda()"):
+            at = compact.find(form)
+            if at >= 0 and "TORCH_CHECK(" in compact[max(0, at - 400) : at]:
+                return f"`TORCH_CHECK({form})` precedes the copy"
+    guard = _guard_on(unit, site.device, function, site.statement.start)
+    if guard is not None:
+        text = " ".join(unit.node_text(guard).split())
+        return f"`{text}` (L{unit.line_of(guard.start)}) rejects any device but CUDA"
+    return ""
+
+
+def _guard_on(unit: CppUnit, device: str, function: Node, before: int) -> Node | None:
+    """A `CUDAGuard g(device)` / `OptionalCUDAGuard g(device)` declared before `before`, in a block around it."""
+    wanted = device.replace(" ", "")
+    for node in function.walk():
+        if node.kind != "VAR_DECL" or node.end > before:
+            continue
+        tokens = unit.tokens_in(node.start, node.end)
+        if not any(t.spelling in _GUARDS for t in tokens):
+            continue
+        spelled = "".join(t.spelling for t in tokens).split(node.spelling, 1)[-1]
+        block = node.parent.parent if node.parent is not None else None
+        if spelled in (f"({wanted})", f"{{{wanted}}}") and _encloses(block, before):
+            return node
+    return None
+
+
+def _encloses(block: Node | None, offset: int) -> bool:
+    return block is not None and block.start <= offset < block.end
+
+
+def _result_uses(unit: CppUnit, site: Site, function: Node) -> tuple[list[str], list[str]]:
+    """Proof lines for uses that stay on the copy's stream, and doubts for those that may not."""
+    name = site.result.spelling
+    tokens = unit.tokens
+    start = unit.token_index(site.statement.end)
+    end = unit.token_index(function.end)
+    fine, doubts = [], []
+    for index in range(start, end):
+        token = tokens[index]
+        if token.spelling != name or token.kind != "identifier":
+            continue
+        previous = tokens[index - 1].spelling
+        if previous in (".", "->", "::"):
+            continue
+        line = unit.line_of(token.start)
+        if tokens[index + 1].spelling in (".", "->") and index + 2 < end:
+            method = tokens[index + 2].spelling
+            if method in _DATA_POINTER_METHODS:
+                launch = _launch_stream(unit, index, start, site, function)
+                if launch is None:
+                    doubts.append(f"L{line}: the raw pointer `{name}.{method}()` goes somewhere other than a kernel launch")
+                    continue
+                same_stream, description = launch
+                if not same_stream:
+                    raise NotRewritable(f"L{line}: {description}")
+                fine.append(f"L{line}: `{name}.{method}` goes to {description}")
+                continue
+            fine.append(f"L{line}: `{name}.{method}` runs on the tensor's current stream")
+            continue
+        if _is_torch_call_argument(tokens, index):
+            fine.append(f"L{line}: a torch op takes `{name}`: it runs on the tensor's current stream")
+            continue
+        doubts.append(f"L{line}: `{name}` is passed on or leaves the function; its users may be on another stream")
+    return fine, doubts
+
+
+def _is_torch_call_argument(tokens: list[Token], index: int) -> bool:
+    """`torch::op(..., name, ...)` or `at::op(...)` (not at::cuda::...)."""
+    depth = 0
+    for position in range(index - 1, -1, -1):
+        spelling = tokens[position].spelling
+        if spelling in (")", "]", "}"):
+            depth += 1
+        elif spelling in ("[", "{"):
+            if depth == 0:
+                return False
+            depth -= 1
+        elif spelling == "(":
+            if depth == 0:
+                if position >= 3 and tokens[position - 2].spelling == "::" and tokens[position - 3].spelling in ("torch", "at"):
+                    return position < 4 or tokens[position - 4].spelling != "::"
+                return False
+            depth -= 1
+        elif spelling in (";", "{"):
+            return False
+    return False
+
+
+def _launch_stream(unit: CppUnit, index: int, start: int, site: Site, function: Node) -> tuple[bool, str] | None:
+    """For a raw pointer at tokens[index]: None when it is not a kernel launch argument, else
+    (whether the launch is on the copy's stream, a description saying which stream)."""
+    tokens = unit.tokens
+    depth = 0
+    for position in range(index - 1, start - 1, -1):
+        spelling = tokens[position].spelling
+        if spelling in (")", "]", "}"):
+            depth += 1
+        elif spelling in ("(", "[", "{"):
+            if depth == 0:
+                if spelling != "(" or tokens[position - 1].spelling != ">>>":
+                    return None
+                return _launch_config(unit, position - 1, site, function)
+            depth -= 1
+        elif spelling == ";":
+            return None
+    return None
+
+
+def _launch_config(unit: CppUnit, close: int, site: Site, function: Node) -> tuple[bool, str]:
+    tokens = unit.tokens
+    opener = next((i for i in range(close - 1, -1, -1) if tokens[i].spelling == "<<<"), None)
+    if opener is None:
+        return False, "a kernel launch optpatch cannot read"
+    kernel = _kernel_name(tokens, opener)
+    config = split_top_level(tokens[opener + 1 : close])
+    if len(config) < 4 or not config[3]:
+        return False, f"kernel `{kernel}` is launched on the default stream, not the current one the copy uses"
+    stream = config[3]
+    stream_text = unit.text(stream[0].start, stream[-1].end)
+    different = f"kernel `{kernel}` runs on `{stream_text}`, not shown to be the current stream of `{site.device}`"
+    source = _stream_source(unit, stream, function)
+    if source is None:
+        return False, different
+    call, arguments, offset = source
+    launch = f"kernel `{kernel}` on `{stream_text}` = `{call}`"
+    if arguments.replace(" ", "") == f"{site.device}.index()".replace(" ", ""):
+        return True, launch
+    if arguments.strip():
+        return False, different
+    if site.device_is_type:
+        return True, launch + " (the current device's stream, as the copy's)"
+    guard = _guard_on(unit, site.device, function, offset)
+    if guard is not None:
+        return True, launch + f" under `{' '.join(unit.node_text(guard).split())}`"
+    return False, different
+
+
+def _kernel_name(tokens: list[Token], opener: int) -> str:
+    """The name before `<<<`, skipping template arguments (`kernel<scalar_t><<<...>>>`)."""
+    index, depth = opener - 1, 0
+    while index >= 0:
+        spelling = tokens[index].spelling
+        depth += {">": 1, ">>": 2, "<": -1}.get(spelling, 0)
+        if depth <= 0 and tokens[index].kind == "identifier":
+            return spelling
+        index -= 1
+    return "?"
+
+
+def _stream_source(unit: CppUnit, stream: list[Token], function: Node) -> tuple[str, str, int] | None:
+    """(`getCurrentCUDAStream(...)` text, its argument text, its offset) behind a launch's stream."""
+    tokens = stream
+    if len(stream) == 1 and stream[0].kind == "identifier":
+        declaration = next(
+            (n for n in function.walk() if n.kind == "VAR_DECL" and n.spelling == stream[0].spelling and n.start < stream[0].start),
+            None,
+        )
+        if declaration is None:
+            return None
+        tokens = unit.tokens_in(declaration.start, declaration.end)
+    for index, token in enumerate(tokens):
+        if token.spelling == "getCurrentCUDAStream" and index + 1 < len(tokens) and tokens[index + 1].spelling == "(":
+            close = matching_bracket(tokens, index + 1)
+            if close is None:
+                return None
+            arguments = unit.text(tokens[index + 1].end, tokens[close].start)
+            start = index - 4 if index >= 4 and tokens[index - 1].spelling == "::" else index
+            return unit.text(tokens[start].start, tokens[close].end), arguments, token.start
+    return None

@@ -1,0 +1,617 @@
+"""The C++/CUDA frontend: one header-free libclang parse per file, plus the facts rules ask of it.
+
+Each file is parsed alone, in clang's CUDA host mode, with no include path
+at all (`-nostdinc`, no torch, no CUDA toolkit) and `cpp_prelude.h`
+force-included: a stand-in that declares the types and functions extension
+code uses most. That costs milliseconds instead of the 12-18 s a parse with
+torch's headers takes, and it is the same on every machine. What the
+prelude does not declare stays unresolved; rules must treat an unresolved
+name as "unknown", never as evidence (docs/cpp-frontend.md).
+
+Offsets: libclang speaks bytes of the buffer it was given (the UTF-8 text,
+without a BOM); everything this module hands out is a character offset into
+`SourceFile.text`, like the Python frontend. Positions inside macro
+arguments (`AT_DISPATCH_...(..., [&] { ... })`) come from
+`clang_getFileLocation`, which cindex does not wrap.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import enum
+import re
+from bisect import bisect_left, bisect_right
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from pathlib import Path
+from typing import Iterator
+
+from optpatch.model import Context, Edit, FileError
+from optpatch.source import SourceFile
+
+PRELUDE = Path(__file__).with_name("cpp_prelude.h")
+# Paths that exist only as libclang "unsaved files": a quoted #include next to
+# them finds nothing, so no header from the scanned repo or the machine leaks in.
+_VIRTUAL_DIR = "/optpatch-virtual"
+_PRELUDE_NAME = f"{_VIRTUAL_DIR}/optpatch_prelude.h"
+PARSE_ARGS = (
+    "-x", "cuda", "--cuda-host-only", "-nocudainc", "-nocudalib",
+    # A CUDA installation clang finds would add a version warning that differs by machine.
+    "--cuda-path=/optpatch-no-cuda",
+    "-std=c++20", "-nostdinc", "-nostdinc++", "-ferror-limit=0",
+    "-include", _PRELUDE_NAME,
+)
+_DETAILED_PROCESSING_RECORD = 0x01
+_KEEP_GOING = 0x200  # CXTranslationUnit_KeepGoing: go on after a missing #include
+VLA_WARNING = "variable length arrays in C++ are a Clang extension"
+
+FUNCTION_KINDS = frozenset({
+    "FUNCTION_DECL", "CXX_METHOD", "FUNCTION_TEMPLATE", "CONSTRUCTOR", "DESTRUCTOR", "CONVERSION_FUNCTION",
+    "LAMBDA_EXPR",
+})
+LOOP_KINDS = frozenset({"FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT"})
+_DEVICE_WORDS = frozenset({"__device__", "__global__"})
+# Set-up code runs once per process or model: a saving there is noise.
+_ONE_TIME = re.compile(r"(^|_)(init|initialize|setup|set_up|create|build|allocate|register|load)(_|$)", re.I)
+
+
+class CppParseError(Exception):
+    def __init__(self, error: FileError):
+        super().__init__(error.reason)
+        self.error = error
+
+
+class Place(enum.Enum):
+    HOST = "host"
+    DEVICE = "device"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Where:
+    """Whether a site is host code, and the function it sits in."""
+
+    place: Place
+    function: "Node | None"
+    reason: str  # why DEVICE or UNKNOWN; empty for HOST
+
+
+@dataclass(frozen=True)
+class Token:
+    spelling: str
+    kind: str  # "identifier", "keyword", "literal", "punctuation"
+    start: int  # character offsets into SourceFile.text
+    end: int
+
+
+@dataclass(eq=False)
+class Node:
+    """One cursor of the main file, with its parent and its position in characters."""
+
+    cursor: object  # clang.cindex.Cursor
+    kind: str
+    spelling: str
+    start: int
+    end: int
+    parent: "Node | None"
+    children: list["Node"] = field(default_factory=list)
+
+    @property
+    def type_kind(self) -> str:
+        return self.cursor.type.kind.name
+
+    def ancestors(self) -> Iterator["Node"]:
+        node = self.parent
+        while node is not None:
+            yield node
+            node = node.parent
+
+    def walk(self) -> Iterator["Node"]:
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    def body(self) -> "Node | None":
+        """The compound statement of a function or lambda definition."""
+        bodies = [c for c in self.children if c.kind == "COMPOUND_STMT"]
+        return bodies[-1] if bodies else None
+
+    def expressions(self) -> list["Node"]:
+        return [c for c in self.children if c.cursor.kind.is_expression()]
+
+    def arguments(self) -> list["Node"]:
+        """A call's argument expressions: not the callee, not a member call's object."""
+        return [c for c in self.expressions() if c.kind != "MEMBER_REF_EXPR" and not is_callee(c)]
+
+    def call_object(self) -> "Node | None":
+        """The object of a member call (`t` in `t.to(d)`)."""
+        members = [c for c in self.children if c.kind == "MEMBER_REF_EXPR"]
+        objects = members[0].expressions() if members else []
+        return objects[0] if objects else None
+
+
+def unwrap(node: Node) -> Node:
+    """The expression behind implicit conversions, parentheses and copies, which keep its extent."""
+    while node.kind in ("UNEXPOSED_EXPR", "PAREN_EXPR", "CALL_EXPR") and len(node.expressions()) == 1:
+        inner = node.expressions()[0]
+        if node.kind == "CALL_EXPR" and (inner.start, inner.end) != (node.start, node.end):
+            break  # a real call with one argument, not an implicit copy
+        node = inner
+    return node
+
+
+def is_callee(node: Node) -> bool:
+    """The function-name operand of a call (`f` in `f(x)`), possibly behind an implicit conversion."""
+    while node.kind == "UNEXPOSED_EXPR" and len(node.children) == 1:
+        node = node.children[0]
+    return node.kind in ("DECL_REF_EXPR", "OVERLOADED_DECL_REF") and node.cursor.type.kind.name in (
+        "FUNCTIONPROTO", "FUNCTIONNOPROTO", "OVERLOAD",
+    )
+
+
+def matching_bracket(tokens: list[Token], index: int) -> int | None:
+    """Index of the bracket that closes tokens[index] ( `(`, `[`, `{` or `<<<` )."""
+    closers = {"(": ")", "[": "]", "{": "}", "<<<": ">>>"}
+    opener = tokens[index].spelling
+    depth = 0
+    for position in range(index, len(tokens)):
+        spelling = tokens[position].spelling
+        if spelling == opener:
+            depth += 1
+        elif spelling == closers[opener]:
+            depth -= 1
+            if depth == 0:
+                return position
+    return None
+
+
+def split_top_level(tokens: list[Token], separator: str = ",") -> list[list[Token]]:
+    """Split a token list on separators outside any brackets."""
+    parts: list[list[Token]] = [[]]
+    depth = 0
+    for token in tokens:
+        if token.spelling in ("(", "[", "{", "<<<"):
+            depth += 1
+        elif token.spelling in (")", "]", "}", ">>>"):
+            depth -= 1
+        if token.spelling == separator and depth == 0:
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return parts
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    offset: int
+    severity: int
+    message: str
+
+
+class CppUnit:
+    """A parsed C++/CUDA file: its nodes, tokens, diagnostics and the edits rules build from them."""
+
+    def __init__(self, source: SourceFile):
+        self.source = source
+        self._data = source.text.encode("utf-8")
+        self._main_name = f"{_VIRTUAL_DIR}/{Path(source.rel).name or 'source.cu'}"
+        self.tu = _parse(self._main_name, self._data, source.rel)
+        self._main_file_address = _address(_clang().conf.lib.clang_getFile(self.tu, self._main_name.encode()))
+        self._char_of = _byte_to_char(source.text, self._data)
+
+    # -- positions -------------------------------------------------------------------
+
+    def _file_offset(self, location) -> int | None:
+        """Byte offset of a location in the main file (macro arguments resolved), or None."""
+        clang = _clang()
+        file, line, column, offset = clang.c_object_p(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+        _get_file_location()(location, ctypes.byref(file), ctypes.byref(line), ctypes.byref(column), ctypes.byref(offset))
+        if not file or _address(file) != self._main_file_address:
+            return None
+        return offset.value
+
+    def char_offset(self, location) -> int | None:
+        offset = self._file_offset(location)
+        return None if offset is None else self._char_of(offset)
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of a character offset."""
+        return self.source.position(offset)
+
+    def line_of(self, offset: int) -> int:
+        return self.source.position(offset)[0]
+
+    def text(self, start: int, end: int) -> str:
+        return self.source.text[start:end]
+
+    def node_text(self, node: Node) -> str:
+        return self.source.text[node.start : node.end]
+
+    # -- the tree -----------------------------------------------------------------------
+
+    @cached_property
+    def nodes(self) -> list[Node]:
+        """Every cursor spelled in the main file, in document order, each once.
+
+        A cursor expanded more than once (a lambda instantiated per dtype by an
+        AT_DISPATCH macro) would repeat: the first of each (kind, spelling,
+        start, end) is kept.
+        """
+        roots: list[Node] = []
+        seen: set[tuple] = set()
+        for cursor in self.tu.cursor.get_children():
+            location = cursor.location
+            if location.file is None or location.file.name != self._main_name:
+                continue
+            node = self._build(cursor, None, seen, ())
+            if node is not None:
+                roots.append(node)
+        return [node for root in roots for node in root.walk()]
+
+    def _build(self, cursor, parent: Node | None, seen: set[tuple], chain: tuple) -> Node | None:
+        extent = cursor.extent
+        start, end = self.char_offset(extent.start), self.char_offset(extent.end)
+        if start is None or end is None:
+            return None
+        kind = cursor.kind.name
+        key = (kind, cursor.spelling, start, end)
+        # An implicit conversion wraps an expression with the same extent: only a
+        # repeat outside the current chain of ancestors is a second expansion.
+        if key in seen and key not in chain:
+            return None
+        seen.add(key)
+        node = Node(cursor, kind, cursor.spelling, start, end, parent)
+        for child in cursor.get_children():
+            built = self._build(child, node, seen, chain + (key,))
+            if built is not None:
+                node.children.append(built)
+        return node
+
+    @cached_property
+    def _by_cursor(self) -> dict:
+        return {node.cursor: node for node in self.nodes}
+
+    def node_of(self, cursor) -> Node | None:
+        """The main-file node of a cursor (for example a declaration a reference points to)."""
+        return self._by_cursor.get(cursor) if cursor is not None else None
+
+    def referenced(self, node: Node):
+        """The declaration a reference names (a cindex cursor, possibly in the prelude), or None."""
+        target = node.cursor.referenced
+        return target if target is not None and not target.kind.is_invalid() else None
+
+    def in_prelude(self, cursor) -> bool:
+        location = cursor.location
+        return location.file is not None and location.file.name == _PRELUDE_NAME
+
+    def references_to(self, declaration: Node) -> list[Node]:
+        """DECL_REF_EXPR and lambda-capture references to `declaration`, in order."""
+        found = []
+        for node in self.nodes:
+            if node.kind in ("DECL_REF_EXPR", "VARIABLE_REF") and node.spelling == declaration.spelling:
+                target = self.referenced(node)
+                if target is not None and target == declaration.cursor:
+                    found.append(node)
+        return found
+
+    # -- tokens -------------------------------------------------------------------------
+
+    @cached_property
+    def tokens(self) -> list[Token]:
+        """The main file's tokens, comments left out."""
+        clang = _clang()
+        kinds = {
+            clang.TokenKind.IDENTIFIER: "identifier", clang.TokenKind.KEYWORD: "keyword",
+            clang.TokenKind.LITERAL: "literal", clang.TokenKind.PUNCTUATION: "punctuation",
+        }
+        found = []
+        for token in self.tu.get_tokens(extent=self.tu.cursor.extent):
+            kind = kinds.get(token.kind)
+            if kind is None:
+                continue
+            extent = token.extent
+            start, end = self.char_offset(extent.start), self.char_offset(extent.end)
+            if start is not None and end is not None:
+                found.append(Token(token.spelling, kind, start, end))
+        return found
+
+    @cached_property
+    def _token_starts(self) -> list[int]:
+        return [token.start for token in self.tokens]
+
+    def token_index(self, offset: int) -> int:
+        """Index of the first token that starts at or after `offset`."""
+        return bisect_left(self._token_starts, offset)
+
+    def tokens_in(self, start: int, end: int) -> list[Token]:
+        return self.tokens[self.token_index(start) : bisect_left(self._token_starts, end)]
+
+    def token_at(self, offset: int) -> Token | None:
+        index = self.token_index(offset)
+        if index < len(self.tokens) and self.tokens[index].start == offset:
+            return self.tokens[index]
+        return None
+
+    def token_before(self, offset: int) -> Token | None:
+        index = self.token_index(offset) - 1
+        return self.tokens[index] if index >= 0 else None
+
+    def token_after(self, offset: int) -> Token | None:
+        """The first token that starts at or after `offset`."""
+        index = self.token_index(offset)
+        return self.tokens[index] if index < len(self.tokens) else None
+
+    def starts_directive_line(self, token: Token) -> bool:
+        """True when `token` sits on a preprocessor line (`#include`, `#define`, ...)."""
+        line_start = self.source.text.rfind("\n", 0, token.start) + 1
+        return self.source.text[line_start : token.start].lstrip().startswith("#") or (
+            token.spelling == "#" and not self.source.text[line_start : token.start].strip()
+        )
+
+    # -- diagnostics ----------------------------------------------------------------------
+
+    @cached_property
+    def diagnostics(self) -> list[Diagnostic]:
+        found = []
+        for diagnostic in self.tu.diagnostics:
+            offset = self.char_offset(diagnostic.location)
+            if offset is not None:
+                found.append(Diagnostic(offset, diagnostic.severity, diagnostic.spelling))
+        return sorted(found, key=lambda d: d.offset)
+
+    @cached_property
+    def _error_offsets(self) -> list[int]:
+        return [d.offset for d in self.diagnostics if d.severity >= 3]
+
+    def errors_in(self, start: int, end: int) -> int:
+        """How many errors clang reported in [start, end)."""
+        return bisect_left(self._error_offsets, end) - bisect_left(self._error_offsets, start)
+
+    def warned_vla(self, start: int, end: int) -> bool:
+        """Clang's own opinion: it warned that a declaration in [start, end) is a VLA."""
+        return any(start <= d.offset < end and d.message == VLA_WARNING for d in self.diagnostics)
+
+    def error_signature(self) -> Counter:
+        """Clang's error messages, without positions: what a rewrite must not add to.
+
+        Missing headers do not count: no #include is ever found here, so an
+        include a rule adds is an error by construction.
+        """
+        return Counter(
+            d.spelling for d in self.tu.diagnostics if d.severity >= 3 and not d.spelling.endswith("file not found")
+        )
+
+    # -- host or device ---------------------------------------------------------------------
+
+    def where(self, node: Node) -> Where:
+        """Host code, device code, or unknown, judged by every function around `node`."""
+        functions = [a for a in node.ancestors() if a.kind in FUNCTION_KINDS]
+        for function in functions:
+            device = self._device_reason(function)
+            if device:
+                return Where(Place.DEVICE, function, device)
+        for function in functions:
+            unknown = self._unknown_reason(function)
+            if unknown:
+                return Where(Place.UNKNOWN, function, unknown)
+        if not functions:
+            return Where(Place.UNKNOWN, None, "not inside a function")
+        return Where(Place.HOST, functions[0], "")
+
+    def _device_reason(self, function: Node) -> str:
+        name = function.spelling or "lambda"
+        attributes = {child.kind for child in function.children}
+        if "CUDAGLOBAL_ATTR" in attributes:
+            return f"inside `__global__` function `{name}`"
+        if "CUDADEVICE_ATTR" in attributes:
+            return f"inside `__device__` function `{name}`"
+        if function.kind == "LAMBDA_EXPR":
+            head = self.tokens_in(function.start, _body_start(function))
+            if any(token.spelling in _DEVICE_WORDS for token in head):
+                return "inside a `__device__` lambda"
+        return ""
+
+    def _unknown_reason(self, function: Node) -> str:
+        """Why the declaration's head cannot be trusted to say host: errors or unknown macros in it."""
+        body_start = _body_start(function)
+        name = function.spelling or "lambda"
+        if self.errors_in(function.start, body_start):
+            return f"the declaration of `{name}` does not parse without the project's headers"
+        if function.kind == "LAMBDA_EXPR":
+            head = self.tokens_in(function.start, body_start)
+            macros = [t.spelling for t in head if t.kind == "identifier" and t.spelling in self.macro_names]
+            if macros:
+                return f"the lambda's head uses the macro `{macros[0]}`, which may mark it `__device__`"
+            return ""
+        before = self.token_before(function.start)
+        if before is None or before.spelling in (";", "}", "{", ":") or self.starts_directive_line(before):
+            return ""
+        if before.kind == "literal" and self._is_linkage_spec(before):
+            return ""
+        if before.spelling == "]" and self._closes_attribute(before):
+            return ""
+        return f"`{before.spelling}` before the declaration of `{name}` is an unresolved macro or attribute"
+
+    def _is_linkage_spec(self, literal: Token) -> bool:
+        previous = self.token_before(literal.start)
+        return previous is not None and previous.spelling == "extern"
+
+    def _closes_attribute(self, bracket: Token) -> bool:
+        previous = self.token_before(bracket.start)
+        return previous is not None and previous.spelling == "]"
+
+    @cached_property
+    def macro_names(self) -> frozenset[str]:
+        """Macros used in the main file (from the detailed preprocessing record)."""
+        return frozenset(n.spelling for n in self.nodes if n.kind == "MACRO_INSTANTIATION")
+
+    def run_context(self, node: Node, function: Node | None) -> Context:
+        """HOT inside a loop, ONCE in set-up functions, else CALL (RULES.md, principle 2)."""
+        for ancestor in node.ancestors():
+            if ancestor is function:
+                break
+            if ancestor.kind in LOOP_KINDS:
+                return Context.HOT
+        named = [a for a in node.ancestors() if a.kind in FUNCTION_KINDS and a.spelling]
+        if named and _ONE_TIME.search(named[0].spelling):
+            return Context.ONCE
+        return Context.CALL
+
+    # -- edits ------------------------------------------------------------------------------
+
+    def has_include(self, header: str) -> bool:
+        return re.search(rf"^[ \t]*#[ \t]*include[ \t]*[<\"]{re.escape(header)}[>\"]", self.source.text, re.M) is not None
+
+    def include_edit(self, header: str) -> Edit | None:
+        """An `#include <header>` after the file's last unconditional include; None if present."""
+        if self.has_include(header):
+            return None
+        text = self.source.text
+        newline = "\r\n" if "\r\n" in text else "\n"
+        offset = _include_point(text, self.source.line_starts)
+        return Edit(offset, offset, f"#include <{header}>{newline}")
+
+    def indentation(self, offset: int) -> str:
+        line_start = self.source.line_starts[self.line_of(offset) - 1]
+        line = self.source.text[line_start:offset]
+        return line[: len(line) - len(line.lstrip())]
+
+    def newline(self) -> str:
+        return "\r\n" if "\r\n" in self.source.text else "\n"
+
+
+def _address(pointer) -> int | None:
+    return ctypes.cast(pointer, ctypes.c_void_p).value
+
+
+def _body_start(function: Node) -> int:
+    body = function.body()
+    return body.start if body is not None else function.end
+
+
+_CONDITIONAL_OPEN = re.compile(r"^\s*#\s*(if|ifdef|ifndef)\b")
+_CONDITIONAL_CLOSE = re.compile(r"^\s*#\s*endif\b")
+_INCLUDE = re.compile(r"^\s*#\s*include\b")
+_GUARD = re.compile(r"^\s*#\s*ifndef\s+(\w+)\s*$")
+
+
+def _include_point(text: str, line_starts: list[int]) -> int:
+    """Where a new #include goes: after the last include outside any #if, or after the include guard."""
+    lines = text.splitlines(keepends=True)
+    guard_depth, guard_end = _include_guard(lines)
+    depth, last_include, line_index = 0, None, 0
+    for line_index, line in enumerate(lines):
+        if _CONDITIONAL_OPEN.match(line):
+            depth += 1
+        elif _CONDITIONAL_CLOSE.match(line):
+            depth -= 1
+        elif _INCLUDE.match(line) and depth == guard_depth:
+            last_include = line_index
+    if last_include is not None:
+        return _start_of_line(text, line_starts, last_include + 1)
+    if guard_end is not None:
+        return _start_of_line(text, line_starts, guard_end + 1)
+    return _start_of_line(text, line_starts, _first_code_line(lines))
+
+
+def _start_of_line(text: str, line_starts: list[int], index: int) -> int:
+    return line_starts[index] if index < len(line_starts) else len(text)
+
+
+def _include_guard(lines: list[str]) -> tuple[int, int | None]:
+    """(1, index of `#define GUARD`) for a classic include guard, else (0, None)."""
+    directives = [(i, line) for i, line in enumerate(lines) if line.lstrip().startswith("#")]
+    if len(directives) >= 2:
+        (_, first), (second_index, second) = directives[0], directives[1]
+        match = _GUARD.match(first)
+        if match and re.match(rf"^\s*#\s*define\s+{match.group(1)}\b", second):
+            return 1, second_index
+    return 0, None
+
+
+def _first_code_line(lines: list[str]) -> int:
+    """The first line after leading blank lines and comments."""
+    in_block = False
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if in_block:
+            in_block = "*/" not in stripped
+            continue
+        if not stripped or stripped.startswith("//"):
+            continue
+        if stripped.startswith("/*"):
+            in_block = "*/" not in stripped
+            continue
+        return index
+    return len(lines)
+
+
+def _byte_to_char(text: str, data: bytes):
+    """A function from UTF-8 byte offsets of `text` to character offsets."""
+    if len(data) == len(text):
+        return lambda offset: offset
+    starts = []
+    position = 0
+    for character in text:
+        starts.append(position)
+        position += len(character.encode("utf-8"))
+    return lambda offset: bisect_right(starts, offset) - 1 if offset < len(data) else len(text)
+
+
+@cache
+def _clang():
+    """Import libclang's bindings once, without the bundled libc++ (it clashes: TOOLCHAIN.md)."""
+    import clang.cindex as cindex
+
+    if hasattr(cindex.Config, "libcxx_dir"):
+        cindex.Config.libcxx_dir = None
+    return cindex
+
+
+@cache
+def _index():
+    index = _clang().Index.create()
+    # Dispose of it while cindex still can: at interpreter exit its globals are gone first.
+    atexit.register(_index.cache_clear)
+    return index
+
+
+@cache
+def _get_file_location():
+    clang = _clang()
+    function = clang.conf.lib.clang_getFileLocation
+    function.argtypes = [
+        clang.SourceLocation, ctypes.POINTER(clang.c_object_p), ctypes.POINTER(ctypes.c_uint),
+        ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint),
+    ]
+    function.restype = None
+    return function
+
+
+@cache
+def _prelude() -> bytes:
+    return PRELUDE.read_bytes()
+
+
+def _parse(main_name: str, data: bytes, rel: str):
+    try:
+        clang = _clang()
+    except ImportError:
+        raise CppParseError(FileError(rel, "libclang is not installed (pip install libclang-ng)")) from None
+    try:
+        return _index().parse(
+            main_name, args=list(PARSE_ARGS), unsaved_files=[(main_name, data), (_PRELUDE_NAME, _prelude())],
+            options=_DETAILED_PROCESSING_RECORD | _KEEP_GOING,
+        )
+    except clang.TranslationUnitLoadError as error:
+        raise CppParseError(FileError(rel, f"libclang could not parse the file: {error}")) from None
+
+
+def new_errors(original: SourceFile, rewritten: SourceFile) -> list[str]:
+    """Error messages the rewritten file has and the original did not: a rewrite must add none."""
+    added = CppUnit(rewritten).error_signature() - CppUnit(original).error_signature()
+    return sorted(added)

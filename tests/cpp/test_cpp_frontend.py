@@ -1,0 +1,133 @@
+"""The C++/CUDA frontend: positions, host or device, macro arguments, includes, and the re-parse check."""
+
+import codecs
+from pathlib import Path
+
+import pytest
+
+from cpp_fixtures import FIXTURES, analyse, golden_path
+from optpatch.cpp_frontend import CppUnit, Place, new_errors
+from optpatch.source import SourceFile, read_source
+
+
+def unit_of(code: str, name: str = "example.cu") -> CppUnit:
+    return CppUnit(SourceFile(name, Path(name), code.encode(), code, "utf-8", False, "cpp"))
+
+
+def source_of(code: str, name: str = "example.cpp") -> SourceFile:
+    return SourceFile(name, Path(name), code.encode(), code, "utf-8", False, "cpp")
+
+
+def rewrite(code: str, codes=("OPT201", "OPT202")) -> str:
+    result = analyse(source_of(code), set(codes))
+    assert result.error is None, result.error
+    return result.new.decode() if result.new is not None else code
+
+
+def test_the_prelude_parses_without_a_single_error():
+    unit = unit_of("")
+    assert [d.spelling for d in unit.tu.diagnostics if d.severity >= 3] == []
+
+
+def test_edits_are_in_characters_when_the_file_is_not_ascii():
+    code = "// Größe → ✓\nvoid g(int* p);\nvoid f(int n) { /* ü */ int a[n]; g(a); }\n"
+    assert rewrite(code) == (
+        "// Größe → ✓\n#include <vector>\nvoid g(int* p);\nvoid f(int n) { /* ü */ std::vector<int> a(n); g(a.data()); }\n"
+    )
+
+
+def test_a_bom_and_crlf_line_endings_survive_the_rewrite(tmp_path):
+    fixture = FIXTURES / "opt201" / "host_vla.cpp"
+    converted = tmp_path / "host_vla.cpp"
+    converted.write_bytes(codecs.BOM_UTF8 + fixture.read_bytes().replace(b"\n", b"\r\n"))
+    source = read_source(converted, converted.name)
+    result = analyse(source, {"OPT201"})
+    expected = codecs.BOM_UTF8 + golden_path(fixture).read_bytes().replace(b"\n", b"\r\n")
+    assert result.new == expected
+
+
+@pytest.mark.parametrize(
+    "head, place",
+    [
+        ("__global__ void k(int n)", Place.DEVICE),
+        ("__device__ inline void k(int n)", Place.DEVICE),
+        ("__host__ __device__ void k(int n)", Place.DEVICE),
+        ("#define DEVICE_INLINE __device__ __forceinline__\nDEVICE_INLINE void k(int n)", Place.DEVICE),
+        ("HEADER_DEFINED_QUALIFIER void k(int n)", Place.UNKNOWN),
+        ("static HEADER_MACRO(x) void k(int n)", Place.UNKNOWN),
+        ("void k(int n)", Place.HOST),
+        ('extern "C" void k(int n)', Place.HOST),
+        ("template <int N> void k(int n)", Place.HOST),
+    ],
+)
+def test_host_or_device_is_judged_from_the_declaration(head, place):
+    unit = unit_of(f"{head} {{ float a[n]; a[0] = 1; }}\n")
+    (array,) = [n for n in unit.nodes if n.kind == "VAR_DECL" and n.spelling == "a"]
+    assert unit.where(array).place is place
+
+
+@pytest.mark.parametrize(
+    "lambda_head, place",
+    [("[&](int i)", Place.HOST), ("[=] __device__ (int i)", Place.DEVICE), ("[=] HEADER_MACRO (int i)", Place.UNKNOWN)],
+)
+def test_lambdas_inherit_or_declare_their_side(lambda_head, place):
+    unit = unit_of(f"#define HEADER_MACRO\nvoid h(int n) {{ auto l = {lambda_head} {{ float a[n]; a[0] = i; }}; }}\n")
+    (array,) = [n for n in unit.nodes if n.kind == "VAR_DECL" and n.spelling == "a"]
+    assert unit.where(array).place is place
+
+
+def test_references_inside_macro_arguments_are_edited_where_they_are_written():
+    code = (
+        "#define RUN(...) do { __VA_ARGS__ } while (0)\nvoid g(int* p);\n"
+        "void f(int n) {\n  RUN(int a[n]; g(a););\n}\n"
+    )
+    assert "RUN(std::vector<int> a(n); g(a.data()););" in rewrite(code)
+
+
+def test_a_use_spelled_inside_a_macro_body_blocks_the_rewrite():
+    code = "#define FIRST (a[0])\nint f(int n) {\n  int a[n];\n  a[0] = n;\n  return FIRST;\n}\n"
+    assert rewrite(code) == code
+
+
+def test_includes_go_after_the_last_unconditional_include():
+    code = (
+        "#ifndef GUARD_H\n#define GUARD_H\n#include <cstring>\n#ifdef EXTRA\n#include <extra.h>\n#endif\n"
+        "inline void f(int n) { int a[n]; a[0] = 1; }\n#endif\n"
+    )
+    assert rewrite(code).startswith("#ifndef GUARD_H\n#define GUARD_H\n#include <cstring>\n#include <vector>\n#ifdef EXTRA")
+
+
+def test_without_includes_the_include_goes_after_the_leading_comment():
+    code = "/* License\n * text */\n// more\nvoid f(int n) { int a[n]; a[0] = 1; }\n"
+    assert rewrite(code).startswith("/* License\n * text */\n// more\n#include <vector>\nvoid f")
+
+
+def test_an_existing_include_is_not_added_again():
+    code = "#include <vector>\nvoid f(int n) { int a[n]; a[0] = 1; }\n"
+    assert rewrite(code) == "#include <vector>\nvoid f(int n) { std::vector<int> a(n); a[0] = 1; }\n"
+
+
+def test_a_rewrite_that_adds_an_error_is_detected():
+    original = source_of("void f(int n) { int a[n]; a[0] = 1; }\n")
+    broken = source_of("void f(int n) { std::vector<int> a(n; a[0] = 1; }\n")
+    assert new_errors(original, broken)
+    fine = source_of("#include <vector>\nvoid f(int n) { std::vector<int> a(n); a[0] = 1; }\n")
+    assert new_errors(original, fine) == []
+
+
+def test_findings_of_a_later_pass_report_lines_of_the_original_file():
+    code = (
+        "void f(const std::vector<torch::Tensor>& caches, torch::Device device) {\n"
+        "  TORCH_CHECK(device.is_cuda());\n"
+        "  const int n = caches.size();\n"
+        "  int64_t table[n];\n"
+        "  for (int i = 0; i < n; ++i) table[i] = i;\n"
+        "  auto copy = torch::from_blob(table, {n}, torch::kInt64).to(device);\n"
+        "  copy.zero_();\n"
+        "}\n"
+    )
+    result = analyse(source_of(code), {"OPT201", "OPT202"})
+    lines = {(f.code, f.line, f.applied) for f in result.findings}
+    # The first pass adds `#include <vector>` and defers OPT202 (it overlaps `table.data()`);
+    # the second pass applies it, and reports line 6 of the file the user has.
+    assert lines == {("OPT201", 4, True), ("OPT202", 6, True)}
