@@ -127,3 +127,22 @@ def test_interrupted_write_leaves_every_file_old_or_new(tmp_path):
         text = (repo / f"m{index:03}.py").read_text()
         assert text in (FIXABLE + f"# {index}\n", FIXED + f"# {index}\n")
     assert not [p for p in os.listdir(repo) if p.endswith(".optpatch-tmp")]
+
+
+def test_symbolic_link_loops_and_dangling_links_are_reported_not_crashes(tmp_path):
+    (tmp_path / "a.py").symlink_to("b.py")
+    (tmp_path / "b.py").symlink_to("a.py")
+    (tmp_path / "self.py").symlink_to("self.py")
+    (tmp_path / "dangling.py").symlink_to("nowhere.py")
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    for name in ("a.py", "b.py", "self.py"):
+        assert f"{name}: symbolic link that loops" in result.stdout
+    assert "dangling.py" not in result.stdout  # a link to nothing holds no code: skipped, not an error
+    assert patch.read_bytes().count(b"diff --git") == 1  # ok.py
+    checked = run_cli("check", str(tmp_path / "a.py"))
+    assert checked.returncode == 3 and "a.py: symbolic link that loops" in checked.stdout

@@ -263,7 +263,7 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
-    root = project_root([p.resolve() for p in paths])
+    root = project_root([_resolve_parent(p) for p in paths])
     write_baseline = options["write_baseline"]
     if write_baseline and (fix or options["baseline"]):
         raise click.UsageError("--write-baseline records every finding: use it without --fix and --baseline")
@@ -365,6 +365,12 @@ def _record_baseline(session: Session, result, path: Path) -> None:
     write_atomically(path.resolve(), baseline_document(result.findings).encode("utf-8"))
     session.report(result, f"Recorded {len(recordable(result.findings))} finding(s) in {path}.")
     sys.exit(_exit_status(result))
+
+
+def _resolve_parent(path: Path) -> Path:
+    """The path with its directory resolved but not its last part: a link there is for discovery to judge."""
+    absolute = path.absolute()
+    return absolute.parent.resolve() / absolute.name if absolute.name not in ("", "..") else absolute.resolve()
 
 
 def project_root(paths: list[Path]) -> Path:

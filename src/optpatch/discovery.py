@@ -101,9 +101,15 @@ def _walk(top: Path, root: Path, excluded: pathspec.PathSpec, found: Discovery) 
 
 
 def _classify_link(path: Path, rel: str, root: Path, found: Discovery) -> None:
-    target = path.resolve()
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # Python 3.11 raises RuntimeError for a loop, later versions OSError
+        found.errors.append(FileError(rel, "symbolic link that loops (it never reaches a file); remove or fix it"))
+        return
     if _relative(target, root) is None:
         found.errors.append(FileError(rel, f"symbolic link leading outside the tree (to {target})"))
+    elif not target.exists():
+        found.skipped.append((rel, "symbolic link to a missing file"))
     else:
         found.skipped.append((rel, "symbolic link (its target is scanned under its own path)"))
 
