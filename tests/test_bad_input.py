@@ -146,3 +146,19 @@ def test_symbolic_link_loops_and_dangling_links_are_reported_not_crashes(tmp_pat
     assert patch.read_bytes().count(b"diff --git") == 1  # ok.py
     checked = run_cli("check", str(tmp_path / "a.py"))
     assert checked.returncode == 3 and "a.py: symbolic link that loops" in checked.stdout
+
+
+def test_a_fifo_named_like_source_is_reported_instead_of_read_forever(tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "dir.py").mkdir()
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    command = [sys.executable, "-m", "optpatch", "apply", str(tmp_path), "-o", str(patch)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "pipe.py: not a regular file" in result.stdout
+    assert "dir.py" not in result.stdout
+    assert patch.read_bytes().count(b"diff --git") == 1  # ok.py
+    checked = subprocess.run([*command[:3], "check", str(tmp_path / "pipe.py")], capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 3 and "pipe.py: not a regular file" in checked.stdout

@@ -378,7 +378,7 @@ def project_root(paths: list[Path]) -> Path:
     import os
 
     common = Path(os.path.commonpath([str(p) for p in paths]))
-    if common.is_file() or not common.exists():
+    if not common.is_dir():
         common = common.parent
     for candidate in (common, *common.parents):
         if (candidate / ".git").exists() or (candidate / "pyproject.toml").is_file():

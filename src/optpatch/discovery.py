@@ -53,6 +53,8 @@ def discover(root: Path, exclude: tuple[str, ...] = (), paths: list[Path] | None
         elif start.is_file():
             if language_of(start):
                 found.files.append((start, rel))
+        elif start.exists():
+            found.files.append((start, rel))  # a FIFO or device: reading it says why it is refused
         else:
             found.errors.append(FileError(rel, "no such file or directory"))
     found.files = sorted(set(found.files), key=lambda item: item[1])
