@@ -162,3 +162,27 @@ def test_a_fifo_named_like_source_is_reported_instead_of_read_forever(tmp_path):
     assert patch.read_bytes().count(b"diff --git") == 1  # ok.py
     checked = subprocess.run([*command[:3], "check", str(tmp_path / "pipe.py")], capture_output=True, text=True, timeout=60)
     assert checked.returncode == 3 and "pipe.py: not a regular file" in checked.stdout
+
+
+@pytest.mark.parametrize(
+    "pyproject, message",
+    [
+        ("[tool]\noptpatch = 3\n", "`tool.optpatch` must be a table"),
+        ("[tool.optpatch]\nmax-file-size = true\n", "max-file-size must be a positive number of bytes"),
+    ],
+)
+def test_a_malformed_tool_table_is_a_usage_error(tmp_path, pyproject, message):
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "p.diff"
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not patch.exists()
+
+
+def test_a_pyproject_whose_tool_key_is_not_a_table_is_not_optpatch_s_business(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('tool = "none"\n')
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    result = run_cli("apply", str(tmp_path), "-o", str(tmp_path / "p.diff"))
+    assert result.returncode == 0, result.stderr

@@ -65,10 +65,11 @@ def load_settings(root: Path, config_path: Path | None, trust_config: bool) -> S
         raise ConfigError(f"{path}: cannot be read: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    table = document.get("tool", {}).get("optpatch")
+    tool = document.get("tool", {})
+    table = tool.get("optpatch") if isinstance(tool, dict) else None  # another tool's malformed `tool` is not ours
     if table is None:
         table = {} if path.name == "pyproject.toml" else document
-    return settings_from_table(table, str(path), trust_config)
+    return settings_from_table(_table(table, "tool.optpatch", str(path)), str(path), trust_config)
 
 
 def settings_from_table(table: dict, origin: str, trust_config: bool) -> Settings:
@@ -94,7 +95,7 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
         settings = replace(settings, tiers=tuple(sorted(tiers.items())))
     if "max_file_size" in values:
         size = values["max_file_size"]
-        if not isinstance(size, int) or size <= 0:
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
             raise ConfigError(f"{origin}: max-file-size must be a positive number of bytes")
         settings = replace(settings, max_file_size=size)
     if "unsafe_fixes" in values:
