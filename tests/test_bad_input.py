@@ -186,3 +186,18 @@ def test_a_pyproject_whose_tool_key_is_not_a_table_is_not_optpatch_s_business(tm
     (tmp_path / "ok.py").write_text(FIXABLE)
     result = run_cli("apply", str(tmp_path), "-o", str(tmp_path / "p.diff"))
     assert result.returncode == 0, result.stderr
+
+
+def test_a_file_name_that_is_not_utf8_is_patched_and_reported_in_every_format(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    name = os.fsdecode(b"caf\xe9.py")  # latin-1 bytes in a name, as old archives leave them
+    (repo / name).write_bytes(FIXABLE.encode())
+    patch = tmp_path / "p.diff"
+    for output_format in ("text", "json", "sarif", "github", "markdown"):
+        command = [sys.executable, "-m", "optpatch", "apply", str(repo), "-o", str(patch), "--format", output_format]
+        result = subprocess.run(command, capture_output=True, timeout=120)  # bytes: the name is printed as it is
+        assert result.returncode == 0, (output_format, result.stderr)
+    assert b'diff --git "a/caf\\351.py" "b/caf\\351.py"' in patch.read_bytes()
+    git_apply(repo, patch, check=False)
+    assert (repo / name).read_bytes() == FIXED.encode()
