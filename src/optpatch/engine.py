@@ -7,6 +7,7 @@ in path order whatever the number of workers.
 
 from __future__ import annotations
 
+import difflib
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -19,7 +20,7 @@ import pathspec
 
 from optpatch.config import TIER_ORDER, Settings
 from optpatch.discovery import discover, is_generated
-from optpatch.locations import locate_findings
+from optpatch.locations import Region, locate_findings, set_regions
 from optpatch.model import Edit, FileError, Finding, Tier
 from optpatch.planner import apply_edits, plan_edits
 from optpatch.rule import Rule, load_rules, select_rules
@@ -178,6 +179,8 @@ def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Sett
                 result.error = FileError(source.rel, f"internal error: pass {attempt + 1} did not parse: {pass_result.reason}")
             break
         findings, suppressed, unused, edits = pass_result
+        for finding in findings:
+            finding.extra["pass"] = attempt
         if attempt == 0:
             result.findings, result.suppressed, result.unused_suppressions = findings, suppressed, unused
         else:
@@ -195,6 +198,8 @@ def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Sett
             result.error = FileError(source.rel, f"internal error: the rewritten file would not parse ({reparsed}); left unchanged")
             return result
         result.old, result.new = source.raw, current.encode(current.text)
+        if len(applied) > 1:
+            relocate_to_original(result.findings, source, current.text, applied)
     return result
 
 
@@ -222,6 +227,57 @@ def _locator(original: SourceFile, current: SourceFile, applied: list[list[Edit]
         return original.position(offset)
 
     return locate
+
+
+def _original_line(offset: int, applied: list[list[Edit]], passes: int, original: SourceFile) -> int:
+    for edits in reversed(applied[:passes]):
+        offset = _offset_before(offset, edits)
+    return original.position(offset)[0]
+
+
+def relocate_to_original(findings: list[Finding], original: SourceFile, final_text: str, applied: list[list[Edit]]) -> None:
+    """Give fixes applied over several passes regions of the ORIGINAL text (SARIF, suggestions).
+
+    A later pass's edits refer to text an earlier pass rewrote, and may rewrite
+    what an earlier fix inserted (OPT202 over OPT201's `.data()`). So the
+    changed lines of the whole file are attributed to fixes instead: each
+    block of changed lines goes to the latest fix that touches it, and applying
+    every applied fix's regions gives exactly the rewritten file.
+    """
+    old_lines = original.text.splitlines(keepends=True)
+    new_lines = final_text.splitlines(keepends=True)
+    touched: list[tuple[int, int, Finding]] = []  # (pass, original line, finding)
+    for finding in findings:
+        if finding.applied:
+            step = finding.extra.get("pass", 0)
+            for edit in finding.edits:
+                touched.append((step, _original_line(edit.start, applied, step, original), finding))
+    owners: dict[int, list[Region]] = {}
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in _line_blocks(matcher.get_opcodes()):
+        if tag == "equal":
+            continue
+        # 1-based lines of the block; an insertion also belongs to the line it follows
+        lines = range(i1 + 1, i2 + 1) if i2 > i1 else range(i1, i1 + 2)
+        claimants = [(step, finding) for step, line, finding in touched if line in lines]
+        if not claimants:
+            continue
+        owner = max(claimants, key=lambda c: (c[0], c[1].sort_key))[1]
+        region = Region(i1 + 1, 1, i2 + 1, 1, "".join(new_lines[j1:j2]))
+        owners.setdefault(id(owner), []).append(region)
+    for finding in findings:
+        if finding.applied:
+            set_regions(finding, tuple(owners.get(id(finding), ())))
+
+
+def _line_blocks(opcodes):
+    """Opcodes, with a replacement of N lines by N lines split line by line (one fix per line, usually)."""
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            for k in range(i2 - i1):
+                yield tag, i1 + k, i1 + k + 1, j1 + k, j1 + k + 1
+        else:
+            yield tag, i1, i2, j1, j2
 
 
 def _offset_before(offset: int, edits: list[Edit]) -> int:

@@ -41,6 +41,10 @@ def locate_findings(findings: list[Finding], source: SourceFile) -> None:
         )
 
 
+def set_regions(finding: Finding, regions: tuple[Region, ...]) -> None:
+    finding.extra[_REGIONS] = regions
+
+
 def regions_of(finding: Finding) -> tuple[Region, ...]:
     return finding.extra.get(_REGIONS, ())
 

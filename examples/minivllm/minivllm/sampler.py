@@ -39,3 +39,7 @@ class Sampler:
         if keep_all:
             mask.fill_(True)
         return mask
+
+    def uniform_noise(self, num_reqs: int, device: torch.device) -> torch.Tensor:
+        # UNSAFE (OPT102): drawn on the device, the random numbers differ: only with --unsafe-fixes.
+        return torch.rand(num_reqs, self.vocab_size).to(device)
