@@ -2,6 +2,7 @@
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -201,3 +202,31 @@ def test_a_file_name_that_is_not_utf8_is_patched_and_reported_in_every_format(tm
     assert b'diff --git "a/caf\\351.py" "b/caf\\351.py"' in patch.read_bytes()
     git_apply(repo, patch, check=False)
     assert (repo / name).read_bytes() == FIXED.encode()
+
+
+def test_an_output_that_is_not_a_regular_file_is_written_into_not_replaced(tmp_path):
+    """`-o /dev/null` run as root must not turn /dev/null into a file: a FIFO stands in for the device."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "code.py").write_text(FIXABLE)
+    fifo = tmp_path / "patch.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        result = run_cli("apply", str(repo), "-o", str(fifo))
+        assert result.returncode == 0, result.stderr
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+        assert os.read(reader, 1 << 16).startswith(b"diff --git a/code.py b/code.py\n")
+    finally:
+        os.close(reader)
+
+
+@pytest.mark.parametrize("option", ["-o", "--write-baseline"])
+def test_an_output_in_a_missing_directory_is_a_usage_error_before_any_work(tmp_path, option):
+    (tmp_path / "code.py").write_text(FIXABLE)
+    command = "apply" if option == "-o" else "check"
+    result = run_cli(command, str(tmp_path), option, str(tmp_path / "missing" / "out"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert "missing" in result.stderr and "does not exist" in result.stderr
+    assert not (tmp_path / "missing").exists()
