@@ -230,3 +230,28 @@ def test_an_output_in_a_missing_directory_is_a_usage_error_before_any_work(tmp_p
     assert "Traceback" not in result.stderr
     assert "missing" in result.stderr and "does not exist" in result.stderr
     assert not (tmp_path / "missing").exists()
+
+
+def test_a_gitignore_pattern_git_cannot_read_is_skipped_as_git_skips_it(tmp_path):
+    (tmp_path / ".gitignore").write_text("[z-a]\n\\\n!\nignored.py\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".gitignore").write_bytes(b"\xff\xfe[\n")
+    (tmp_path / "ignored.py").write_text(FIXABLE)
+    (tmp_path / "sub" / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert patch.read_bytes().count(b"diff --git") == 1 and b"sub/ok.py" in patch.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "setting", ['exclude = ["[z-a]"]', 'per-file-ignores = { "!" = ["OPT101"] }'],
+)
+def test_a_configured_pattern_that_cannot_be_read_is_a_usage_error(tmp_path, setting):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.optpatch]\n{setting}\n")
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    result = run_cli("apply", str(tmp_path), "-o", str(tmp_path / "p.diff"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "not a valid gitignore pattern" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "p.diff").exists()

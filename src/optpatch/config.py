@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from optpatch.discovery import pattern_error
 from optpatch.source import DEFAULT_MAX_BYTES
 
 TIER_ORDER = ("safe", "validate", "unsafe")
@@ -83,8 +84,10 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
     for name in ("select", "ignore", "exclude"):
         if name in values:
             settings = replace(settings, **{name: _string_list(values[name], name, origin)})
+    _check_patterns(settings.exclude, "exclude", origin)
     if "per_file_ignores" in values:
         table = _table(values["per_file_ignores"], "per-file-ignores", origin)
+        _check_patterns(tuple(table), "per-file-ignores", origin)
         pairs = tuple((glob, _string_list(codes, f"per-file-ignores.{glob}", origin)) for glob, codes in table.items())
         settings = replace(settings, per_file_ignores=pairs)
     if "tiers" in values:
@@ -110,6 +113,12 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
             )
         settings = replace(settings, validate_command=str(values["validate_command"]))
     return settings
+
+
+def _check_patterns(patterns: tuple[str, ...], name: str, origin: str) -> None:
+    for pattern in patterns:
+        if why := pattern_error(pattern):
+            raise ConfigError(f"{origin}: `{name}`: {pattern!r} is not a valid gitignore pattern ({why})")
 
 
 def _string_list(value, name: str, origin: str) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ error: optpatch reads and writes nothing outside the repository).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -139,7 +140,19 @@ def _read_gitignore(path: Path) -> pathspec.PathSpec | None:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, re.error):  # git skips a pattern it cannot read, and so does optpatch
+        return pathspec.GitIgnoreSpec.from_lines([line for line in lines if pattern_error(line) is None])
+
+
+def pattern_error(pattern: str) -> str | None:
+    """Why a gitignore pattern cannot be read (`[z-a]`, a lone `!`), or None."""
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except (ValueError, re.error) as error:
+        return str(error)
+    return None
 
 
 def _relative(path: Path, root: Path) -> str | None:
