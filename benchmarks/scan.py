@@ -194,7 +194,8 @@ def optpatch_findings(output: str) -> str:
 
 def measure_tree(tree: Tree, args, tools: dict[str, str | None]) -> list[Measurement]:
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    jobs = ["--jobs", str(args.jobs)] if args.jobs else []
+    select = ["--select", args.select] if args.select else []
+    options = (["--jobs", str(args.jobs)] if args.jobs else []) + select
     rows = []
 
     def add(tool: str, files: int, lines: int, run, findings: str) -> None:
@@ -203,21 +204,21 @@ def measure_tree(tree: Tree, args, tools: dict[str, str | None]) -> list[Measure
 
     if args.baseline:
         baseline_env = dict(os.environ, PYTHONPATH=str(args.baseline))
-        run = timed(optpatch_command(tree.path, *jobs), baseline_env)
+        run = timed(optpatch_command(tree.path, *options), baseline_env)
         add(f"optpatch before ({args.baseline_label})", tree.files, tree.lines, run, optpatch_findings(run[4]))
-    run = best_of(args.repeat, optpatch_command(tree.path, "--no-cache", *jobs), env)
+    run = best_of(args.repeat, optpatch_command(tree.path, "--no-cache", *options), env)
     add("optpatch cold (--no-cache)", tree.files, tree.lines, run, optpatch_findings(run[4]))
     with tempfile.TemporaryDirectory(prefix="optpatch-bench-cache-") as cache:
         cached_env = dict(env, OPTPATCH_CACHE_DIR=cache)
-        run = timed(optpatch_command(tree.path, *jobs), cached_env)
+        run = timed(optpatch_command(tree.path, *options), cached_env)
         add("optpatch first run (fills cache)", tree.files, tree.lines, run, optpatch_findings(run[4]))
-        run = best_of(args.repeat, optpatch_command(tree.path, *jobs), cached_env)
+        run = best_of(args.repeat, optpatch_command(tree.path, *options), cached_env)
         add("optpatch warm (cache)", tree.files, tree.lines, run, optpatch_findings(run[4]))
     for label, path in (("candidate", tree.candidate_file), ("no candidate", tree.plain_file)):
         if path is None:
             continue
         lines = path.read_bytes().count(b"\n")
-        run = best_of(args.repeat, optpatch_command(path, "--no-cache"), env)
+        run = best_of(args.repeat, optpatch_command(path, "--no-cache", *select), env)
         add(f"optpatch one file, {label} ({lines} lines)", 1, lines, run, optpatch_findings(run[4]))
     if tools["ruff"]:
         run = best_of(args.repeat, [tools["ruff"], "check", "--select", "ALL", "--no-cache", "--exit-zero",
@@ -308,6 +309,7 @@ def main() -> None:
     parser.add_argument("paths", nargs="*", type=Path)
     parser.add_argument("--synthetic", type=int, metavar="FILES", help="Also scan a generated tree of this many files.")
     parser.add_argument("--jobs", type=int, help="optpatch --jobs (default: all cores).")
+    parser.add_argument("--select", metavar="CODES", help="optpatch --select (default: every rule).")
     parser.add_argument("--repeat", type=int, default=1, help="Best of this many runs (not for the first run or TorchFix).")
     parser.add_argument("--torchfix", action="store_true", help="Also run TorchFix (slow: minutes per tree).")
     parser.add_argument("--torchfix-timeout", type=float, default=900)
