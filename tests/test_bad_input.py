@@ -2,6 +2,7 @@
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -127,3 +128,130 @@ def test_interrupted_write_leaves_every_file_old_or_new(tmp_path):
         text = (repo / f"m{index:03}.py").read_text()
         assert text in (FIXABLE + f"# {index}\n", FIXED + f"# {index}\n")
     assert not [p for p in os.listdir(repo) if p.endswith(".optpatch-tmp")]
+
+
+def test_symbolic_link_loops_and_dangling_links_are_reported_not_crashes(tmp_path):
+    (tmp_path / "a.py").symlink_to("b.py")
+    (tmp_path / "b.py").symlink_to("a.py")
+    (tmp_path / "self.py").symlink_to("self.py")
+    (tmp_path / "dangling.py").symlink_to("nowhere.py")
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    for name in ("a.py", "b.py", "self.py"):
+        assert f"{name}: symbolic link that loops" in result.stdout
+    assert "dangling.py" not in result.stdout  # a link to nothing holds no code: skipped, not an error
+    assert patch.read_bytes().count(b"diff --git") == 1  # ok.py
+    checked = run_cli("check", str(tmp_path / "a.py"))
+    assert checked.returncode == 3 and "a.py: symbolic link that loops" in checked.stdout
+
+
+def test_a_fifo_named_like_source_is_reported_instead_of_read_forever(tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "dir.py").mkdir()
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    command = [sys.executable, "-m", "optpatch", "apply", str(tmp_path), "-o", str(patch)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "pipe.py: not a regular file" in result.stdout
+    assert "dir.py" not in result.stdout
+    assert patch.read_bytes().count(b"diff --git") == 1  # ok.py
+    checked = subprocess.run([*command[:3], "check", str(tmp_path / "pipe.py")], capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 3 and "pipe.py: not a regular file" in checked.stdout
+
+
+@pytest.mark.parametrize(
+    "pyproject, message",
+    [
+        ("[tool]\noptpatch = 3\n", "`tool.optpatch` must be a table"),
+        ("[tool.optpatch]\nmax-file-size = true\n", "max-file-size must be a positive number of bytes"),
+    ],
+)
+def test_a_malformed_tool_table_is_a_usage_error(tmp_path, pyproject, message):
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "p.diff"
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not patch.exists()
+
+
+def test_a_pyproject_whose_tool_key_is_not_a_table_is_not_optpatch_s_business(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('tool = "none"\n')
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    result = run_cli("apply", str(tmp_path), "-o", str(tmp_path / "p.diff"))
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_file_name_that_is_not_utf8_is_patched_and_reported_in_every_format(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    name = os.fsdecode(b"caf\xe9.py")  # latin-1 bytes in a name, as old archives leave them
+    (repo / name).write_bytes(FIXABLE.encode())
+    patch = tmp_path / "p.diff"
+    for output_format in ("text", "json", "sarif", "github", "markdown"):
+        command = [sys.executable, "-m", "optpatch", "apply", str(repo), "-o", str(patch), "--format", output_format]
+        result = subprocess.run(command, capture_output=True, timeout=120)  # bytes: the name is printed as it is
+        assert result.returncode == 0, (output_format, result.stderr)
+    assert b'diff --git "a/caf\\351.py" "b/caf\\351.py"' in patch.read_bytes()
+    git_apply(repo, patch, check=False)
+    assert (repo / name).read_bytes() == FIXED.encode()
+
+
+def test_an_output_that_is_not_a_regular_file_is_written_into_not_replaced(tmp_path):
+    """`-o /dev/null` run as root must not turn /dev/null into a file: a FIFO stands in for the device."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "code.py").write_text(FIXABLE)
+    fifo = tmp_path / "patch.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        result = run_cli("apply", str(repo), "-o", str(fifo))
+        assert result.returncode == 0, result.stderr
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+        assert os.read(reader, 1 << 16).startswith(b"diff --git a/code.py b/code.py\n")
+    finally:
+        os.close(reader)
+
+
+@pytest.mark.parametrize("option", ["-o", "--write-baseline"])
+def test_an_output_in_a_missing_directory_is_a_usage_error_before_any_work(tmp_path, option):
+    (tmp_path / "code.py").write_text(FIXABLE)
+    command = "apply" if option == "-o" else "check"
+    result = run_cli(command, str(tmp_path), option, str(tmp_path / "missing" / "out"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert "missing" in result.stderr and "does not exist" in result.stderr
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_gitignore_pattern_git_cannot_read_is_skipped_as_git_skips_it(tmp_path):
+    (tmp_path / ".gitignore").write_text("[z-a]\n\\\n!\nignored.py\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".gitignore").write_bytes(b"\xff\xfe[\n")
+    (tmp_path / "ignored.py").write_text(FIXABLE)
+    (tmp_path / "sub" / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert patch.read_bytes().count(b"diff --git") == 1 and b"sub/ok.py" in patch.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "setting", ['exclude = ["[z-a]"]', 'per-file-ignores = { "!" = ["OPT101"] }'],
+)
+def test_a_configured_pattern_that_cannot_be_read_is_a_usage_error(tmp_path, setting):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.optpatch]\n{setting}\n")
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    result = run_cli("apply", str(tmp_path), "-o", str(tmp_path / "p.diff"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "not a valid gitignore pattern" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "p.diff").exists()

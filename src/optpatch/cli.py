@@ -207,13 +207,13 @@ def main() -> None:
 def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     """Analyse REPO and write the patch of every fix that applies."""
     from optpatch.patch import write_patch
-    from optpatch.writer import write_atomically, write_fixes
+    from optpatch.writer import write_fixes
 
     to_stdout = output == "-"
     session = Session(repo, options, report_to_stderr=to_stdout)
     output_path = None if to_stdout else Path(output).resolve()
-    if output_path is not None and output_path.is_dir():
-        raise click.UsageError(f"-o {output}: is a directory; give a file path")
+    if output_path is not None:
+        _check_output(output_path, "-o")
     validation = _run_validation(session)
     result = session.run() if validation is None else validation.result
     if result is None:
@@ -226,7 +226,7 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
         sys.stdout.flush()
         note = None
     else:
-        write_atomically(output_path, patch)
+        _write_output(output_path, patch, "-o")
         note = _patch_note(result, output, repo)
     if write_in_place:
         report = write_fixes(session.root, result.changes)
@@ -238,6 +238,23 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
             sys.exit(EXIT_FILE_ERRORS)
     _report_validation(session, result, note, validation)
     sys.exit(EXIT_VALIDATION if validation is not None and validation.failed else _exit_status(result))
+
+
+def _check_output(path: Path, option: str) -> None:
+    """Refuse an output path that cannot be written before any work is done (exit 2, nothing written)."""
+    if path.is_dir():
+        raise click.UsageError(f"{option} {path}: is a directory; give a file path")
+    if not path.parent.is_dir():
+        raise click.UsageError(f"{option} {path}: directory {path.parent} does not exist; create it first")
+
+
+def _write_output(path: Path, data: bytes, option: str) -> None:
+    from optpatch.writer import write_atomically
+
+    try:
+        write_atomically(path, data)
+    except OSError as error:
+        raise click.UsageError(f"{option} {path}: cannot be written: {error.strerror or error}") from None
 
 
 def _patch_note(result, output: str, repo: Path) -> str:
@@ -268,10 +285,12 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
-    root = project_root([p.resolve() for p in paths])
+    root = project_root([_resolve_parent(p) for p in paths])
     write_baseline = options["write_baseline"]
     if write_baseline and (fix or options["baseline"]):
         raise click.UsageError("--write-baseline records every finding: use it without --fix and --baseline")
+    if write_baseline:
+        _check_output(write_baseline.resolve(), "--write-baseline")
     session = Session(root, options)
     validation = _run_validation(session, [p.absolute() for p in paths])
     result = session.run([p.absolute() for p in paths]) if validation is None else validation.result
@@ -365,11 +384,16 @@ def _report_validation(session: Session, result, note: str | None, validation) -
 
 def _record_baseline(session: Session, result, path: Path) -> None:
     from optpatch.baseline import baseline_document, recordable
-    from optpatch.writer import write_atomically
 
-    write_atomically(path.resolve(), baseline_document(result.findings).encode("utf-8"))
+    _write_output(path.resolve(), baseline_document(result.findings).encode("utf-8"), "--write-baseline")
     session.report(result, f"Recorded {len(recordable(result.findings))} finding(s) in {path}.")
     sys.exit(_exit_status(result))
+
+
+def _resolve_parent(path: Path) -> Path:
+    """The path with its directory resolved but not its last part: a link there is for discovery to judge."""
+    absolute = path.absolute()
+    return absolute.parent.resolve() / absolute.name if absolute.name not in ("", "..") else absolute.resolve()
 
 
 def project_root(paths: list[Path]) -> Path:
@@ -377,7 +401,7 @@ def project_root(paths: list[Path]) -> Path:
     import os
 
     common = Path(os.path.commonpath([str(p) for p in paths]))
-    if common.is_file() or not common.exists():
+    if not common.is_dir():
         common = common.parent
     for candidate in (common, *common.parents):
         if (candidate / ".git").exists() or (candidate / "pyproject.toml").is_file():

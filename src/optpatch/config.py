@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from optpatch.discovery import pattern_error
 from optpatch.source import DEFAULT_MAX_BYTES
 
 TIER_ORDER = ("safe", "validate", "unsafe")
@@ -65,10 +66,11 @@ def load_settings(root: Path, config_path: Path | None, trust_config: bool) -> S
         raise ConfigError(f"{path}: cannot be read: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    table = document.get("tool", {}).get("optpatch")
+    tool = document.get("tool", {})
+    table = tool.get("optpatch") if isinstance(tool, dict) else None  # another tool's malformed `tool` is not ours
     if table is None:
         table = {} if path.name == "pyproject.toml" else document
-    return settings_from_table(table, str(path), trust_config)
+    return settings_from_table(_table(table, "tool.optpatch", str(path)), str(path), trust_config)
 
 
 def settings_from_table(table: dict, origin: str, trust_config: bool) -> Settings:
@@ -82,8 +84,10 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
     for name in ("select", "ignore", "exclude"):
         if name in values:
             settings = replace(settings, **{name: _string_list(values[name], name, origin)})
+    _check_patterns(settings.exclude, "exclude", origin)
     if "per_file_ignores" in values:
         table = _table(values["per_file_ignores"], "per-file-ignores", origin)
+        _check_patterns(tuple(table), "per-file-ignores", origin)
         pairs = tuple((glob, _string_list(codes, f"per-file-ignores.{glob}", origin)) for glob, codes in table.items())
         settings = replace(settings, per_file_ignores=pairs)
     if "tiers" in values:
@@ -94,7 +98,7 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
         settings = replace(settings, tiers=tuple(sorted(tiers.items())))
     if "max_file_size" in values:
         size = values["max_file_size"]
-        if not isinstance(size, int) or size <= 0:
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
             raise ConfigError(f"{origin}: max-file-size must be a positive number of bytes")
         settings = replace(settings, max_file_size=size)
     if "unsafe_fixes" in values:
@@ -109,6 +113,12 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
             )
         settings = replace(settings, validate_command=str(values["validate_command"]))
     return settings
+
+
+def _check_patterns(patterns: tuple[str, ...], name: str, origin: str) -> None:
+    for pattern in patterns:
+        if why := pattern_error(pattern):
+            raise ConfigError(f"{origin}: `{name}`: {pattern!r} is not a valid gitignore pattern ({why})")
 
 
 def _string_list(value, name: str, origin: str) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ error: optpatch reads and writes nothing outside the repository).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +54,8 @@ def discover(root: Path, exclude: tuple[str, ...] = (), paths: list[Path] | None
         elif start.is_file():
             if language_of(start):
                 found.files.append((start, rel))
+        elif start.exists():
+            found.files.append((start, rel))  # a FIFO or device: reading it says why it is refused
         else:
             found.errors.append(FileError(rel, "no such file or directory"))
     found.files = sorted(set(found.files), key=lambda item: item[1])
@@ -101,9 +104,15 @@ def _walk(top: Path, root: Path, excluded: pathspec.PathSpec, found: Discovery) 
 
 
 def _classify_link(path: Path, rel: str, root: Path, found: Discovery) -> None:
-    target = path.resolve()
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # Python 3.11 raises RuntimeError for a loop, later versions OSError
+        found.errors.append(FileError(rel, "symbolic link that loops (it never reaches a file); remove or fix it"))
+        return
     if _relative(target, root) is None:
         found.errors.append(FileError(rel, f"symbolic link leading outside the tree (to {target})"))
+    elif not target.exists():
+        found.skipped.append((rel, "symbolic link to a missing file"))
     else:
         found.skipped.append((rel, "symbolic link (its target is scanned under its own path)"))
 
@@ -131,7 +140,19 @@ def _read_gitignore(path: Path) -> pathspec.PathSpec | None:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, re.error):  # git skips a pattern it cannot read, and so does optpatch
+        return pathspec.GitIgnoreSpec.from_lines([line for line in lines if pattern_error(line) is None])
+
+
+def pattern_error(pattern: str) -> str | None:
+    """Why a gitignore pattern cannot be read (`[z-a]`, a lone `!`), or None."""
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except (ValueError, re.error) as error:
+        return str(error)
+    return None
 
 
 def _relative(path: Path, root: Path) -> str | None:

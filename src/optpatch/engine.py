@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import gc
 import os
+import stat
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -185,7 +186,8 @@ def _cached(store, files: list[tuple[Path, str]], max_bytes: int) -> tuple[list[
     for path, rel in files:
         result = None
         try:
-            if os.stat(path).st_size <= max_bytes:
+            status = os.stat(path)
+            if stat.S_ISREG(status.st_mode) and status.st_size <= max_bytes:  # a FIFO would block: analysis reports it
                 result = store.get(rel, digest(path.read_bytes()))
         except OSError:
             pass  # the analysis reports it

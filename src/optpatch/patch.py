@@ -53,7 +53,7 @@ def _range(start: int, stop: int) -> bytes:
 
 def _quote(name: str) -> bytes:
     """Quote a path the way git does when it holds bytes git would not print raw."""
-    raw = name.encode("utf-8")
+    raw = name.encode("utf-8", "surrogateescape")  # a name that is not UTF-8 keeps its own bytes, as git does
     if not any(byte < 0x20 or byte >= 0x7F or byte in b'"\\' for byte in raw):
         return raw
     escapes = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v",

@@ -11,6 +11,7 @@ import hashlib
 import io
 import os
 import re
+import stat
 import tokenize
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -85,7 +86,10 @@ def read_source(path: Path, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sou
     if language is None:
         return FileError(rel, "not a Python or C++/CUDA source file")
     try:
-        size = os.stat(path).st_size
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode):  # reading a FIFO would wait forever for a writer
+            return FileError(rel, "not a regular file (a FIFO, socket or device); remove it or exclude it")
+        size = status.st_size
         if size > max_bytes:
             return FileError(rel, f"too large ({size:,} bytes; the limit is {max_bytes:,}, see max-file-size)")
         raw = path.read_bytes()

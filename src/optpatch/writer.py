@@ -21,6 +21,11 @@ class WriteReport:
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace `path` with `data` in one step, keeping its permission bits."""
+    if path.exists() and not path.is_file():
+        # A device, FIFO or terminal (`-o /dev/null`, `/dev/stdout`): replacing it would destroy it.
+        with open(path, "wb") as stream:
+            stream.write(data)
+        return
     directory = path.parent
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".optpatch-tmp", dir=directory)

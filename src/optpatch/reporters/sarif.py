@@ -142,4 +142,4 @@ def replacement(region: Region) -> dict:
 
 
 def artifact(path: str) -> dict:
-    return {"uri": quote(path), "uriBaseId": ROOT_BASE}
+    return {"uri": quote(path.encode("utf-8", "surrogateescape")), "uriBaseId": ROOT_BASE}  # a non-UTF-8 name: its own bytes
