@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
+from optpatch.planner import preview
 from optpatch.overwrite import OverwriteProof, Step, prove_full_overwrite
 from optpatch.python_frontend import PythonModule, dotted_name, walk
 from optpatch.rule import Example, Rule
@@ -278,7 +279,7 @@ class ZerosToEmpty(Rule):
         line, col = module.start(call)
         impact, basis = _impact(call, kind, context)
         start, end = module.span(call)
-        replacement = _preview(module.source.text, start, end, edits)
+        replacement = preview(module.source.text, start, end, edits)
         return Finding(
             self.code, self.name, module.source.rel, line, col, Verdict.FIX, reason, context, impact, basis,
             tier=tier, edits=tuple(edits), replacement=replacement,
@@ -414,14 +415,6 @@ def _impact(call: cst.Call, kind: str, context: Context) -> tuple[Impact, str]:
     if device is not None and (string_value(device.value) or "").startswith("cpu"):
         return Impact.LOW, CPU_BASIS
     return Impact.MEDIUM, CUDA_BASIS
-
-
-def _preview(text: str, start: int, end: int, edits: list[Edit]) -> str:
-    inside = [Edit(e.start - start, e.end - start, e.text) for e in edits if start <= e.start and e.end <= end]
-    snippet = text[start:end]
-    for edit in sorted(inside, reverse=True):
-        snippet = snippet[: edit.start] + edit.text + snippet[edit.end :]
-    return " ".join(snippet.split())
 
 
 @dataclass

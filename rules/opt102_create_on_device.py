@@ -6,6 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
+from optpatch.planner import preview
 from optpatch.python_frontend import PythonModule, walk
 from optpatch.rule import Example, Rule
 from optpatch.torch_api import (
@@ -15,10 +16,9 @@ from optpatch.torch_api import (
     RANDOM_FACTORIES,
     ZERO_ONE_FACTORIES,
     exact_in,
-    is_true,
     keyword_arg,
 )
-from optpatch.torch_values import Kind, Move, Value, classify, factory_name, move_method, on_cpu, parse_move, torch_callee
+from optpatch.torch_values import Kind, Move, classify, factory_name, move_method, on_cpu, parse_move, torch_callee
 
 DEVICE_BASIS = (
     "generates the values on the device instead of on the host plus a blocking copy: `arange(1e6).cuda()` -> "
@@ -341,7 +341,7 @@ class CreateOnDevice(Rule):
         impact, basis = _impact(site, device, context)
         start, end = module.span(site.factory)
         _, move_end = module.span(site.move_call)
-        replacement = _preview(module.source.text, start, move_end if site.second is None else end, edits)
+        replacement = preview(module.source.text, start, move_end if site.second is None else end, edits)
         if site.second is None:
             form = f"`.{site.move.method}()` on the result"
         else:
@@ -597,14 +597,6 @@ def _impact(site: Site, device: DeviceSpelling, context: Context) -> tuple[Impac
     if site.callee == "torch.from_numpy":
         return Impact.LOW, FROM_NUMPY_BASIS
     return Impact.HIGH, DEVICE_BASIS
-
-
-def _preview(text: str, start: int, end: int, edits: list[Edit]) -> str:
-    inside = [Edit(e.start - start, e.end - start, e.text) for e in edits if start <= e.start and e.end <= end]
-    snippet = text[start:end]
-    for edit in sorted(inside, reverse=True):
-        snippet = snippet[: edit.start] + edit.text + snippet[edit.end :]
-    return " ".join(snippet.split())
 
 
 # -- small structural questions -------------------------------------------------------------------------

@@ -57,3 +57,9 @@ def _conflicts(a: Edit, b: Edit) -> bool:
     if b.start == b.end:
         return a.start < b.start < a.end
     return a.start < b.end and b.start < a.end
+
+
+def preview(text: str, start: int, end: int, edits: list[Edit]) -> str:
+    """text[start:end] with the edits inside it applied, on one line: a finding's `replacement`."""
+    inside = [Edit(e.start - start, e.end - start, e.text) for e in edits if start <= e.start and e.end <= end]
+    return " ".join(apply_edits(text[start:end], inside).split())

@@ -8,7 +8,6 @@ from optpatch.reporters.github import render_github
 from optpatch.reporters.json_report import render_json
 from optpatch.reporters.markdown import render_markdown
 from optpatch.reporters.sarif import render_sarif
-from optpatch.reporters.text import render_text
 
 # Machine formats return a string; "text" prints to a rich console itself.
 MACHINE_FORMATS: dict[str, Callable] = {
