@@ -8,14 +8,14 @@ is always safe.
 
 What: one pack per (scanned root, optpatch's code, rules, settings, fix
 policy), holding for every analysed file the SHA-256 of its bytes and its
-`FileResult`. The pack's key changes with the optpatch version, the bytes of
-every file of the package and of the rules (so an edited rule or C++ prelude
-invalidates its results even before a `version` is bumped), the selected rules' codes and
-versions, every setting that can change a result, and the fix policy. A
-file's entry is used only when its bytes hash the same; a frontend that read
-other files (C++ headers) lists them in `FileResult.inputs`, and those must
-hash the same too. Results are language-agnostic: the cache never looks
-inside them.
+`FileResult`. The pack's key changes with the optpatch version, the bytes
+of every file of the package and of the rules (so an edited rule or C++
+prelude invalidates its results even before a `version` is bumped), the
+selected rules' codes and versions, every setting that can change a
+result, and the fix policy. A file's entry is used only when its bytes
+hash the same; a frontend that read other files (C++ headers) lists them
+in `FileResult.inputs`, and those must hash the same too. Results are
+language-agnostic: the cache never looks inside them.
 
 Packs are written atomically (a temporary file renamed over the old one),
 so concurrent runs cannot corrupt one: the last writer wins. Packs unused

@@ -1,16 +1,16 @@
 """The Python frontend: a libcst tree plus the facts rules ask of it.
 
-Positions, parents and qualified names are computed on first use, so a rule
-that bails out early pays only for the parse. Everything a rule needs to
-know about names goes through `qualified_names`, which resolves aliases
-(`import torch as t`, `from torch import zeros as z`) and refuses shadowed
-names (a parameter or local called `torch`).
+Everything a rule needs to know about names goes through `qualified_names`,
+which resolves aliases (`import torch as t`, `from torch import zeros as
+z`) and refuses shadowed names (a parameter or local called `torch`).
 
-Speed: libcst's PositionProvider and QualifiedNameProvider cost about two
-and three times the parse. Instead, one pass of libcst's own code generator
-(`_TreeIndex`) records every node's character span, parent and pre-order
-place, and collects the nodes that bind names; `python_scope.NameResolver`
-resolves a name from those only when a rule asks.
+Speed (docs/benchmarks.md): libcst's PositionProvider and
+QualifiedNameProvider cost about two and five times the parse. Instead,
+right after the parse, one pass of libcst's own code generator
+(`_TreeIndex`, ~0.6x the parse) records every node's character span,
+parent and pre-order place, and collects the calls and the nodes that bind
+names; `python_scope.NameResolver` resolves a name from those only when a
+rule asks.
 """
 
 from __future__ import annotations
@@ -53,17 +53,12 @@ class PythonModule:
         self.source = source
         try:
             self.tree = cst.parse_module(source.text)
+            # Built at once, not on first use: every rule starts from calls, positions or `walk`.
+            self._index = _TreeIndex.of(self.tree)
         except cst.ParserSyntaxError as error:
             raise PythonParseError(_syntax_error(source, error)) from None
         except RecursionError:
             raise PythonParseError(FileError(source.rel, "nesting too deep for the parser")) from None
-
-    @cached_property
-    def _index(self) -> "_TreeIndex":
-        index = _TreeIndex(self.tree)
-        self.tree._codegen(index)
-        _TreeIndex.latest = index
-        return index
 
     @cached_property
     def _names(self) -> NameResolver:
@@ -233,6 +228,13 @@ class _TreeIndex(CodegenState):
     # The index of the module analysed last in this process: `walk` slices its
     # pre-order list instead of asking libcst for children node by node.
     latest: "_TreeIndex | None" = None
+
+    @classmethod
+    def of(cls, tree: cst.Module) -> "_TreeIndex":
+        index = cls(tree)
+        tree._codegen(index)
+        cls.latest = index
+        return index
 
     def __init__(self, tree: cst.Module):
         super().__init__(default_indent=tree.default_indent, default_newline=tree.default_newline)

@@ -20,8 +20,7 @@ class CallIndex:
         self._by_name: dict[str, list[ast.Call]] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
-                func = node.func
-                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+                name = callee_name(node)
                 if name is not None:
                     self._by_name.setdefault(name, []).append(node)
 
@@ -39,7 +38,8 @@ class CallIndex:
         """The calls whose callee is `name(...)` or `<anything>.name(...)`, in no particular order."""
         return [call for name in names for call in self._by_name.get(name, ())]
 
-    def callee_name(self, call: ast.Call) -> str | None:
-        """The last name of a call's callee."""
-        func = call.func
-        return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+def callee_name(call: ast.Call) -> str | None:
+    """The last name of a call's callee: "to" for `a.b.to(...)`, "zeros" for `zeros(...)`; None for `f()(...)`."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
