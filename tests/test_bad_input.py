@@ -255,3 +255,28 @@ def test_a_configured_pattern_that_cannot_be_read_is_a_usage_error(tmp_path, set
     assert result.returncode == 2, result.stdout + result.stderr
     assert "not a valid gitignore pattern" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "p.diff").exists()
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every regular file under ROOT (links not followed), by relative path."""
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()
+    }
+
+
+def test_write_touches_nothing_outside_the_tree_and_the_patch_path(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "pkg").mkdir(parents=True)
+    (outside / "secret.py").write_text(FIXABLE)
+    (outside / "pkg" / "module.py").write_text(FIXABLE)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "link.py").symlink_to(outside / "secret.py")
+    (repo / "linked_pkg").symlink_to(outside / "pkg", target_is_directory=True)
+    (repo / "own.py").write_text(FIXABLE)
+    before = snapshot(tmp_path)
+    result = run_cli("apply", str(repo), "--write", "-o", str(tmp_path / "p.diff"))
+    assert result.returncode == 3, result.stdout + result.stderr  # link.py leads outside: reported
+    after = snapshot(tmp_path)
+    changed = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
+    assert changed == {"repo/own.py", "p.diff"}
