@@ -477,6 +477,8 @@ def explain(target: str, **options) -> None:
     from optpatch.explain import explain_findings
 
     repo, file, line = _parse_target(target)
+    if not repo.is_dir():
+        raise click.UsageError(f"{target}: {repo} is not a directory; give REPO, REPO:FILE:LINE or FILE:LINE")
     session = Session(repo, options)
     paths = [repo / file] if file else None
     if file and not (repo / file).exists():
