@@ -9,12 +9,15 @@ what happened plus every broken promise:
   and never an "internal error" (that means a rule or a frontend failed);
 - a rewrite of a Python file that CPython parses still parses; a rewrite of a
   C++/CUDA file adds no clang error (the header-free frontend's comparison);
+- a rewrite keeps the file's BOM, its line endings (no CRLF added to an LF
+  file, no lone LF to a CRLF file) and whether it ends with a newline;
 - analysing the rewrite again changes nothing (the patch is idempotent).
 """
 
 from __future__ import annotations
 
 import ast
+import codecs
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +62,9 @@ def _check(path: Path, rel: str) -> Outcome:
     rewritten = read_source(path, rel)
     if isinstance(rewritten, FileError):
         return Outcome("rewritten", [f"{rel}: the rewrite cannot be read back: {rewritten.reason}"])
-    if why := _worse(source, rewritten):
-        problems.append(f"{rel}: {why}")
+    for why in (_worse(source, rewritten), _format_change(source.raw, result.new)):
+        if why:
+            problems.append(f"{rel}: {why}")
     again = analyse_file(rewritten, load_rules(), Settings(), POLICY)
     if again.error is not None:
         problems.append(f"{rel}: the rewrite cannot be analysed again: {again.error.reason}")
@@ -91,3 +95,18 @@ def _worse(original: SourceFile, rewritten: SourceFile) -> str | None:
         return None
     added = new_errors(original, rewritten)
     return "the rewrite adds clang errors: " + "; ".join(added[:3]) if added else None
+
+
+def _format_change(old: bytes, new: bytes) -> str | None:
+    """How the rewrite changed the file's format (CONTRACT.md: line endings and BOM are kept), or None."""
+    if old.startswith(codecs.BOM_UTF8) != new.startswith(codecs.BOM_UTF8):
+        return "the rewrite adds or drops the BOM"
+    old_crlf, new_crlf = old.count(b"\r\n"), new.count(b"\r\n")
+    old_lf, new_lf = old.count(b"\n") - old_crlf, new.count(b"\n") - new_crlf
+    if old_crlf == 0 and new_crlf > 0:
+        return "the rewrite adds CRLF line endings to a file that had none"
+    if old_lf == 0 and new_lf > 0 and b"\r" in old:
+        return "the rewrite adds LF line endings to a file that had only CR or CRLF"
+    if old.endswith((b"\n", b"\r")) != new.endswith((b"\n", b"\r")):
+        return "the rewrite changes whether the file ends with a newline"
+    return None
