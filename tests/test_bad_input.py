@@ -280,3 +280,14 @@ def test_write_touches_nothing_outside_the_tree_and_the_patch_path(tmp_path):
     after = snapshot(tmp_path)
     changed = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
     assert changed == {"repo/own.py", "p.diff"}
+
+
+def test_a_cpp_file_that_is_not_utf8_is_named_with_its_line_and_the_rest_is_patched(tmp_path):
+    (tmp_path / "latin.cu").write_bytes(b"// caf\xe9\nvoid f(int n) { float buf[n]; buf[0] = 1; }\n")
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "latin.cu:1: not valid utf-8 text (re-encode as UTF-8)" in result.stdout
+    assert patch.read_bytes().count(b"diff --git") == 1
