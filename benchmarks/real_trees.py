@@ -3,7 +3,8 @@
 For each TREE and each fix mode (the default tiers, then --unsafe-fixes) the
 real CLI runs on a fresh git copy of the tree, and this script checks what
 CONTRACT.md promises: the run ends with status 0 or 3, prints no traceback
-and reports no "internal error"; `git apply --check` takes the patch on the
+(nothing at all on stderr: the report is JSON on stdout) and reports no
+"internal error"; `git apply --check` takes the patch on the
 pristine copy; every rewritten Python file still parses (`ast.parse`) and no
 rewritten C++/CUDA file has a clang error the original lacked (the header-free
 frontend's error comparison: without the project's headers nothing can be
@@ -50,6 +51,7 @@ class ModeRun:
     errors: Counter = field(default_factory=Counter)  # kind of reason -> count
     internal_errors: list[str] = field(default_factory=list)
     traceback: bool = False
+    stderr_lines: int = 0  # with --format json nothing belongs there
     unparsable: list[str] = field(default_factory=list)  # rewritten files that no longer parse, with why
     applies: bool = False
     second_run_empty: bool = False
@@ -58,7 +60,7 @@ class ModeRun:
     @property
     def passed(self) -> bool:
         return (
-            self.status in (0, 3) and not self.internal_errors and not self.traceback
+            self.status in (0, 3) and not self.internal_errors and not self.traceback and not self.stderr_lines
             and not self.unparsable and self.applies and self.second_run_empty
         )
 
@@ -72,7 +74,7 @@ def error_kind(reason: str) -> str:
 
 
 def optpatch_apply(tree: Path, patch: Path, mode_args: list[str], jobs: int) -> tuple[int, dict | None, str, float]:
-    """Run the CLI once: (exit status, JSON report or None, everything it printed, wall seconds)."""
+    """Run the CLI once: (exit status, JSON report or None, what it printed on stderr, wall seconds)."""
     command = [sys.executable, "-m", "optpatch", "apply", str(tree), "-o", str(patch), "--format", "json", "-j", str(jobs)]
     command += mode_args + _no_cache_flag()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
@@ -83,7 +85,7 @@ def optpatch_apply(tree: Path, patch: Path, mode_args: list[str], jobs: int) -> 
         report = json.loads(completed.stdout)
     except json.JSONDecodeError:
         report = None
-    return completed.returncode, report, completed.stdout + completed.stderr, seconds
+    return completed.returncode, report, completed.stderr, seconds
 
 
 def _no_cache_flag() -> list[str]:
@@ -131,10 +133,11 @@ def run_mode(tree: Path, mode_args: list[str], jobs: int, scratch: Path) -> Mode
     outcome = ModeRun()
     copy = fresh_copy(tree, scratch / "tree")
     first_patch, second_patch = scratch / "first.diff", scratch / "second.diff"
-    outcome.status, report, printed, outcome.seconds = optpatch_apply(copy, first_patch, mode_args, jobs)
-    outcome.traceback = "Traceback" in printed or report is None
+    outcome.status, report, stderr, outcome.seconds = optpatch_apply(copy, first_patch, mode_args, jobs)
+    outcome.traceback = "Traceback" in stderr
+    outcome.stderr_lines = len(stderr.splitlines())
     if report is None:
-        outcome.internal_errors.append(f"no JSON report (exit status {outcome.status}): {printed[-2000:]}")
+        outcome.internal_errors.append(f"no JSON report (exit status {outcome.status}): {stderr[-2000:]}")
         return outcome
     summary = report["summary"]
     outcome.analysed, outcome.changed = summary["files_analysed"], summary["files_changed"]
@@ -148,8 +151,9 @@ def run_mode(tree: Path, mode_args: list[str], jobs: int, scratch: Path) -> Mode
     git(copy, "apply", str(first_patch))
     changed = git(copy, "diff", "--name-only", "-z").stdout.split("\0")
     outcome.unparsable = [p for rel in changed if rel and (p := rewrite_problem(rel, tree / rel, copy / rel))]
-    status, _, printed, _ = optpatch_apply(copy, second_patch, mode_args, jobs)
-    outcome.traceback |= "Traceback" in printed
+    status, _, stderr, _ = optpatch_apply(copy, second_patch, mode_args, jobs)
+    outcome.traceback |= "Traceback" in stderr
+    outcome.stderr_lines += len(stderr.splitlines())
     outcome.second_run_empty = status in (0, 3) and second_patch.exists() and second_patch.stat().st_size == 0
     return outcome
 
@@ -181,6 +185,7 @@ def print_table(tree: Path, runs: dict[str, ModeRun]) -> None:
     row("exit status", lambda r: r.status)
     row("internal errors", lambda r: len(r.internal_errors))
     row("traceback printed", lambda r: yes_no(r.traceback))
+    row("lines on stderr", lambda r: r.stderr_lines)
     row("rewrites that no longer parse", lambda r: len(r.unparsable))
     row("git apply --check", lambda r: yes_no(r.applies))
     row("second run empty", lambda r: yes_no(r.second_run_empty))

@@ -291,3 +291,16 @@ def test_a_cpp_file_that_is_not_utf8_is_named_with_its_line_and_the_rest_is_patc
     assert result.returncode == 3, result.stdout + result.stderr
     assert "latin.cu:1: not valid utf-8 text (re-encode as UTF-8)" in result.stdout
     assert patch.read_bytes().count(b"diff --git") == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
+def test_an_unreadable_file_is_named_through_the_cli_with_exit_status_3(tmp_path):
+    (tmp_path / "locked.py").write_text(FIXABLE)
+    (tmp_path / "locked.py").chmod(0)
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "locked.py: cannot be read: Permission denied" in result.stdout
+    assert patch.read_bytes().count(b"diff --git") == 1
