@@ -437,7 +437,7 @@ class _ModuleFacts:
             elif isinstance(node, cst.ImportFrom):
                 if isinstance(node.names, cst.ImportStar):
                     facts.star_import = facts.star_import or " ".join(module.text(node).split())
-                elif node.module is not None and module.text(node.module) == "torch":
+                elif node.module is not None and module.text(node.module) == "torch":  # `from . import x` has none
                     facts.torch_imports.append(node)
         return facts
 

@@ -119,11 +119,14 @@ def test_interrupted_write_leaves_every_file_old_or_new(tmp_path):
         (repo / f"m{index:03}.py").write_text(FIXABLE + f"# {index}\n")
     process = subprocess.Popen(
         [sys.executable, "-m", "optpatch", "apply", str(repo), "--write", "-o", str(tmp_path / "p.diff"), "-j", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     time.sleep(2.5)
     process.send_signal(signal.SIGINT)
-    process.wait(timeout=120)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode in (0, 130), stderr  # 0 only if it finished first
+    if process.returncode == 130:
+        assert "Interrupted" in stderr and "Traceback" not in stderr
     for index in range(400):
         text = (repo / f"m{index:03}.py").read_text()
         assert text in (FIXABLE + f"# {index}\n", FIXED + f"# {index}\n")
@@ -255,3 +258,52 @@ def test_a_configured_pattern_that_cannot_be_read_is_a_usage_error(tmp_path, set
     assert result.returncode == 2, result.stdout + result.stderr
     assert "not a valid gitignore pattern" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "p.diff").exists()
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every regular file under ROOT (links not followed), by relative path."""
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()
+    }
+
+
+def test_write_touches_nothing_outside_the_tree_and_the_patch_path(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "pkg").mkdir(parents=True)
+    (outside / "secret.py").write_text(FIXABLE)
+    (outside / "pkg" / "module.py").write_text(FIXABLE)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "link.py").symlink_to(outside / "secret.py")
+    (repo / "linked_pkg").symlink_to(outside / "pkg", target_is_directory=True)
+    (repo / "own.py").write_text(FIXABLE)
+    before = snapshot(tmp_path)
+    result = run_cli("apply", str(repo), "--write", "-o", str(tmp_path / "p.diff"))
+    assert result.returncode == 3, result.stdout + result.stderr  # link.py leads outside: reported
+    after = snapshot(tmp_path)
+    changed = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
+    assert changed == {"repo/own.py", "p.diff"}
+
+
+def test_a_cpp_file_that_is_not_utf8_is_named_with_its_line_and_the_rest_is_patched(tmp_path):
+    (tmp_path / "latin.cu").write_bytes(b"// caf\xe9\nvoid f(int n) { float buf[n]; buf[0] = 1; }\n")
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "latin.cu:1: not valid utf-8 text (re-encode as UTF-8)" in result.stdout
+    assert patch.read_bytes().count(b"diff --git") == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
+def test_an_unreadable_file_is_named_through_the_cli_with_exit_status_3(tmp_path):
+    (tmp_path / "locked.py").write_text(FIXABLE)
+    (tmp_path / "locked.py").chmod(0)
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "locked.py: cannot be read: Permission denied" in result.stdout
+    assert patch.read_bytes().count(b"diff --git") == 1

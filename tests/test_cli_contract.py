@@ -144,3 +144,10 @@ def test_explain_prints_the_proof_and_the_blocker(cli):
     assert "Proof: every path overwrites `gpu_blocks`" in fixed.stdout
     kept = cli("explain", f"{EXAMPLE}:minivllm/sampler.py:32")
     assert "Kept because: L33: read-modify-write" in kept.stdout
+
+
+@pytest.mark.parametrize("suffix", [":minivllm/kv_cache.py", ":minivllm/kv_cache.py:x", ":minivllm/kv_cache.py:-1", "-missing"])
+def test_explain_with_a_malformed_target_is_a_usage_error(example, suffix):
+    result = run_cli("explain", str(example) + suffix)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "REPO:FILE:LINE" in result.stderr

@@ -186,7 +186,18 @@ def scope_options(function):
     return function
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Commands(click.Group):
+    """Ctrl-C ends any command with exit status 130 and says what state it left, instead of click's "Aborted!" and 1."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("Interrupted: every file optpatch writes is replaced whole or not at all; none is half-written.", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="optpatch")
 def main() -> None:
     """optpatch: rewrites PyTorch/CUDA code for performance, and proves every rewrite first.
@@ -482,6 +493,8 @@ def explain(target: str, **options) -> None:
     from optpatch.explain import explain_findings
 
     repo, file, line = _parse_target(target)
+    if not repo.is_dir():
+        raise click.UsageError(f"{target}: {repo} is not a directory; give REPO, REPO:FILE:LINE or FILE:LINE")
     session = Session(repo, options)
     paths = [repo / file] if file else None
     if file and not (repo / file).exists():

@@ -20,15 +20,18 @@ from __future__ import annotations
 import atexit
 import ctypes
 import enum
+import os
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Iterator
 
 from optpatch.model import Context, Edit, FileError
+from optpatch.native_stack import call_with_large_stack
 from optpatch.source import SourceFile
 
 PRELUDE = Path(__file__).with_name("cpp_prelude.h")
@@ -43,6 +46,7 @@ PARSE_ARGS = (
     "-std=c++20", "-nostdinc", "-nostdinc++", "-ferror-limit=0",
     "-include", _PRELUDE_NAME,
 )
+_LEAVE = object()  # marks, on the build stack, the end of a node's subtree
 _DETAILED_PROCESSING_RECORD = 0x01
 _KEEP_GOING = 0x200  # CXTranslationUnit_KeepGoing: go on after a missing #include
 VLA_WARNING = "variable length arrays in C++ are a Clang extension"
@@ -247,29 +251,41 @@ class CppUnit:
             location = cursor.location
             if location.file is None or location.file.name != self._main_name:
                 continue
-            node = self._build(cursor, None, seen, ())
+            node = self._build(cursor, seen)
             if node is not None:
                 roots.append(node)
         return [node for root in roots for node in root.walk()]
 
-    def _build(self, cursor, parent: Node | None, seen: set[tuple], chain: tuple) -> Node | None:
-        extent = cursor.extent
-        start, end = self.char_offset(extent.start), self.char_offset(extent.end)
-        if start is None or end is None:
-            return None
-        kind = cursor.kind.name
-        key = (kind, cursor.spelling, start, end)
-        # An implicit conversion wraps an expression with the same extent: only a
-        # repeat outside the current chain of ancestors is a second expansion.
-        if key in seen and key not in chain:
-            return None
-        seen.add(key)
-        node = Node(cursor, kind, cursor.spelling, start, end, parent)
-        for child in cursor.get_children():
-            built = self._build(child, node, seen, chain + (key,))
-            if built is not None:
-                node.children.append(built)
-        return node
+    def _build(self, top, seen: set[tuple]) -> Node | None:
+        """The tree of nodes under cursor `top`, depth first without recursion: code can nest thousands deep."""
+        root = None
+        on_path: Counter = Counter()  # keys of the nodes whose subtrees are being built
+        stack: list = [(top, None)]
+        while stack:
+            cursor, parent = stack.pop()
+            if cursor is _LEAVE:
+                on_path[parent] -= 1
+                continue
+            extent = cursor.extent
+            start, end = self.char_offset(extent.start), self.char_offset(extent.end)
+            if start is None or end is None:
+                continue
+            kind = cursor.kind.name
+            key = (kind, cursor.spelling, start, end)
+            # An implicit conversion wraps an expression with the same extent: only a
+            # repeat outside the current chain of ancestors is a second expansion.
+            if key in seen and not on_path[key]:
+                continue
+            seen.add(key)
+            node = Node(cursor, kind, cursor.spelling, start, end, parent)
+            if parent is None:
+                root = node
+            else:
+                parent.children.append(node)
+            on_path[key] += 1
+            stack.append((_LEAVE, key))
+            stack.extend((child, node) for child in reversed(list(cursor.get_children())))
+        return root
 
     @cached_property
     def _by_cursor(self) -> dict:
@@ -602,13 +618,31 @@ def _parse(main_name: str, data: bytes, rel: str):
         clang = _clang()
     except ImportError:
         raise CppParseError(FileError(rel, "libclang is not installed (pip install libclang-ng)")) from None
-    try:
+    def parse():
         return _index().parse(
             main_name, args=list(PARSE_ARGS), unsaved_files=[(main_name, data), (_PRELUDE_NAME, _prelude())],
             options=_DETAILED_PROCESSING_RECORD | _KEEP_GOING,
         )
+
+    try:
+        with _parsing_on_the_calling_thread():
+            return call_with_large_stack(parse)
     except clang.TranslationUnitLoadError as error:
         raise CppParseError(FileError(rel, f"libclang could not parse the file: {error}")) from None
+
+
+@contextmanager
+def _parsing_on_the_calling_thread():
+    """libclang parses on a thread of its own with an 8 MiB stack unless LIBCLANG_NOTHREADS is set."""
+    previous = os.environ.get("LIBCLANG_NOTHREADS")
+    os.environ["LIBCLANG_NOTHREADS"] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["LIBCLANG_NOTHREADS"]
+        else:
+            os.environ["LIBCLANG_NOTHREADS"] = previous
 
 
 def new_errors(original: SourceFile, rewritten: SourceFile) -> list[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from functools import cached_property
 from typing import Iterator
 
@@ -24,6 +25,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from optpatch.model import Context, Edit, FileError
+from optpatch.native_stack import call_with_large_stack
 from optpatch.python_scope import BINDING_NODES, IMPORT, NameResolver
 from optpatch.source import SourceFile
 
@@ -51,10 +53,10 @@ class PythonParseError(Exception):
 class PythonModule:
     def __init__(self, source: SourceFile):
         self.source = source
+        _refuse_what_cpython_cannot_nest(source)
         try:
-            self.tree = cst.parse_module(source.text)
-            # Built at once, not on first use: every rule starts from calls, positions or `walk`.
-            self._index = _TreeIndex.of(self.tree)
+            # The index is built at once, not on first use: every rule starts from calls, positions or `walk`.
+            self.tree, self._index = call_with_large_stack(_parse_and_index, source.text)
         except cst.ParserSyntaxError as error:
             raise PythonParseError(_syntax_error(source, error)) from None
         except RecursionError:
@@ -153,6 +155,34 @@ class PythonModule:
             if isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
                 return Context.ONCE if isinstance(ancestor, cst.ClassDef) else Context.CALL
         return Context.ONCE  # module level
+
+
+# CPython's own limits on nesting. libcst has none: past them its parser takes minutes, gigabytes or the process.
+_CPYTHON_NESTING_ERRORS = ("too many nested parentheses", "too many levels of indentation")
+
+
+def _parse_and_index(text: str) -> tuple[cst.Module, "_TreeIndex"]:
+    tree = cst.parse_module(text)
+    return tree, _TreeIndex.of(tree)
+
+
+def _refuse_what_cpython_cannot_nest(source: SourceFile) -> None:
+    """A file nested deeper than CPython accepts is refused before libcst sees it.
+
+    Any other syntax error is left to libcst, which also reads syntax newer
+    than the Python running optpatch.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes and the like: CPython's business, not ours
+            compile(source.text, source.rel, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        if error.msg in _CPYTHON_NESTING_ERRORS:
+            raise PythonParseError(FileError(source.rel, f"syntax error: {error.msg}", error.lineno)) from None
+    except (MemoryError, RecursionError):  # CPython's parser stack ran out: the same nesting, deeper
+        raise PythonParseError(FileError(source.rel, "nested too deeply for Python's own parser")) from None
+    except ValueError:  # NUL bytes: libcst reports them with a position
+        pass
 
 
 def _syntax_error(source: SourceFile, error: cst.ParserSyntaxError) -> FileError:
