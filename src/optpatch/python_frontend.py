@@ -334,11 +334,13 @@ class _TreeIndex(CodegenState):
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, error_type, *exc) -> bool:
         recording = self._recording
         start = recording.pop()
         end_node = recording.pop()
         start_node = recording.pop()
+        if error_type is not None:  # e.g. RecursionError in a deep expression: let it through unmasked
+            return False
         nodes = self.nodes
         # libcst only records the position of the node being generated: keep it in that node's start slot.
         self._open[-2] = (
