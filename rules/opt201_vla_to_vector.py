@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -159,6 +160,7 @@ class VlaToVector(Rule):
     summary = "variable-length array in host code -> std::vector, decayed uses -> .data()"
     language = "cpp"
     default_tier = "safe"
+    version = 2  # 2: the fast path (clang's VLA warning, cursor_at) before the whole tree
     tags = ("portability", "c++")
     trigger_words = ("[",)
 
@@ -186,11 +188,10 @@ class VlaToVector(Rule):
     ]
 
     def check(self, unit: CppUnit) -> Iterator[Finding]:
-        for node in unit.nodes:
-            if node.kind == "VAR_DECL" and node.type_kind in _ARRAY_KINDS:
-                finding = self._examine(unit, node)
-                if finding is not None:
-                    yield finding
+        for node in _array_declarations(unit):
+            finding = self._examine(unit, node)
+            if finding is not None:
+                yield finding
 
     # -- the verdict --------------------------------------------------------------------
 
@@ -279,6 +280,52 @@ class VlaToVector(Rule):
 
 
 # -- the bound ------------------------------------------------------------------------------------
+
+
+# -- finding the declarations ----------------------------------------------------------------
+
+# A name right before `[`: every array declarator spells one (`float a[n]`, `T a[2][n]`).
+_NAME_BEFORE_BRACKET = re.compile(r"\b([A-Za-z_]\w*)\s*\[")
+# Pragmas that can silence clang's VLA warning, which the fast path relies on.
+_DIAGNOSTIC_PRAGMA = "diagnostic"
+
+
+def _array_declarations(unit: CppUnit) -> list[Node]:
+    """Every VAR_DECL of variable or template-dependent size that `_examine` may have a verdict on.
+
+    The plain way walks `unit.nodes`, a Python mirror of every cursor: ten
+    times the cost of the parse. Most files need none of it: a variable-length
+    array makes clang warn (VLA_WARNING), and a template-dependent one matters
+    only when its bound is provably a run-time value. So, unless clang warned
+    or a pragma may have silenced it, each `name[` of the text is looked up
+    with `cursor_at`, and a dependent declaration found there is judged on its
+    own subtree; the whole tree is built only when one may be fixed or kept.
+    tests/cpp/test_opt201_fast_path.py checks that both ways agree.
+    """
+    text = unit.source.text
+    if unit.warned_vla(0, len(text)) or _DIAGNOSTIC_PRAGMA in text:
+        return _all_array_declarations(unit)
+    for match in _NAME_BEFORE_BRACKET.finditer(text):
+        cursor = unit.cursor_at(match.start(1))
+        if cursor is None or cursor.kind.name != "VAR_DECL" or cursor.type.kind.name not in _ARRAY_KINDS:
+            continue
+        if cursor.type.kind.name != "DEPENDENTSIZEDARRAY" or _may_have_verdict(unit, unit.detached(cursor)):
+            return _all_array_declarations(unit)
+    return []
+
+
+def _all_array_declarations(unit: CppUnit) -> list[Node]:
+    return [node for node in unit.nodes if node.kind == "VAR_DECL" and node.type_kind in _ARRAY_KINDS]
+
+
+def _may_have_verdict(unit: CppUnit, declaration: Node | None) -> bool:
+    """False when `_examine` would say nothing of this dependent-size declaration (its first returns)."""
+    if declaration is None:
+        return True
+    if declaration.cursor.type.element_type.get_canonical().kind.name in _NESTED_ARRAY_KINDS:
+        return False
+    bound = _bound(declaration)
+    return bound is not None and _prove_runtime(unit, bound, set()).runtime
 
 
 def _bound(declaration: Node) -> Node | None:

@@ -1,0 +1,97 @@
+"""OPT201's fast path (clang's VLA warning plus a `cursor_at` look at each `name[`)
+must give the verdicts of the plain walk over every node, and must skip the walk
+where it can: that is all it is for.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from optpatch.config import Settings
+from optpatch.cpp_frontend import CppUnit
+from optpatch.engine import FixPolicy, analyse_file
+from optpatch.rule import load_rules, select_rules
+from optpatch.source import SourceFile
+
+ROOT = Path(__file__).resolve().parents[2]
+RULE = select_rules(load_rules(), ["OPT201"])[0]
+MODULE = sys.modules[RULE.__module__]
+
+# Template-dependent bounds: the cases the fast path judges on a detached subtree.
+DEPENDENT = {
+    "constant-per-instantiation.cu": (
+        "template <typename T> void f(T* out) {\n"
+        "  constexpr int per_load = 16 / sizeof(T);\n"
+        "  T buffer[per_load * 2];\n"
+        "  buffer[0] = out[0];\n"
+        "  out[1] = buffer[0];\n"
+        "}\n"
+    ),
+    "template-parameter.cu": "template <int N> void f(int* out) {\n  int a[N];\n  a[0] = 1;\n  out[0] = a[0];\n}\n",
+    "runtime-in-template.cu": (
+        "template <typename V> void f(const V& v, int* out) {\n"
+        "  int a[v.size()];\n"
+        "  a[0] = 1;\n"
+        "  out[0] = a[0];\n"
+        "}\n"
+    ),
+    "runtime-parameter-in-template.cu": (
+        "template <typename T> void f(T n, int* out) {\n  int a[n];\n  a[0] = 1;\n  out[0] = a[0];\n}\n"
+    ),
+    "runtime-plus-template-parameter.cu": (
+        "template <int N> void f(int n, int* out) {\n  int a[n + N];\n  a[0] = 1;\n  out[0] = a[0];\n}\n"
+    ),
+    "dependent-element-type.cu": (
+        "template <typename T> void f(int n, T* out) {\n  T a[n];\n  a[0] = out[0];\n  out[1] = a[0];\n}\n"
+    ),
+    "silenced.cpp": (
+        "#pragma clang diagnostic ignored \"-Wvla-cxx-extension\"\n"
+        "void f(int n, int* out) {\n  int a[n];\n  a[0] = 1;\n  out[0] = a[0];\n}\n"
+    ),
+    "subscripts-only.cu": "void f(int* a, int n) {\n  for (int i = 0; i < n; ++i) a[i] = a[n - i];\n}\n",
+    "two-declarators.cpp": "void f(int n, int* out) {\n  int x = 0, a[n];\n  a[0] = x;\n  out[0] = a[0];\n}\n",
+}
+
+
+def _sources() -> list[tuple[str, str]]:
+    found = [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "tests/fixtures/cpp").rglob("*.c*"))]
+    found += [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "examples").rglob("*.cu"))]
+    found += [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "kernels").rglob("*.cu"))]
+    found += [(f"valid-{i}.cpp", text) for i, text in enumerate(RULE.VALID)]
+    found += [(f"invalid-{i}.cpp", example.code) for i, example in enumerate(RULE.INVALID)]
+    return found + sorted(DEPENDENT.items())
+
+
+def _source(name: str, text: str) -> SourceFile:
+    return SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "cpp")
+
+
+def _verdicts(name: str, text: str) -> list[tuple]:
+    source = _source(name, text)
+    result = analyse_file(source, [RULE], Settings(), FixPolicy())
+    assert result.error is None, result.error
+    return [(f.line, f.col, f.verdict, f.tier, f.reason, f.proof, tuple((e.start, e.end, e.text) for e in f.edits)) for f in result.findings]
+
+
+@pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
+def test_fast_path_agrees_with_the_walk_over_every_node(name, text, monkeypatch):
+    fast = _verdicts(name, text)
+    monkeypatch.setattr(MODULE, "_array_declarations", MODULE._all_array_declarations)
+    assert _verdicts(name, text) == fast
+
+
+@pytest.mark.parametrize("name", ["constant-per-instantiation.cu", "template-parameter.cu", "subscripts-only.cu"])
+def test_files_without_a_candidate_are_judged_without_the_tree(name):
+    unit = CppUnit(_source(name, DEPENDENT[name]))
+    assert list(RULE().check(unit)) == []
+    assert not unit.has_tree
+
+
+@pytest.mark.parametrize("name", ["runtime-plus-template-parameter.cu", "silenced.cpp", "two-declarators.cpp"])
+def test_candidates_still_get_the_whole_tree(name):
+    unit = CppUnit(_source(name, DEPENDENT[name]))
+    list(RULE().check(unit))
+    assert unit.has_tree
