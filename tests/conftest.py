@@ -23,6 +23,19 @@ def run_cli(*args: str, cwd: Path | None = None):
     )
 
 
+def run_cli_hooked(hook: str, *args: str):
+    """`python -m optpatch ARGS` with the Python code HOOK run first in the same process.
+
+    A hook wraps one function (of the standard library or of optpatch) so that
+    an interrupt, an edit or an error arrives at an exact step of a run rather
+    than at a moment chosen by a timer.
+    """
+    import subprocess
+
+    program = f"{hook}\nimport sys\nfrom optpatch.cli import main\nsys.argv[0] = 'optpatch'\nmain()\n"
+    return subprocess.run([sys.executable, "-c", program, *args], capture_output=True, text=True, timeout=300)
+
+
 @pytest.fixture
 def cli():
     return run_cli

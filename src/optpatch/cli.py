@@ -310,6 +310,7 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
         sys.exit(EXIT_VALIDATION)
     fixable = [f for f in result.findings if f.applied]
     note = None
+    refused_writes = False
     if write_baseline:
         _record_baseline(session, result, write_baseline)
     if fix:
@@ -318,9 +319,12 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
             session.stderr.print(f"error {rel}: not written: {why}")
         note = f"Fixed {len(report.written)} file(s)."
         fixable = []
+        refused_writes = bool(report.refused)
     _report_validation(session, result, note, validation)
     if validation is not None and validation.failed:
         sys.exit(EXIT_VALIDATION)
+    if refused_writes:  # as `apply --write`: a fix left unwritten must not pass a pre-commit hook as clean
+        sys.exit(EXIT_FILE_ERRORS)
     sys.exit(_exit_status(result, EXIT_FINDINGS if fixable else EXIT_OK))
 
 

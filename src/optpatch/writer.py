@@ -2,7 +2,8 @@
 
 Each file is replaced atomically (a temporary file in the same directory,
 then `os.replace`), so an interrupt leaves every file either old or new. A
-file whose bytes changed since optpatch read it is refused, not overwritten.
+file whose bytes changed since optpatch read it is refused, not overwritten;
+so is one that cannot be written, and the other files are still written.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ def write_fixes(root: Path, changes: list[tuple[str, bytes, bytes]]) -> WriteRep
         if current != old:
             report.refused.append((rel, "changed since optpatch read it; run optpatch again"))
             continue
-        write_atomically(path, new)
+        try:
+            write_atomically(path, new)
+        except OSError as error:  # a read-only directory or a full disk: the file stays as it was
+            report.refused.append((rel, f"cannot be written: {error.strerror or error}; the file is unchanged"))
+            continue
         report.written.append(rel)
     return report
