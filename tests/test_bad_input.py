@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, run_cli_hooked
 from optpatch.config import Settings
 from optpatch.engine import FixPolicy, run
 from optpatch.source import read_source
@@ -98,6 +98,32 @@ def test_unreadable_and_vanished_files_are_errors_not_crashes(tmp_path, monkeypa
     errors = {e.path: e.reason for e in result.errors}
     assert errors == {"locked.py": "cannot be read: Permission denied"}
     assert [rel for rel, _, _ in result.changes] == ["ok.py"]
+
+
+# gone.py is listed, then deleted before optpatch reads it (a checkout or a build step running meanwhile).
+DELETE_AFTER_LISTING = """
+import optpatch.engine as engine
+from pathlib import Path
+_discover = engine.discover
+def _discover_then_delete(root, *args, **kwargs):
+    found = _discover(root, *args, **kwargs)
+    (Path(root) / "gone.py").unlink()
+    return found
+engine.discover = _discover_then_delete
+"""
+
+
+def test_a_file_deleted_during_the_run_is_named_and_the_rest_is_patched(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "gone.py").write_text(FIXABLE)
+    (repo / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "p.diff"
+    result = run_cli_hooked(DELETE_AFTER_LISTING, "apply", str(repo), "-o", str(patch))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "gone.py: disappeared while optpatch was running" in result.stdout
+    assert patch.read_bytes().count(b"diff --git") == 1 and b"a/ok.py" in patch.read_bytes()
 
 
 def test_write_refuses_a_file_changed_after_it_was_read(tmp_path):
@@ -307,3 +333,27 @@ def test_an_unreadable_file_is_named_through_the_cli_with_exit_status_3(tmp_path
     assert result.returncode == 3, result.stdout + result.stderr
     assert "locked.py: cannot be read: Permission denied" in result.stdout
     assert patch.read_bytes().count(b"diff --git") == 1
+
+
+# locked.py cannot be read, as for a user without the permission (root reads any file, so chmod cannot show it).
+UNREADABLE_LOCKED = """
+import pathlib
+_read_bytes = pathlib.Path.read_bytes
+def _refuse_locked(self):
+    if self.name == "locked.py":
+        raise PermissionError(13, "Permission denied")
+    return _read_bytes(self)
+pathlib.Path.read_bytes = _refuse_locked
+"""
+
+
+def test_an_unreadable_file_is_named_through_the_cli_whoever_runs_it(tmp_path):
+    (tmp_path / "locked.py").write_text(FIXABLE)
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli_hooked(UNREADABLE_LOCKED, "apply", str(tmp_path), "-o", str(patch))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "locked.py: cannot be read: Permission denied" in result.stdout
+    assert patch.read_bytes().count(b"diff --git") == 1 and b"a/ok.py" in patch.read_bytes()
