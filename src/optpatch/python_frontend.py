@@ -61,6 +61,10 @@ class PythonModule:
             raise PythonParseError(_syntax_error(source, error)) from None
         except RecursionError:
             raise PythonParseError(FileError(source.rel, "nesting too deep for the parser")) from None
+        except _TextLost as lost:
+            line = source.position(lost.offset)[0]
+            reason = "libcst cannot reproduce this line of the file, so optpatch cannot place edits in it; report it"
+            raise PythonParseError(FileError(source.rel, reason, line)) from None
 
     @cached_property
     def _names(self) -> NameResolver:
@@ -163,7 +167,52 @@ _CPYTHON_NESTING_ERRORS = ("too many nested parentheses", "too many levels of in
 
 def _parse_and_index(text: str) -> tuple[cst.Module, "_TreeIndex"]:
     tree = cst.parse_module(text)
-    return tree, _TreeIndex.of(tree)
+    index = _TreeIndex.of(tree)
+    # libcst's code is the file, character for character, except around blanks its tree cannot hold: a form
+    # feed in an indentation (CPython reads it as a column reset) is left out or copied to the next lines, a
+    # lone CR at the end is left out. Its offsets are then moved onto the file's own characters.
+    if index.offset != len(text) or "\f" in text:
+        generated = tree.code
+        if generated != text:
+            index.move_offsets(source_offsets(generated, text))
+    return tree, index
+
+
+class _TextLost(Exception):
+    """libcst's code for a file differs from the file in more than blanks, at `offset` of the file."""
+
+    def __init__(self, offset: int):
+        super().__init__(offset)
+        self.offset = offset
+
+
+_BLANKS = frozenset(" \t\f\r")
+
+
+def source_offsets(generated: str, text: str) -> list[int]:
+    """For each offset of `generated` (0 to its length), the offset in `text` that stands for it.
+
+    `generated` must hold the same characters as `text` once spaces, tabs,
+    form feeds and carriage returns are left out of both; each of those
+    characters maps to itself, and an offset in a run of blanks to the same
+    place in the file's run, or the run's end. Raises `_TextLost` otherwise.
+    """
+    kept_generated = [i for i, character in enumerate(generated) if character not in _BLANKS]
+    kept_text = [i for i, character in enumerate(text) if character not in _BLANKS]
+    for g, t in zip(kept_generated, kept_text):
+        if generated[g] != text[t]:
+            raise _TextLost(t)
+    if len(kept_generated) != len(kept_text):
+        shorter = min(len(kept_generated), len(kept_text))
+        raise _TextLost(kept_text[shorter] if shorter < len(kept_text) else len(text))
+    offsets = [0] * (len(generated) + 1)
+    previous_g = previous_t = -1
+    for g, t in zip(kept_generated + [len(generated)], kept_text + [len(text)]):
+        for blank in range(previous_g + 1, g):
+            offsets[blank] = min(previous_t + (blank - previous_g), t)
+        offsets[g] = t
+        previous_g, previous_t = g, t
+    return offsets
 
 
 def _refuse_what_cpython_cannot_nest(source: SourceFile) -> None:
@@ -326,6 +375,14 @@ class _TreeIndex(CodegenState):
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
         entry = self.nodes[id(node)]
         return entry[0], entry[1]
+
+    def move_offsets(self, offsets: list[int]) -> None:
+        """Turn every span into the file's offsets, given the file offset of each generated one (`source_offsets`)."""
+        nodes, last = self.nodes, len(offsets) - 1
+        # The module of a file without a final newline ends one past the code: libcst writes one, then takes it back.
+        for key, (start, end, *rest) in nodes.items():
+            nodes[key] = (offsets[min(start, last)], offsets[min(end, last)], *rest)
+        self.offset = offsets[last]
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         entry = self.nodes.get(id(node))
