@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from optpatch.cpp_frontend import new_errors
+from optpatch.discovery import discover
 from optpatch.model import FileError
 from optpatch.source import language_of, read_source
 
@@ -45,6 +46,7 @@ class ModeRun:
 
     status: int = 0
     files: int = 0
+    languages: Counter = field(default_factory=Counter)  # "python" / "cpp" -> files discovery lists
     analysed: int = 0
     changed: int = 0
     findings: Counter = field(default_factory=Counter)  # (code, verdict, tier, applied) -> count
@@ -52,16 +54,18 @@ class ModeRun:
     internal_errors: list[str] = field(default_factory=list)
     traceback: bool = False
     stderr_lines: int = 0  # with --format json nothing belongs there
+    rewrites_checked: int = 0  # rewritten files parsed (Python) or compared for new clang errors (C++/CUDA)
     unparsable: list[str] = field(default_factory=list)  # rewritten files that no longer parse, with why
     applies: bool = False
     second_run_empty: bool = False
     seconds: float = 0.0
+    crashed: bool = False  # no JSON report came back: the process died or printed something else
 
     @property
     def passed(self) -> bool:
         return (
-            self.status in (0, 3) and not self.internal_errors and not self.traceback and not self.stderr_lines
-            and not self.unparsable and self.applies and self.second_run_empty
+            not self.crashed and self.status in (0, 3) and not self.internal_errors and not self.traceback
+            and not self.stderr_lines and not self.unparsable and self.applies and self.second_run_empty
         )
 
 
@@ -132,11 +136,13 @@ def rewrite_problem(rel: str, original: Path, rewritten: Path) -> str | None:
 def run_mode(tree: Path, mode_args: list[str], jobs: int, scratch: Path) -> ModeRun:
     outcome = ModeRun()
     copy = fresh_copy(tree, scratch / "tree")
+    outcome.languages = Counter(language_of(rel) for _, rel in discover(copy).files)
     first_patch, second_patch = scratch / "first.diff", scratch / "second.diff"
     outcome.status, report, stderr, outcome.seconds = optpatch_apply(copy, first_patch, mode_args, jobs)
     outcome.traceback = "Traceback" in stderr
     outcome.stderr_lines = len(stderr.splitlines())
     if report is None:
+        outcome.crashed = True
         outcome.internal_errors.append(f"no JSON report (exit status {outcome.status}): {stderr[-2000:]}")
         return outcome
     summary = report["summary"]
@@ -149,8 +155,9 @@ def run_mode(tree: Path, mode_args: list[str], jobs: int, scratch: Path) -> Mode
     if not outcome.applies:
         return outcome
     git(copy, "apply", str(first_patch))
-    changed = git(copy, "diff", "--name-only", "-z").stdout.split("\0")
-    outcome.unparsable = [p for rel in changed if rel and (p := rewrite_problem(rel, tree / rel, copy / rel))]
+    changed = [rel for rel in git(copy, "diff", "--name-only", "-z").stdout.split("\0") if rel]
+    outcome.rewrites_checked = len(changed)
+    outcome.unparsable = [p for rel in changed if (p := rewrite_problem(rel, tree / rel, copy / rel))]
     status, _, stderr, _ = optpatch_apply(copy, second_patch, mode_args, jobs)
     outcome.traceback |= "Traceback" in stderr
     outcome.stderr_lines += len(stderr.splitlines())
@@ -175,6 +182,8 @@ def print_table(tree: Path, runs: dict[str, ModeRun]) -> None:
         rows.append((label, [str(value(run)) for run in runs.values()]))
 
     row("files", lambda r: r.files)
+    row("  Python", lambda r: r.languages["python"])
+    row("  C++/CUDA", lambda r: r.languages["cpp"])
     row("  analysed", lambda r: r.analysed)
     row("  rewritten", lambda r: r.changed)
     for code, verdict, tier, applied in sorted({k for r in runs.values() for k in r.findings}, key=str):
@@ -183,9 +192,11 @@ def print_table(tree: Path, runs: dict[str, ModeRun]) -> None:
     for kind in sorted({k for r in runs.values() for k in r.errors}):
         row(f"  error: {kind}", lambda r, kind=kind: r.errors[kind])
     row("exit status", lambda r: r.status)
+    row("crashed (no report, or a status not 0/3)", lambda r: yes_no(r.crashed or r.status not in (0, 3)))
     row("internal errors", lambda r: len(r.internal_errors))
     row("traceback printed", lambda r: yes_no(r.traceback))
     row("lines on stderr", lambda r: r.stderr_lines)
+    row("rewrites checked", lambda r: r.rewrites_checked)
     row("rewrites that no longer parse", lambda r: len(r.unparsable))
     row("git apply --check", lambda r: yes_no(r.applies))
     row("second run empty", lambda r: yes_no(r.second_run_empty))
