@@ -11,6 +11,9 @@ what happened plus every broken promise:
   C++/CUDA file adds no clang error (the header-free frontend's comparison);
 - a rewrite keeps the file's BOM, its line endings (no CRLF added to an LF
   file, no lone LF to a CRLF file) and whether it ends with a newline;
+- a rewrite brings in no word that neither the file nor a rule's source
+  holds (an edit placed a character off turned `torch.zeros` into
+  `torchemptys`, which still parses);
 - analysing the rewrite again changes nothing (the patch is idempotent).
 """
 
@@ -18,6 +21,9 @@ from __future__ import annotations
 
 import ast
 import codecs
+import functools
+import inspect
+import re
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +36,7 @@ from optpatch.rule import load_rules
 from optpatch.source import SourceFile, read_source
 
 POLICY = FixPolicy(unsafe_fixes=True)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass
@@ -62,7 +69,7 @@ def _check(path: Path, rel: str) -> Outcome:
     rewritten = read_source(path, rel)
     if isinstance(rewritten, FileError):
         return Outcome("rewritten", [f"{rel}: the rewrite cannot be read back: {rewritten.reason}"])
-    for why in (_worse(source, rewritten), _format_change(source.raw, result.new)):
+    for why in (_worse(source, rewritten), _format_change(source.raw, result.new), _foreign_words(source, rewritten)):
         if why:
             problems.append(f"{rel}: {why}")
     again = analyse_file(rewritten, load_rules(), Settings(), POLICY)
@@ -95,6 +102,18 @@ def _worse(original: SourceFile, rewritten: SourceFile) -> str | None:
         return None
     added = new_errors(original, rewritten)
     return "the rewrite adds clang errors: " + "; ".join(added[:3]) if added else None
+
+
+def _foreign_words(original: SourceFile, rewritten: SourceFile) -> str | None:
+    """The words the rewrite brings in that no rule writes, or None."""
+    foreign = set(_WORD.findall(rewritten.text)) - set(_WORD.findall(original.text)) - _rule_words()
+    return f"the rewrite brings in words no rule writes: {', '.join(sorted(foreign))}" if foreign else None
+
+
+@functools.cache
+def _rule_words() -> frozenset[str]:
+    """Every word of the rules' files, where their replacement texts and examples are written."""
+    return frozenset(word for rule in load_rules() for word in _WORD.findall(Path(inspect.getsourcefile(rule)).read_text()))
 
 
 def _format_change(old: bytes, new: bytes) -> str | None:

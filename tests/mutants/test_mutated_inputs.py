@@ -65,6 +65,7 @@ VALID_CPP = b"int twice(int n) {\n  return 2 * n;\n}\n"
     "name, original, planted, problem",
     [
         ("m.py", FIXABLE, FileResult("m.py", old=FIXABLE, new=b"def f(:\n"), "does not parse"),
+        ("m.py", FIXABLE, FileResult("m.py", old=FIXABLE, new=FIXABLE.replace(b"torch.zeros", b"torchemptys")), "torchemptys"),
         ("m.cu", VALID_CPP, FileResult("m.cu", old=VALID_CPP, new=b"int twice(int n {\n"), "adds clang errors"),
         ("m.py", FIXABLE, FileResult("m.py", old=FIXABLE, new=FIXABLE + b"# again\n"), "not idempotent"),
         ("m.py", FIXABLE, FileResult("m.py", old=FIXABLE, new=FIXABLE.replace(b"\n", b"\r\n")), "adds CRLF"),
