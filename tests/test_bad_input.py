@@ -357,3 +357,14 @@ def test_an_unreadable_file_is_named_through_the_cli_whoever_runs_it(tmp_path):
     assert "Traceback" not in result.stdout + result.stderr
     assert "locked.py: cannot be read: Permission denied" in result.stdout
     assert patch.read_bytes().count(b"diff --git") == 1 and b"a/ok.py" in patch.read_bytes()
+
+
+def test_a_syntax_error_is_reported_without_python_warnings_about_other_lines(tmp_path):
+    (tmp_path / "broken.py").write_text("import torch\nx = 1if True else 2\ny = torch.zeros(3)\ndef f(:\n    pass\n")
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli("apply", str(tmp_path), "-o", str(patch), "--format", "json")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stderr == ""  # CPython's "invalid decimal literal" warning for line 2 was printed here
+    assert "syntax error" in result.stdout and patch.read_bytes().count(b"diff --git") == 1

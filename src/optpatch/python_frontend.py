@@ -237,7 +237,9 @@ def _refuse_what_cpython_cannot_nest(source: SourceFile) -> None:
 def _syntax_error(source: SourceFile, error: cst.ParserSyntaxError) -> FileError:
     """CPython's message when it has one: libcst's positions can trail the real mistake."""
     try:
-        compile(source.text, source.rel, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a warning elsewhere in the file would print beside the real error
+            compile(source.text, source.rel, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as python_error:
         return FileError(source.rel, f"syntax error: {python_error.msg}", python_error.lineno)
     except ValueError:
