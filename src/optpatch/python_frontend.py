@@ -168,9 +168,10 @@ _CPYTHON_NESTING_ERRORS = ("too many nested parentheses", "too many levels of in
 def _parse_and_index(text: str) -> tuple[cst.Module, "_TreeIndex"]:
     tree = cst.parse_module(text)
     index = _TreeIndex.of(tree)
-    # libcst's code is the file, character for character, except around blanks its tree cannot hold: a form
-    # feed in an indentation (CPython reads it as a column reset) is left out or copied to the next lines, a
-    # lone CR at the end is left out. Its offsets are then moved onto the file's own characters.
+    # libcst's code is the file, character for character, except for whitespace its tree cannot hold: a form
+    # feed in an indentation (CPython reads it as a column reset) is left out or copied to the next lines; a
+    # last line of blanks after an empty line, or a lone CR at the end, loses a line ending. Its offsets
+    # are then moved onto the file's own characters.
     if index.offset != len(text) or "\f" in text:
         generated = tree.code
         if generated != text:
@@ -179,26 +180,26 @@ def _parse_and_index(text: str) -> tuple[cst.Module, "_TreeIndex"]:
 
 
 class _TextLost(Exception):
-    """libcst's code for a file differs from the file in more than blanks, at `offset` of the file."""
+    """libcst's code for a file differs from the file in more than whitespace, at `offset` of the file."""
 
     def __init__(self, offset: int):
         super().__init__(offset)
         self.offset = offset
 
 
-_BLANKS = frozenset(" \t\f\r")
+_WHITESPACE = frozenset(" \t\f\v\r\n")
 
 
 def source_offsets(generated: str, text: str) -> list[int]:
     """For each offset of `generated` (0 to its length), the offset in `text` that stands for it.
 
-    `generated` must hold the same characters as `text` once spaces, tabs,
-    form feeds and carriage returns are left out of both; each of those
-    characters maps to itself, and an offset in a run of blanks to the same
-    place in the file's run, or the run's end. Raises `_TextLost` otherwise.
+    `generated` must hold the same characters as `text` once whitespace is
+    left out of both; each of those characters maps to itself, and an offset
+    in a run of whitespace to the same place in the file's run, or the run's
+    end. Raises `_TextLost` otherwise.
     """
-    kept_generated = [i for i, character in enumerate(generated) if character not in _BLANKS]
-    kept_text = [i for i, character in enumerate(text) if character not in _BLANKS]
+    kept_generated = [i for i, character in enumerate(generated) if character not in _WHITESPACE]
+    kept_text = [i for i, character in enumerate(text) if character not in _WHITESPACE]
     for g, t in zip(kept_generated, kept_text):
         if generated[g] != text[t]:
             raise _TextLost(t)

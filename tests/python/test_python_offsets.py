@@ -1,9 +1,9 @@
 """Spans name the file's own characters even where libcst's code is not the file.
 
 libcst's tree cannot hold a form feed in an indentation (CPython reads it as
-a column reset, as old Emacs page breaks use it) nor a lone CR at the very
-end: its code leaves them out or copies the form feed to the next lines of
-the block. Offsets counted on that code fell one short of their character
+a column reset, as old Emacs page breaks use it): its code leaves it out or
+copies it to the next lines of the block. A last line of blanks after an
+empty line, or a lone CR at the very end, loses a line ending. Offsets counted on that code fell one short of their character
 after such a line, and OPT101 rewrote `torch.zeros(3)` into
 `torchemptys(3)`, which still parses (found by the mutated-input campaign).
 """
@@ -27,6 +27,7 @@ FILES = {
     "form_feed_in_a_block_indentation": "import torch\ndef f(y):\n  \f    x = torch.zeros(3)\n\f    x.copy_(y)\n    return x\n",
     "form_feed_without_a_final_newline": "import torch\n\f" + FIXABLE.rstrip("\n"),
     "lone_carriage_return_at_the_end": "import torch\n" + FIXABLE + "\r",
+    "blanks_after_an_empty_last_line": "import torch\n" + FIXABLE + "\n  ",
 }
 
 
@@ -50,7 +51,7 @@ def test_every_span_holds_the_code_of_its_node(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
-def test_the_rewrite_changes_only_the_call_and_keeps_the_blanks(tmp_path, name):
+def test_the_rewrite_changes_only_the_call_and_keeps_the_whitespace(tmp_path, name):
     data = FILES[name].encode()
     path = tmp_path / "m.py"
     path.write_bytes(data)
@@ -59,7 +60,7 @@ def test_the_rewrite_changes_only_the_call_and_keeps_the_blanks(tmp_path, name):
     assert result.new == data.replace(b"torch.zeros", b"torch.empty")
 
 
-def test_offsets_move_over_blanks_left_out_or_added():
+def test_offsets_move_over_whitespace_left_out_or_added():
     # "\f" left out before `b`, two spaces added before `c`.
     generated, text = "a\nb\n  c\n", "a\n\fb\nc\n"
     offsets = source_offsets(generated, text)
@@ -70,7 +71,7 @@ def test_offsets_move_over_blanks_left_out_or_added():
     assert offsets[len(generated)] == len(text)
 
 
-def test_code_that_differs_in_more_than_blanks_is_refused_where_it_differs():
+def test_code_that_differs_in_more_than_whitespace_is_refused_where_it_differs():
     with pytest.raises(_TextLost) as lost:
         source_offsets("x = 2\n", "x = 1\n")
     assert lost.value.offset == 4
