@@ -24,6 +24,7 @@ class CallIndex:
         self.tree = tree
         self._by_name: dict[str, list[ast.Call]] = {}
         self._assigned_to: dict[int, str] = {}  # id(call) -> `name` in `name = call`
+        self._calls_assigned: dict[str, list[ast.Call]] = {}  # `name` -> every call in `name = call` / `name: T = call`
         self.torch_names: set[str] = set()  # `torch`, `th` in `import torch as th`, `zeros` in `from torch import zeros`
         for node in ast.walk(tree):
             kind = type(node)
@@ -34,6 +35,10 @@ class CallIndex:
             elif kind is ast.Assign:
                 if len(node.targets) == 1 and type(node.targets[0]) is ast.Name and type(node.value) is ast.Call:
                     self._assigned_to[id(node.value)] = node.targets[0].id
+                    self._calls_assigned.setdefault(node.targets[0].id, []).append(node.value)
+            elif kind is ast.AnnAssign:
+                if type(node.target) is ast.Name and type(node.value) is ast.Call:
+                    self._calls_assigned.setdefault(node.target.id, []).append(node.value)
             elif kind is ast.Import:
                 for alias in node.names:
                     if _is_torch(alias.name):
@@ -60,6 +65,10 @@ class CallIndex:
     def assigned_to(self, call: ast.Call) -> str | None:
         """`name` when `call` is the whole value of `name = call`, else None."""
         return self._assigned_to.get(id(call))
+
+    def calls_assigned(self, name: str) -> list[ast.Call]:
+        """Every call assigned to `name` anywhere in the module (`name = call`, `name: T = call`)."""
+        return self._calls_assigned.get(name, [])
 
     def calls_torch(self, call: ast.Call) -> bool:
         """True when the callee's root name is bound by an import of torch (`torch.cat`, `th.zeros`, `zeros`)."""

@@ -65,3 +65,10 @@ def test_screen_rejects_a_file_with_only_trigger_words(rule):
 
 def _as_source(name: str, text: str) -> SourceFile:
     return SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "python")
+
+
+def test_the_opt102_screen_keeps_a_two_statement_move_from_an_annotated_assignment():
+    text = "import torch\ndef f(n, d):\n    t: torch.Tensor = torch.arange(n)\n    t = t.to(d)\n    return t\n"
+    (rule,) = [rule for rule in SCREENED if rule.code == "OPT102"]
+    assert rule.screen(CallIndex.of(text))
+    assert _findings(rule, "annotated.py", text)
