@@ -429,12 +429,13 @@ class _ModuleFacts:
     @classmethod
     def gather(cls, module: PythonModule) -> "_ModuleFacts":
         facts = cls()
-        for node in walk(module.tree):
-            if isinstance(node, cst.Call):
+        for node in walk(module.tree):  # exact types: isinstance on libcst's ABCs dominated this loop
+            kind = type(node)
+            if kind is cst.Call:
                 facts.calls.append(node)
-            elif isinstance(node, cst.FunctionDef):
+            elif kind is cst.FunctionDef:
                 facts.function_names.add(node.name.value)
-            elif isinstance(node, cst.ImportFrom):
+            elif kind is cst.ImportFrom:
                 if isinstance(node.names, cst.ImportStar):
                     facts.star_import = facts.star_import or " ".join(module.text(node).split())
                 elif node.module is not None and module.text(node.module) == "torch":  # `from . import x` has none

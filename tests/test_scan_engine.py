@@ -84,7 +84,7 @@ def _python(code: str) -> SourceFile:
 def test_a_screen_that_rejects_a_file_spares_the_parse(monkeypatch):
     from optpatch import engine
 
-    def no_parse(source):
+    def no_parse(source, cpython_parsed=False):
         raise AssertionError("libcst parsed a file the screen rejected")
 
     monkeypatch.setattr(engine, "make_unit", no_parse)

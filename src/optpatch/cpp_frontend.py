@@ -312,11 +312,12 @@ class CppUnit:
 
     def cursor_at(self, offset: int):
         """clang's most specific cursor at character `offset` of the main file (clang_getCursor)."""
-        clang = _clang()
+        return _clang().Cursor.from_location(self.tu, self._location(offset))
+
+    def _location(self, offset: int):
         text = self.source.text
         byte = offset if len(self._data) == len(text) else len(text[:offset].encode("utf-8"))
-        location = clang.SourceLocation.from_offset(self.tu, self._main_file, byte)
-        return clang.Cursor.from_location(self.tu, location)
+        return _clang().SourceLocation.from_offset(self.tu, self._main_file, byte)
 
     @cached_property
     def _main_file(self):
@@ -359,13 +360,16 @@ class CppUnit:
     @cached_property
     def tokens(self) -> list[Token]:
         """The main file's tokens, comments left out."""
+        return self._tokenize(self.tu.cursor.extent)
+
+    def _tokenize(self, extent) -> list[Token]:
         clang = _clang()
         kinds = {
             clang.TokenKind.IDENTIFIER: "identifier", clang.TokenKind.KEYWORD: "keyword",
             clang.TokenKind.LITERAL: "literal", clang.TokenKind.PUNCTUATION: "punctuation",
         }
         found = []
-        for token in self.tu.get_tokens(extent=self.tu.cursor.extent):
+        for token in self.tu.get_tokens(extent=extent):
             kind = kinds.get(token.kind)
             if kind is None:
                 continue
@@ -384,6 +388,14 @@ class CppUnit:
         return bisect_left(self._token_starts, offset)
 
     def tokens_in(self, start: int, end: int) -> list[Token]:
+        """The tokens that start in [start, end), where `start` starts a token (as a node's start does).
+
+        From `tokens` once built; before that clang tokenizes just this range.
+        """
+        if "tokens" not in self.__dict__:
+            clang = _clang()
+            extent = clang.SourceRange.from_locations(self._location(start), self._location(end))
+            return [token for token in self._tokenize(extent) if start <= token.start < end]
         return self.tokens[self.token_index(start) : bisect_left(self._token_starts, end)]
 
     def token_at(self, offset: int) -> Token | None:

@@ -386,11 +386,11 @@ def _offset_before(offset: int, edits: list[Edit]) -> int:
 
 
 def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy, locate: Callable[[int, int], tuple[int, int]]):
-    wanted = _screened([rule for rule in rules if rule.wants(source)], source)
+    wanted, cpython_parsed = _screened([rule for rule in rules if rule.wants(source)], source)
     if not wanted:
         return [], 0, [], []
     try:
-        unit = make_unit(source)
+        unit = make_unit(source, cpython_parsed)
     except FrontendError as error:
         return error.error
     findings: list[Finding] = []
@@ -413,16 +413,20 @@ def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy, lo
     return sorted(findings, key=lambda f: f.sort_key), suppressed, unused, edits
 
 
-def _screened(rules: list[type[Rule]], source: SourceFile) -> list[type[Rule]]:
-    """Drop the rules whose `screen` rejects the file's `ast` (parsed once, only if some rule screens)."""
+def _screened(rules: list[type[Rule]], source: SourceFile) -> tuple[list[type[Rule]], bool]:
+    """Drop the rules whose `screen` rejects the file's `ast` (parsed once, only if some rule screens).
+
+    Also says whether Python's own parser took the file, which spares the
+    Python frontend its own check for nesting CPython refuses.
+    """
     if source.language != "python" or all(rule.screen.__func__ is Rule.screen.__func__ for rule in rules):
-        return rules
+        return rules, False
     from optpatch.python_screen import CallIndex
 
     calls = CallIndex.of(source.text)
     if calls is None:
-        return rules  # `ast` refused the file: libcst reports the syntax error properly
-    return [rule for rule in rules if rule.screen(calls)]
+        return rules, False  # `ast` refused the file: libcst reports the syntax error properly
+    return [rule for rule in rules if rule.screen(calls)], True
 
 
 def _merge_later_pass(first: list[Finding], later: list[Finding]) -> list[Finding]:
@@ -457,13 +461,13 @@ class FrontendError(Exception):
         self.error = error
 
 
-def make_unit(source: SourceFile):
-    """Parse with the frontend of the file's language."""
+def make_unit(source: SourceFile, cpython_parsed: bool = False):
+    """Parse with the frontend of the file's language (`cpython_parsed`: `ast` already took this Python text)."""
     if source.language == "python":
         from optpatch.python_frontend import PythonModule, PythonParseError
 
         try:
-            return PythonModule(source)
+            return PythonModule(source, cpython_parsed)
         except PythonParseError as error:
             raise FrontendError(error.error) from None
     from optpatch.cpp_frontend import CppParseError, CppUnit

@@ -27,6 +27,9 @@ import libcst as cst
 
 from optpatch.python_frontend import PythonModule, walk
 
+_DECLARATIONS = frozenset({cst.Global, cst.Nonlocal})
+_NESTED_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
+
 METADATA_ATTRIBUTES = frozenset(
     {"shape", "dtype", "device", "ndim", "layout", "is_cuda", "is_sparse", "is_quantized", "is_meta", "itemsize"}
 )
@@ -521,14 +524,17 @@ class _Prover:
     # -- helpers ----------------------------------------------------------------------
 
     def _scope_blocker(self, function: cst.FunctionDef) -> Step | None:
+        # Exact types, not isinstance: libcst's node classes are ABCs, whose isinstance is slow,
+        # and none of these has subclasses. This loop visits every node of the function.
         for node in walk(function.body):
-            if isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == self.name for n in node.names):
-                return Step(self._line(node), f"`{self.name}` is declared {type(node).__name__.lower()}: other code may read it")
-            if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and self._mentions(node):
+            kind = type(node)
+            if kind in _DECLARATIONS and any(n.name.value == self.name for n in node.names):
+                return Step(self._line(node), f"`{self.name}` is declared {kind.__name__.lower()}: other code may read it")
+            if kind in _NESTED_SCOPES and self._mentions(node):
                 return Step(self._line(node), f"`{self.name}` is captured by a nested {self._kind(node)}, which may read it at any time")
-            if isinstance(node, cst.Call) and self.module.qualified_names(node.func) & INTROSPECTION_CALLS:
+            if kind is cst.Call and self.module.qualified_names(node.func) & INTROSPECTION_CALLS:
                 return Step(self._line(node), f"{self._code(node)} can read `{self.name}` by name")
-            if isinstance(node, cst.Attribute) and node.attr.value == "f_locals":
+            if kind is cst.Attribute and node.attr.value == "f_locals":
                 return Step(self._line(node), f"{self._code(node)} can read `{self.name}` by name")
         return None
 

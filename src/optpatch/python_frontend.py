@@ -51,9 +51,11 @@ class PythonParseError(Exception):
 
 
 class PythonModule:
-    def __init__(self, source: SourceFile):
+    def __init__(self, source: SourceFile, cpython_parsed: bool = False):
+        """Parse `source`; `cpython_parsed` says Python's own parser already took it (a rule's screen did)."""
         self.source = source
-        _refuse_what_cpython_cannot_nest(source)
+        if not cpython_parsed:
+            _refuse_what_cpython_cannot_nest(source)
         try:
             # The index is built at once, not on first use: every rule starts from calls, positions or `walk`.
             self.tree, self._index = call_with_large_stack(_parse_and_index, source.text)

@@ -131,3 +131,18 @@ def test_findings_of_a_later_pass_report_lines_of_the_original_file():
     # The first pass adds `#include <vector>` and defers OPT202 (it overlaps `table.data()`);
     # the second pass applies it, and reports line 6 of the file the user has.
     assert lines == {("OPT201", 4, True), ("OPT202", 6, True)}
+
+
+def test_looking_without_the_tree_sees_what_the_tree_sees():
+    code = "// é\ntemplate <int N> void f(int n, float* out) {\n  constexpr int k = N * 2;\n  float a[k];\n  a[0] = out[n];\n}\n"
+    lazy, full = unit_of(code), unit_of(code)
+    full.nodes, full.tokens  # build both up front
+    ranges = [(n.start, n.end) for n in full.nodes] + [(t.start, u.end) for t in full.tokens for u in full.tokens[::5]]
+    for start, end in ranges:
+        assert lazy.tokens_in(start, end) == full.tokens_in(start, end), (start, end)
+    name = code.index("a[k]")
+    declaration = lazy.cursor_at(name)
+    assert declaration.kind.name == "VAR_DECL" and declaration.spelling == "a"
+    detached = lazy.detached(declaration)
+    assert [(n.kind, n.start, n.end) for n in detached.walk()] == [(n.kind, n.start, n.end) for n in full.node_of(full.cursor_at(name)).walk()]
+    assert not lazy.has_tree

@@ -1,0 +1,74 @@
+"""A rule's `screen` may reject a file only where `check` would find nothing there.
+
+Each Python rule that overrides `screen` is run over every Python fixture,
+example and rule example twice, with and without its screen: the findings
+must be the same. And the screen must really reject something, or it only
+costs an `ast` parse.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from optpatch.config import Settings
+from optpatch.engine import FixPolicy, analyse_file
+from optpatch.python_screen import CallIndex
+from optpatch.rule import Rule, load_rules
+from optpatch.source import SourceFile
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENED = [rule for rule in load_rules() if rule.language == "python" and rule.screen.__func__ is not Rule.screen.__func__]
+
+
+def _texts() -> list[tuple[str, str]]:
+    paths = sorted((ROOT / "tests/fixtures/python").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.py"))
+    found = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in paths]
+    for rule in load_rules():
+        if rule.language == "python":
+            found += [(f"{rule.code}-valid-{i}.py", text) for i, text in enumerate(rule.VALID)]
+            found += [(f"{rule.code}-invalid-{i}.py", example.code) for i, example in enumerate(rule.INVALID)]
+    return found
+
+
+TEXTS = _texts()
+
+
+def _findings(rule: type[Rule], name: str, text: str) -> list[tuple]:
+    source = SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "python")
+    result = analyse_file(source, [rule], Settings(), FixPolicy())
+    return [(f.line, f.col, f.verdict, f.tier, f.reason) for f in result.findings]
+
+
+def test_some_rule_screens():
+    assert SCREENED, "no Python rule overrides `screen`: this test would check nothing"
+
+
+@pytest.mark.parametrize("rule", SCREENED, ids=lambda rule: rule.code)
+def test_screen_rejects_only_files_without_findings(rule, monkeypatch):
+    screened = {name: _findings(rule, name, text) for name, text in TEXTS if rule.wants(_as_source(name, text))}
+    monkeypatch.setattr(rule, "screen", classmethod(lambda cls, calls: True))
+    unscreened = {name: _findings(rule, name, text) for name in screened for text in [dict(TEXTS)[name]]}
+    assert screened == unscreened
+    assert any(unscreened.values()), "no fixture has a finding of this rule"
+
+
+@pytest.mark.parametrize("rule", SCREENED, ids=lambda rule: rule.code)
+def test_screen_rejects_a_file_with_only_trigger_words(rule):
+    # Trigger words in an unrelated call, a comment and a string: nothing to parse with libcst.
+    text = "import torch\nfrom .utils import helper\n# x.to(device) x.cuda()\ns = 'a.to(b)'\ny = helper.to(3)\nz = obj.cuda()\n"
+    calls = CallIndex.of(text)
+    assert rule.wants(_as_source("m.py", text))
+    assert not rule.screen(calls)
+
+
+def _as_source(name: str, text: str) -> SourceFile:
+    return SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "python")
+
+
+def test_the_opt102_screen_keeps_a_two_statement_move_from_an_annotated_assignment():
+    text = "import torch\ndef f(n, d):\n    t: torch.Tensor = torch.arange(n)\n    t = t.to(d)\n    return t\n"
+    (rule,) = [rule for rule in SCREENED if rule.code == "OPT102"]
+    assert rule.screen(CallIndex.of(text))
+    assert _findings(rule, "annotated.py", text)
