@@ -203,7 +203,7 @@ def measure_tree(tree: Tree, args, tools: dict[str, str | None]) -> list[Measure
 
     if args.baseline:
         baseline_env = dict(os.environ, PYTHONPATH=str(args.baseline))
-        run = timed(optpatch_command(tree.path, *options), baseline_env)
+        run = timed(optpatch_command(tree.path, "--no-cache", *options), baseline_env)
         add(f"optpatch before ({args.baseline_label})", tree.files, tree.lines, run, optpatch_findings(run[4]))
     run = best_of(args.repeat, optpatch_command(tree.path, "--no-cache", *options), env)
     add("optpatch cold (--no-cache)", tree.files, tree.lines, run, optpatch_findings(run[4]))

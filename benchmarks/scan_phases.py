@@ -1,0 +1,88 @@
+"""Where a cold scan's CPU time goes, phase by phase, in one process.
+
+    PYTHONPATH=src python benchmarks/scan_phases.py TREE...
+
+Runs the engine's per-file task over every file of each TREE (no pool, no
+cache) with the phases timed: reading and the trigger-word check, the `ast`
+screens, CPython's nesting check, the libcst parse, the frontend's index, the
+libclang parse, and each rule's `check`. CPU seconds (`time.process_time`,
+all threads). A profile summary for docs/benchmarks.md; nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from collections import Counter
+from pathlib import Path
+
+import libcst
+
+from optpatch import engine
+from optpatch import python_frontend as frontend
+from optpatch.config import Settings
+from optpatch.discovery import discover
+from optpatch.rule import load_rules
+
+SPENT: Counter = Counter()
+
+
+def timed(phase: str, function):
+    def measured(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            SPENT[phase] += time.process_time() - start
+
+    return measured
+
+
+def install_timers() -> None:
+    """Wrap the engine's phases; each rule's `check` is drained inside its timer (it is a generator)."""
+    frontend._refuse_what_cpython_cannot_nest = timed("CPython nesting check", frontend._refuse_what_cpython_cannot_nest)
+
+    def parse_and_index(text: str):
+        tree = timed("libcst parse", libcst.parse_module)(text)
+        return tree, timed("index (one code-generator pass)", frontend._TreeIndex.of)(tree)
+
+    frontend._parse_and_index = parse_and_index
+    engine._screened = timed("ast screens", engine._screened)
+    make_unit = engine.make_unit
+
+    def make_unit_timed(source, *args):
+        if source.language == "cpp":
+            return timed("libclang parse", make_unit)(source, *args)
+        return make_unit(source, *args)
+
+    engine.make_unit = make_unit_timed
+    for rule in load_rules():
+        check = rule.check
+        rule.check = lambda self, unit, check=check, code=rule.code: iter(timed(f"rule {code}", lambda: list(check(self, unit)))())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trees", nargs="+", type=Path)
+    args = parser.parse_args()
+    install_timers()
+    rules = load_rules()
+    task = engine._FileTask(codes=tuple(rule.code for rule in rules), settings=Settings(), policy=engine.FixPolicy())
+    gc.set_threshold(50_000)  # as engine.run does
+    for tree in args.trees:
+        SPENT.clear()
+        files = discover(tree).files
+        start = time.process_time()
+        for item in files:
+            task(item)
+        total = time.process_time() - start
+        SPENT["everything else (reading, trigger words, findings, planning)"] = total - sum(SPENT.values())
+        print(f"\n{tree.name}: {len(files)} files, {total:.2f} s CPU in one process\n")
+        print("| phase | CPU s | share |\n|---|---:|---:|")
+        for phase, seconds in SPENT.most_common():
+            print(f"| {phase} | {seconds:.2f} | {seconds / total:.0%} |")
+
+
+if __name__ == "__main__":
+    main()
