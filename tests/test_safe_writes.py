@@ -97,3 +97,29 @@ def test_a_file_that_cannot_be_replaced_is_named_left_alone_and_the_others_are_w
     for index in (0, 1, 3, 4):
         assert (repo / NAMES[index]).read_text() == FIXED + f"# {index}\n"
     assert sorted(os.listdir(repo)) == NAMES
+
+
+@pytest.mark.parametrize("command", [["apply", "--write", "-o", "{patch}"], ["check", "--fix"]], ids=["apply_write", "check_fix"])
+def test_a_hard_linked_file_is_refused_so_both_names_keep_the_same_text(tmp_path, command):
+    repo = make_repo(tmp_path / "repo")
+    os.link(repo / "m002.py", tmp_path / "elsewhere.py")
+    patch = tmp_path / "p.diff"
+    arguments = [part.format(patch=patch) for part in command]
+    result = run_cli_hooked("", arguments[0], str(repo), *arguments[1:])
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "error m002.py: not written: has 1 other hard link(s)" in " ".join(result.stderr.split())
+    assert (tmp_path / "elsewhere.py").read_text() == (repo / "m002.py").read_text() == FIXABLE + "# 2\n"
+    assert [(repo / name).read_text() for name in NAMES if name != "m002.py"] == [
+        FIXED + f"# {index}\n" for index in (0, 1, 3, 4)
+    ]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may give a file to another user")
+def test_a_rewritten_file_keeps_its_owner_and_group(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    os.chown(repo / "m002.py", 12345, 23456)
+    result = run_cli_hooked("", "apply", str(repo), "--write", "-o", str(tmp_path / "p.diff"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    status = (repo / "m002.py").stat()
+    assert (status.st_uid, status.st_gid) == (12345, 23456)
+    assert (repo / "m002.py").read_text() == FIXED + "# 2\n"

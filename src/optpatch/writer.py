@@ -3,7 +3,10 @@
 Each file is replaced atomically (a temporary file in the same directory,
 then `os.replace`), so an interrupt leaves every file either old or new. A
 file whose bytes changed since optpatch read it is refused, not overwritten;
-so is one that cannot be written, and the other files are still written.
+so is one that cannot be written or has other hard links (a replacement
+would leave them with the old text), and the other files are still written.
+The new file keeps the old one's permission bits, and its owner and group
+where the process may set them.
 """
 
 from __future__ import annotations
@@ -21,26 +24,40 @@ class WriteReport:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one step, keeping its permission bits."""
+    """Replace `path` with `data` in one step, keeping its permission bits and, where allowed, its owner."""
     if path.exists() and not path.is_file():
         # A device, FIFO or terminal (`-o /dev/null`, `/dev/stdout`): replacing it would destroy it.
         with open(path, "wb") as stream:
             stream.write(data)
         return
     directory = path.parent
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    status = path.stat() if path.exists() else None
+    mode = status.st_mode & 0o7777 if status is not None else 0o644
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".optpatch-tmp", dir=directory)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
+        if status is not None:
+            _keep_owner(temporary, status)
         os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def _keep_owner(temporary: str, status: os.stat_result) -> None:
+    """Give the new file the old one's owner and group when this process may (root may; others only their groups)."""
+    try:
+        os.chown(temporary, status.st_uid, status.st_gid)
+    except OSError:
+        try:
+            os.chown(temporary, -1, status.st_gid)
+        except OSError:
+            pass  # the writer's own user and group, as any editor that saves by replacing would leave
 
 
 def write_fixes(root: Path, changes: list[tuple[str, bytes, bytes]]) -> WriteReport:
@@ -59,6 +76,11 @@ def write_fixes(root: Path, changes: list[tuple[str, bytes, bytes]]) -> WriteRep
             continue
         if current != old:
             report.refused.append((rel, "changed since optpatch read it; run optpatch again"))
+            continue
+        links = path.stat().st_nlink
+        if links > 1:  # a replacement is a new file: the other names would keep the old text
+            report.refused.append((rel, f"has {links - 1} other hard link(s), which replacing it would leave unfixed; "
+                                        "apply the patch with git apply instead"))
             continue
         try:
             write_atomically(path, new)
