@@ -299,7 +299,9 @@ def _array_declarations(unit: CppUnit) -> list[Node]:
     only when its bound is provably a run-time value. So, unless clang warned
     or a pragma may have silenced it, each `name[` of the text is looked up
     with `cursor_at`, and a dependent declaration found there is judged on its
-    own subtree; the whole tree is built only when one may be fixed or kept.
+    own subtree; the whole tree is built only when one may be fixed or kept,
+    or when a `name[` lies in a macro body (its expansions are declared where
+    the macro is used, which no `name[` of the text shows).
     tests/cpp/test_opt201_fast_path.py checks that both ways agree.
     """
     text = unit.source.text
@@ -307,6 +309,8 @@ def _array_declarations(unit: CppUnit) -> list[Node]:
         return _all_array_declarations(unit)
     for match in _NAME_BEFORE_BRACKET.finditer(text):
         cursor = unit.cursor_at(match.start(1))
+        if cursor is not None and cursor.kind.name == "MACRO_DEFINITION":
+            return _all_array_declarations(unit)  # a macro body may declare an array wherever it is used
         if cursor is None or cursor.kind.name != "VAR_DECL" or cursor.type.kind.name not in _ARRAY_KINDS:
             continue
         if cursor.type.kind.name != "DEPENDENTSIZEDARRAY" or _may_have_verdict(unit, unit.detached(cursor)):

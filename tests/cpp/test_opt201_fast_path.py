@@ -47,6 +47,10 @@ DEPENDENT = {
     "dependent-element-type.cu": (
         "template <typename T> void f(int n, T* out) {\n  T a[n];\n  a[0] = out[0];\n  out[1] = a[0];\n}\n"
     ),
+    "macro-in-template.cu": (
+        "#define BUFFER(n) int buffer[n]\n"
+        "template <int N> void f(int n, int* out) {\n  BUFFER(n + N);\n  buffer[0] = 1;\n  out[0] = buffer[0];\n}\n"
+    ),
     "silenced.cpp": (
         "#pragma clang diagnostic ignored \"-Wvla-cxx-extension\"\n"
         "void f(int n, int* out) {\n  int a[n];\n  a[0] = 1;\n  out[0] = a[0];\n}\n"
@@ -90,7 +94,7 @@ def test_files_without_a_candidate_are_judged_without_the_tree(name):
     assert not unit.has_tree
 
 
-@pytest.mark.parametrize("name", ["runtime-plus-template-parameter.cu", "silenced.cpp", "two-declarators.cpp"])
+@pytest.mark.parametrize("name", ["runtime-plus-template-parameter.cu", "macro-in-template.cu", "silenced.cpp", "two-declarators.cpp"])
 def test_candidates_still_get_the_whole_tree(name):
     unit = CppUnit(_source(name, DEPENDENT[name]))
     list(RULE().check(unit))
