@@ -20,6 +20,15 @@ FIXABLE = "import torch\ndef f(y):\n    x = torch.zeros(3)\n    x.copy_(y)\n    
 FIXED = FIXABLE.replace("torch.zeros", "torch.empty")
 
 
+def assert_named_and_the_rest_patched(result, patch: Path, message: str) -> None:
+    """Exit status 3, no traceback, the bad file named in the report, and a patch of ok.py alone."""
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert message in result.stdout
+    data = patch.read_bytes()
+    assert data.count(b"diff --git") == 1 and b"/ok.py" in data
+
+
 def git_apply(repo: Path, patch: Path, check: bool = True) -> None:
     args = ["git", "apply"] + (["--check"] if check else []) + [str(patch)]
     completed = subprocess.run(args, cwd=repo, capture_output=True, text=True)
@@ -120,10 +129,7 @@ def test_a_file_deleted_during_the_run_is_named_and_the_rest_is_patched(tmp_path
     (repo / "ok.py").write_text(FIXABLE)
     patch = tmp_path / "p.diff"
     result = run_cli_hooked(DELETE_AFTER_LISTING, "apply", str(repo), "-o", str(patch))
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
-    assert "gone.py: disappeared while optpatch was running" in result.stdout
-    assert patch.read_bytes().count(b"diff --git") == 1 and b"a/ok.py" in patch.read_bytes()
+    assert_named_and_the_rest_patched(result, patch, "gone.py: disappeared while optpatch was running")
 
 
 def test_write_refuses_a_file_changed_after_it_was_read(tmp_path):
@@ -317,9 +323,7 @@ def test_a_cpp_file_that_is_not_utf8_is_named_with_its_line_and_the_rest_is_patc
     patch = tmp_path / "out" / "p.diff"
     patch.parent.mkdir()
     result = run_cli("apply", str(tmp_path), "-o", str(patch))
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert "latin.cu:1: not valid utf-8 text (re-encode as UTF-8)" in result.stdout
-    assert patch.read_bytes().count(b"diff --git") == 1
+    assert_named_and_the_rest_patched(result, patch, "latin.cu:1: not valid utf-8 text (re-encode as UTF-8)")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
@@ -330,9 +334,7 @@ def test_an_unreadable_file_is_named_through_the_cli_with_exit_status_3(tmp_path
     patch = tmp_path / "out" / "p.diff"
     patch.parent.mkdir()
     result = run_cli("apply", str(tmp_path), "-o", str(patch))
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert "locked.py: cannot be read: Permission denied" in result.stdout
-    assert patch.read_bytes().count(b"diff --git") == 1
+    assert_named_and_the_rest_patched(result, patch, "locked.py: cannot be read: Permission denied")
 
 
 # locked.py cannot be read, as for a user without the permission (root reads any file, so chmod cannot show it).
@@ -353,10 +355,7 @@ def test_an_unreadable_file_is_named_through_the_cli_whoever_runs_it(tmp_path):
     patch = tmp_path / "out" / "p.diff"
     patch.parent.mkdir()
     result = run_cli_hooked(UNREADABLE_LOCKED, "apply", str(tmp_path), "-o", str(patch))
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
-    assert "locked.py: cannot be read: Permission denied" in result.stdout
-    assert patch.read_bytes().count(b"diff --git") == 1 and b"a/ok.py" in patch.read_bytes()
+    assert_named_and_the_rest_patched(result, patch, "locked.py: cannot be read: Permission denied")
 
 
 def test_a_syntax_error_is_reported_without_python_warnings_about_other_lines(tmp_path):
