@@ -205,7 +205,7 @@ class CppUnit:
         self._main_name = f"{_VIRTUAL_DIR}/{Path(source.rel).name or 'source.cu'}"
         self.tu = _parse(self._main_name, self._data, source.rel)
         self._main_file_address = _address(_clang().conf.lib.clang_getFile(self.tu, self._main_name.encode()))
-        self._char_of = _byte_to_char(source.text, self._data)
+        self._char_of, self._byte_of = _offset_maps(source.text, self._data)
 
     # -- positions -------------------------------------------------------------------
 
@@ -315,9 +315,7 @@ class CppUnit:
         return _clang().Cursor.from_location(self.tu, self._location(offset))
 
     def _location(self, offset: int):
-        text = self.source.text
-        byte = offset if len(self._data) == len(text) else len(text[:offset].encode("utf-8"))
-        return _clang().SourceLocation.from_offset(self.tu, self._main_file, byte)
+        return _clang().SourceLocation.from_offset(self.tu, self._main_file, self._byte_of(offset))
 
     @cached_property
     def _main_file(self):
@@ -618,16 +616,18 @@ def _first_code_line(lines: list[str]) -> int:
     return len(lines)
 
 
-def _byte_to_char(text: str, data: bytes):
-    """A function from UTF-8 byte offsets of `text` to character offsets."""
+def _offset_maps(text: str, data: bytes):
+    """Two functions: UTF-8 byte offsets of `text` (`data`) to character offsets, and back."""
     if len(data) == len(text):
-        return lambda offset: offset
-    starts = []
+        same = lambda offset: offset  # noqa: E731 - ASCII: both are the identity
+        return same, same
+    starts = []  # the byte offset of each character, then of the end
     position = 0
     for character in text:
         starts.append(position)
         position += len(character.encode("utf-8"))
-    return lambda offset: bisect_right(starts, offset) - 1 if offset < len(data) else len(text)
+    starts.append(position)
+    return (lambda offset: bisect_right(starts, offset) - 1), (lambda offset: starts[offset])
 
 
 @cache
