@@ -100,3 +100,31 @@ def test_a_screen_that_accepts_a_file_lets_the_rule_run():
 def test_a_file_ast_cannot_parse_is_left_to_libcst_to_report():
     result = analyse_file(_python("zeros(\n"), [_ScreenedRule], Settings(), FixPolicy())
     assert result.error is not None and "syntax error" in result.error.reason
+
+
+class _BreakingRule(Rule):
+    """A buggy rule: its one safe fix deletes the file's last `;`, which must never reach the user."""
+
+    code = "OPT998"
+    name = "breaking"
+    summary = "test rule"
+    default_tier = "safe"
+
+    def check(self, unit):
+        from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
+
+        end = unit.source.text.rindex(";")
+        yield Finding(self.code, self.name, unit.source.rel, 1, 1, Verdict.FIX, "deletes a ;", Context.ONCE, Impact.LOW,
+                      "test", tier=Tier.SAFE, edits=(Edit(end, end + 1, ""),))
+
+
+@pytest.mark.parametrize(
+    "name,language,code",
+    [("f.py", "python", "x = 1; y = 2\n"), ("f.cpp", "cpp", "int f(int n) { int a = n; return a; }\n")],
+)
+def test_a_fix_that_breaks_the_file_is_withheld_as_an_internal_error(name, language, code):
+    rule = type("BreakingRule", (_BreakingRule,), {"language": language})
+    source = SourceFile(name, Path(name), code.encode(), code, "utf-8", False, language)
+    result = analyse_file(source, [rule], Settings(), FixPolicy())
+    assert result.new is None, result.new
+    assert result.error is not None and "the rewritten file would not parse" in result.error.reason

@@ -699,5 +699,9 @@ def _parsing_on_the_calling_thread():
 
 def new_errors(original: SourceFile, rewritten: SourceFile) -> list[str]:
     """Error messages the rewritten file has and the original did not: a rewrite must add none."""
-    added = CppUnit(rewritten).error_signature() - CppUnit(original).error_signature()
-    return sorted(added)
+    return added_errors(CppUnit(original), CppUnit(rewritten))
+
+
+def added_errors(original: CppUnit, rewritten: CppUnit) -> list[str]:
+    """`new_errors` of two parsed units."""
+    return sorted(rewritten.error_signature() - original.error_signature())

@@ -297,13 +297,13 @@ def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Sett
 
 def _reparse_error(original: SourceFile, rewritten: SourceFile) -> str | None:
     try:
-        make_unit(rewritten)
+        unit = make_unit(rewritten)
     except FrontendError as error:
         return error.error.reason
     if rewritten.language == "cpp":  # clang always builds a tree: compare its errors instead
-        from optpatch.cpp_frontend import new_errors
+        from optpatch.cpp_frontend import added_errors
 
-        added = new_errors(original, rewritten)
+        added = added_errors(make_unit(original), unit)
         if added:
             return "new errors: " + "; ".join(added[:3])
     return None
