@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -10,6 +11,7 @@ from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
 from optpatch.planner import preview
 from optpatch.overwrite import OverwriteProof, Step, prove_full_overwrite
 from optpatch.python_frontend import PythonModule, dotted_name, walk
+from optpatch.python_screen import CallIndex
 from optpatch.rule import Example, Rule
 from optpatch.torch_api import INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
 
@@ -178,6 +180,24 @@ class ZerosToEmpty(Rule):
             "import torch\ndef f(y, c):\n    x = y.new_empty(y.shape)\n    if c:\n        x.fill_(1)\n    else:\n        x.copy_(y)\n    return x\n",
         ),
     ]
+
+    @classmethod
+    def screen(cls, calls: CallIndex) -> bool:
+        """Only files that call something spelled like an allocation (`zeros` in a comment or a string is not one)."""
+        return bool(_allocations(calls))
+
+    @classmethod
+    def needs(cls, calls: CallIndex) -> list[ast.AST]:
+        """The allocations, and what `check` looks up elsewhere in the module.
+
+        Allocations: every call spelled `zeros`, `zeros_like` or `new_zeros`,
+        or a name `from torch import zeros as z` binds. Elsewhere: the
+        `self.<name>.copy_(...)` calls that `_attribute_writer` looks for in
+        the class, the module's own `new_zeros` methods, and every `from torch
+        import`, whose count `_rewrite_edits` needs.
+        """
+        writers = [call for call in calls.named("copy_") if _on_self(call.func)]
+        return [*_allocations(calls), *writers, *calls.functions.get("new_zeros", ()), *calls.torch_imports]
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
         self.facts = _ModuleFacts.gather(module)
@@ -373,6 +393,22 @@ def _attribute_writer(module: PythonModule, call: cst.Call, attribute: str) -> s
         if isinstance(receiver, cst.Attribute) and receiver.attr.value == attribute and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
             return f"`{module.text(node)}` (L{module.start(node)[0]})"
     return None
+
+
+def _allocations(calls: CallIndex) -> list[ast.Call]:
+    """The calls `_allocation_kind` may accept: by their last name, or a name `from torch import zeros as z` binds."""
+    spellings = set(_REPLACEMENT)
+    for statement in calls.torch_imports:
+        spellings.update(alias.asname for alias in statement.names if alias.asname and alias.name in _REPLACEMENT)
+    return calls.named(*spellings)
+
+
+def _on_self(func: ast.expr) -> bool:
+    """`self.<name>.copy_` or `self.<name>[...].copy_`: the `ast` shapes `_attribute_writer` may accept."""
+    receiver = func.value if isinstance(func, ast.Attribute) else None
+    if isinstance(receiver, ast.Subscript):
+        receiver = receiver.value
+    return isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self"
 
 
 def _is_prefix(subscript: cst.Subscript) -> bool:

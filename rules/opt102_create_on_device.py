@@ -244,22 +244,31 @@ class CreateOnDevice(Rule):
 
     @classmethod
     def screen(cls, calls: CallIndex) -> bool:
-        """Only the two forms `check` looks at: `<call>(...).to(...)` where the inner call is a
-        torch function (through an import of torch) or `pin_memory()`, and `t = t.to(...)` where
-        `t` is assigned a torch call somewhere in the module. Most files with `.to(` hold
-        neither (DeepSpeed 100 of 157, NeMo 269 of 426).
+        """Only files with a move `check` looks at (`needs`). Most files with `.to(` hold none
+        (DeepSpeed 100 of 157, NeMo 269 of 426).
         """
+        return bool(cls.needs(calls))
+
+    @classmethod
+    def needs(cls, calls: CallIndex) -> list[ast.AST]:
+        """The moves of the two forms `check` looks at: `<call>(...).to(...)` where the inner call is
+        a torch function (through an import of torch) or `pin_memory()`, and `t = t.to(...)` where
+        `t` is assigned a torch call somewhere in the module (`check` reads that assignment in the
+        same block, so in the same function). Nothing else: devices and dtypes come from the
+        function, its parameters, enclosing functions and module-level statements.
+        """
+        moves = []
         for move in calls.named("to", "cuda"):
             if not isinstance(move.func, ast.Attribute):
                 continue
             receiver = move.func.value
             if isinstance(receiver, ast.Call):
                 if calls.calls_torch(receiver) or callee_name(receiver) == "pin_memory":
-                    return True
+                    moves.append(move)
             elif isinstance(receiver, ast.Name) and calls.assigned_to(move) == receiver.id:
                 if any(calls.calls_torch(source) for source in calls.calls_assigned(receiver.id)):
-                    return True
-        return False
+                    moves.append(move)
+        return moves
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
         for call in module.calls():

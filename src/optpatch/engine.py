@@ -7,9 +7,10 @@ in path order whatever the number of workers.
 Cost, cheapest first: a file whose bytes are in the result cache is not
 read further (cache.py); a file that holds none of a rule's trigger words
 is done without importing the rules (rule_facts.py); a rule's `screen` may
-reject a Python file from its `ast` before libcst parses it; only what is
-left is parsed, indexed and checked, in a process pool when there is enough
-of it.
+reject a Python file from its `ast` before libcst parses it; libcst then
+parses only the functions the rules need, the others stubbed
+(python_outline.py); what is left is indexed and checked, in a process
+pool when there is enough of it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 import pathspec
 
@@ -37,6 +38,9 @@ from optpatch.rule_facts import RuleFacts, rule_facts
 from optpatch.scope import Screen, screened_out
 from optpatch.source import SourceFile, read_source
 from optpatch.suppression import apply_suppressions, find_suppressions
+
+if TYPE_CHECKING:
+    from optpatch.python_screen import CallIndex
 
 MAX_PASSES = 4  # rounds of re-analysis when fixes overlapped; real code needs at most two
 PARALLEL_THRESHOLD = 16  # fewer candidate files than this are not worth a process pool
@@ -386,11 +390,11 @@ def _offset_before(offset: int, edits: list[Edit]) -> int:
 
 
 def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy, locate: Callable[[int, int], tuple[int, int]]):
-    wanted, cpython_parsed = _screened([rule for rule in rules if rule.wants(source)], source)
+    wanted, calls = _screened([rule for rule in rules if rule.wants(source)], source)
     if not wanted:
         return [], 0, [], []
     try:
-        unit = make_unit(source, cpython_parsed)
+        unit = make_unit(source, calls is not None, _outline(wanted, calls, source))
     except FrontendError as error:
         return error.error
     findings: list[Finding] = []
@@ -413,20 +417,38 @@ def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy, lo
     return sorted(findings, key=lambda f: f.sort_key), suppressed, unused, edits
 
 
-def _screened(rules: list[type[Rule]], source: SourceFile) -> tuple[list[type[Rule]], bool]:
-    """Drop the rules whose `screen` rejects the file's `ast` (parsed once, only if some rule screens).
+def _screened(rules: list[type[Rule]], source: SourceFile) -> tuple[list[type[Rule]], "CallIndex | None"]:
+    """Drop the rules whose `screen` rejects the file's `ast` (parsed once, only if some rule screens or needs).
 
-    Also says whether Python's own parser took the file, which spares the
-    Python frontend its own check for nesting CPython refuses.
+    Also returns the `ast`'s call index, when Python's own parser took the
+    file: it spares the Python frontend its own check for nesting CPython
+    refuses, and gives the rules' `needs`.
     """
-    if source.language != "python" or all(rule.screen.__func__ is Rule.screen.__func__ for rule in rules):
-        return rules, False
+    if source.language != "python" or all(
+        rule.screen.__func__ is Rule.screen.__func__ and rule.needs.__func__ is Rule.needs.__func__ for rule in rules
+    ):
+        return rules, None
     from optpatch.python_screen import CallIndex
 
     calls = CallIndex.of(source.text)
     if calls is None:
-        return rules, False  # `ast` refused the file: libcst reports the syntax error properly
-    return [rule for rule in rules if rule.screen(calls)], True
+        return rules, None  # `ast` refused the file: libcst reports the syntax error properly
+    return [rule for rule in rules if rule.screen(calls)], calls
+
+
+def _outline(rules: list[type[Rule]], calls: "CallIndex | None", source: SourceFile) -> str | None:
+    """What libcst parses instead of the file: its outline, when every rule says what it needs (python_outline.py)."""
+    if calls is None:
+        return None
+    needed = list(calls.outer_bindings)
+    for rule in rules:
+        nodes = rule.needs(calls)
+        if nodes is None:
+            return None
+        needed += nodes
+    from optpatch.python_outline import outline
+
+    return outline(source.text, calls.tree, (node.lineno for node in needed))
 
 
 def _merge_later_pass(first: list[Finding], later: list[Finding]) -> list[Finding]:
@@ -461,13 +483,17 @@ class FrontendError(Exception):
         self.error = error
 
 
-def make_unit(source: SourceFile, cpython_parsed: bool = False):
-    """Parse with the frontend of the file's language (`cpython_parsed`: `ast` already took this Python text)."""
+def make_unit(source: SourceFile, cpython_parsed: bool = False, outline: str | None = None):
+    """Parse with the frontend of the file's language.
+
+    `cpython_parsed`: `ast` already took this Python text; `outline`: parse
+    this outline of it instead (python_outline.py).
+    """
     if source.language == "python":
         from optpatch.python_frontend import PythonModule, PythonParseError
 
         try:
-            return PythonModule(source, cpython_parsed)
+            return PythonModule(source, cpython_parsed, outline)
         except PythonParseError as error:
             raise FrontendError(error.error) from None
     from optpatch.cpp_frontend import CppParseError, CppUnit

@@ -51,11 +51,25 @@ class PythonParseError(Exception):
 
 
 class PythonModule:
-    def __init__(self, source: SourceFile, cpython_parsed: bool = False):
-        """Parse `source`; `cpython_parsed` says Python's own parser already took it (a rule's screen did)."""
+    def __init__(self, source: SourceFile, cpython_parsed: bool = False, outline: str | None = None):
+        """Parse `source`; `cpython_parsed` says Python's own parser already took it (a rule's screen did).
+
+        With an `outline` of the file (python_outline.py: the same length and
+        lines, some functions stubbed), libcst parses that instead, and every
+        span is still a span of the file. An outline libcst refuses is
+        dropped for the file itself, whose error is the one to report.
+        """
         self.source = source
+        self.outlined = False
         if not cpython_parsed:
             _refuse_what_cpython_cannot_nest(source)
+        if outline is not None:
+            try:
+                self.tree, self._index = call_with_large_stack(_parse_and_index, outline)
+                self.outlined = True
+                return
+            except (cst.ParserSyntaxError, RecursionError, _TextLost):
+                pass
         try:
             # The index is built at once, not on first use: every rule starts from calls, positions or `walk`.
             self.tree, self._index = call_with_large_stack(_parse_and_index, source.text)

@@ -16,8 +16,10 @@ class CallIndex:
     """The calls of one module, by the last name of their callee (`a.b.to(...)` -> "to"), and a few facts around them.
 
     One walk of the `ast` gathers everything a screen may ask: the calls, which
-    of them is the whole value of `name = call`, and the names that imports of
-    `torch` bind (in any scope: a screen may over-approximate, never miss).
+    of them is the whole value of `name = call`, the names that imports of
+    `torch` bind (in any scope: a screen may over-approximate, never miss),
+    and for `Rule.needs` the `from torch import` statements and the
+    functions, by name.
     """
 
     def __init__(self, tree: ast.Module):
@@ -26,6 +28,10 @@ class CallIndex:
         self._assigned_to: dict[int, str] = {}  # id(call) -> `name` in `name = call`
         self._calls_assigned: dict[str, list[ast.Call]] = {}  # `name` -> every call in `name = call` / `name: T = call`
         self.torch_names: set[str] = set()  # `torch`, `th` in `import torch as th`, `zeros` in `from torch import zeros`
+        self.torch_imports: list[ast.ImportFrom] = []  # `from torch[.x] import ...`, in any scope
+        self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}  # by name, in any scope
+        # `global`, `nonlocal` and `:=`: a function holding one may bind a name outside itself
+        self.outer_bindings: list[ast.AST] = []
         for node in ast.walk(tree):
             kind = type(node)
             if kind is ast.Call:
@@ -46,6 +52,11 @@ class CallIndex:
             elif kind is ast.ImportFrom:
                 if node.level == 0 and _is_torch(node.module or ""):
                     self.torch_names.update(alias.asname or alias.name for alias in node.names)
+                    self.torch_imports.append(node)
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                self.functions.setdefault(node.name, []).append(node)
+            elif kind is ast.Global or kind is ast.Nonlocal or kind is ast.NamedExpr:
+                self.outer_bindings.append(node)
 
     @classmethod
     def of(cls, text: str) -> "CallIndex | None":
@@ -60,7 +71,6 @@ class CallIndex:
     def named(self, *names: str) -> list[ast.Call]:
         """The calls whose callee is `name(...)` or `<anything>.name(...)`, in no particular order."""
         return [call for name in names for call in self._by_name.get(name, ())]
-
 
     def assigned_to(self, call: ast.Call) -> str | None:
         """`name` when `call` is the whole value of `name = call`, else None."""

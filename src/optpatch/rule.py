@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, ClassVar, Iterable
 from optpatch.model import Finding
 
 if TYPE_CHECKING:
+    import ast
+
     from optpatch.python_screen import CallIndex
     from optpatch.source import SourceFile
 
@@ -94,6 +96,24 @@ class Rule:
         is not analysed at all. The default accepts every file.
         """
         return True
+
+    @classmethod
+    def needs(cls, calls: "CallIndex") -> list[ast.AST] | None:
+        """The `ast` nodes whose functions `check` must see whole; None (the default): the whole module.
+
+        Python rules only; runs after `screen`. Every function and class
+        holding none of the nodes that the file's rules need is replaced by
+        a stub that binds its name (python_outline.py), so libcst parses
+        less. A rule may return a list when nothing it reads lies outside
+        the functions that hold those nodes, their classes' headers and the
+        module's other statements (imports, assignments, blocks), which are
+        always kept: the sites `check` examines, and anything it looks up
+        elsewhere by walking the module (its own `new_zeros` methods,
+        `from torch import` in a function, a buffer's writer in another
+        method). tests/python/test_python_outline.py checks each list
+        against the whole module.
+        """
+        return None
 
     @classmethod
     def documentation(cls) -> dict[str, str]:

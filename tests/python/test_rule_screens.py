@@ -57,7 +57,10 @@ def test_screen_rejects_only_files_without_findings(rule, monkeypatch):
 @pytest.mark.parametrize("rule", SCREENED, ids=lambda rule: rule.code)
 def test_screen_rejects_a_file_with_only_trigger_words(rule):
     # Trigger words in an unrelated call, a comment and a string: nothing to parse with libcst.
-    text = "import torch\nfrom .utils import helper\n# x.to(device) x.cuda()\ns = 'a.to(b)'\ny = helper.to(3)\nz = obj.cuda()\n"
+    text = (
+        "import torch\nfrom .utils import helper\n# x.to(device) x.cuda() torch.zeros(n)\ns = 'a.to(b) zeros'\n"
+        "y = helper.to(3)\nz = obj.cuda()\nzeros = helper.zeros_count\n"
+    )
     calls = CallIndex.of(text)
     assert rule.wants(_as_source("m.py", text))
     assert not rule.screen(calls)

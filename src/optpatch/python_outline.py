@@ -1,0 +1,147 @@
+"""The outline of a Python module: what libcst parses when the rules need only part of it.
+
+libcst's parse and the frontend's index cost about 60% of a scan, and most
+of a file that holds a site is functions without one. A rule that knows
+what its `check` reads says so in `Rule.needs` (the `ast` nodes whose
+functions it reads). Every function or class that holds none of those
+nodes is then replaced, before libcst sees the file, by a stub that binds
+the same name and spans the same characters:
+
+    def forward(self, x):                 def forward():\"\"\"
+        y = self.proj(x)          ->
+        return y * 2                                   \"\"\"
+
+What stays, character for character: every statement that is not a `def`
+or `class` (imports, module constants, `if`/`try` blocks and all they
+hold), every function that holds a needed node, and every class that does,
+with the same treatment inside it. So a kept function sees the same
+module: the same imports, the same module and class names bound by the
+same kinds of statement, at offsets and lines unchanged, which is all name
+resolution (python_scope.py) reads beyond the function itself. A function
+that binds a module name from inside (`global`, `nonlocal`, or `:=` in a
+decorator or default) is never stubbed.
+
+The outline has the file's length and its line breaks, so every span the
+frontend records is a span of the file: findings, edits and `module.text`
+read the file itself, and nothing needs mapping back. A rewritten file is
+still checked by parsing all of it (engine.py's safety net).
+tests/python/test_python_outline.py holds every rule's findings with and
+without the outline to the same answers.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from bisect import bisect_left
+from typing import Iterable
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python's tokenizer counts as the end of a line
+_NOT_A_LINE_BREAK = re.compile(r"[^\r\n]")
+_QUOTES = '"""'
+
+
+def outline(text: str, tree: ast.Module, needed_lines: Iterable[int]) -> str | None:
+    """`text` with every def and class that holds none of `needed_lines` stubbed; None when none is.
+
+    `tree` is `ast.parse(text)`; `needed_lines` are the 1-based lines of the
+    nodes the rules need.
+    """
+    lines = _Lines(text)
+    needed = sorted(set(needed_lines))
+    stubs: list[tuple[int, int, str]] = []
+
+    def holds_needed(first: int, last: int) -> bool:
+        at = bisect_left(needed, first)
+        return at < len(needed) and needed[at] <= last
+
+    def visit(body: list[ast.stmt]) -> None:
+        for statement in body:
+            if not isinstance(statement, _DEFINITIONS):
+                continue  # kept whole, with any definitions inside it
+            first = statement.decorator_list[0].lineno if statement.decorator_list else statement.lineno
+            if holds_needed(first, statement.end_lineno):
+                if isinstance(statement, ast.ClassDef):
+                    visit(statement.body)
+                continue
+            stub = _stub(lines, statement, first)
+            if stub is not None:
+                stubs.append(stub)
+
+    visit(tree.body)
+    if not stubs:
+        return None
+    pieces, done = [], 0
+    for start, end, replacement in sorted(stubs):
+        pieces += (text[done:start], replacement)
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+class _Lines:
+    """Where each line of the text starts and where its content ends (before its line break)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        breaks = list(_LINE_BREAK.finditer(text))
+        self.starts = [0] + [match.end() for match in breaks]
+        self.ends = [match.start() for match in breaks] + [len(text)]
+
+    def start(self, line: int) -> int:
+        return self.starts[line - 1]
+
+    def end(self, line: int) -> int:
+        return self.ends[line - 1]
+
+
+def _stub(lines: _Lines, statement: ast.stmt, first: int) -> tuple[int, int, str] | None:
+    """(start, end, replacement) for the lines `first` to the statement's last; None where no stub fits.
+
+    The stub is `def NAME(` (or `class NAME(`) at the statement's own
+    indentation on the first line with room for it (the statement's own
+    line always has), then `):\"\"\"` as soon after as there is room, and
+    the string it opens swallows the rest of the region, closing at the end
+    of its last line with room for the quotes. Everything else becomes
+    spaces; the line breaks stay.
+    """
+    text = lines.text
+    last = statement.end_lineno
+    own_line = lines.start(statement.lineno)
+    indent = text[own_line : own_line + statement.col_offset]
+    if indent.strip(" \t") or (statement.decorator_list and not _starts_with(lines, first, indent, "@")):
+        return None  # a form feed in the indentation, or a decorator's `@` not where it should be
+    keyword = "class" if isinstance(statement, ast.ClassDef) else "def"
+    opening = f"{indent}{keyword} {statement.name}("
+    place = _place(lines, opening, first, last, lines.start(first))
+    body = _place(lines, "):" + _QUOTES, first, last, place + len(opening)) if place is not None else None
+    if body is None:
+        return None
+    after = body + len(_QUOTES) + 2
+    close = next(
+        (lines.end(n) - len(_QUOTES) for n in range(last, first - 1, -1)
+         if lines.end(n) - max(lines.start(n), after) >= len(_QUOTES)),
+        None,
+    )
+    if close is None:
+        return None
+    start, end = lines.start(first), lines.end(last)
+    blank = list(_NOT_A_LINE_BREAK.sub(" ", text[start:end]))
+    for at, piece in ((place, opening), (body, "):" + _QUOTES), (close, _QUOTES)):
+        blank[at - start : at - start + len(piece)] = piece
+    return start, end, "".join(blank)
+
+
+def _place(lines: _Lines, piece: str, first: int, last: int, not_before: int) -> int | None:
+    """The first offset from `not_before` where `piece` fits before a line's end: there, or at a later line's start."""
+    for n in range(first, last + 1):
+        at = max(lines.start(n), not_before)
+        if lines.end(n) - at >= len(piece):
+            return at
+    return None
+
+
+def _starts_with(lines: _Lines, line: int, indent: str, prefix: str) -> bool:
+    start = lines.start(line)
+    return lines.text.startswith(indent + prefix, start)
