@@ -26,7 +26,7 @@ from libcst._nodes.internal import CodegenState
 
 from optpatch.model import Context, Edit, FileError
 from optpatch.native_stack import call_with_large_stack
-from optpatch.python_scope import BINDING_NODES, IMPORT, NameResolver
+from optpatch.python_scope import BINDING_NODES, IMPORT, LOCAL, NameResolver
 from optpatch.source import SourceFile
 
 SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -90,8 +90,19 @@ class PythonModule:
     # -- names ---------------------------------------------------------------
 
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
-        """Fully qualified names `node` may refer to, e.g. {"torch.zeros"}; empty if unknown."""
-        return {q.name for q in self._names.qualified_names(node)}
+        """Fully qualified names `node` may refer to, e.g. {"torch.zeros"}; empty if unknown.
+
+        A module-level assignment names what it binds as it is spelled, so
+        after `import torch` and `torch = np` both bindings call `torch.zeros`
+        "torch.zeros" (libcst's QualifiedNameProvider does the same). The
+        assignment's meaning is then marked `<assigned>.`, so that the name
+        has two meanings and no rule takes it for torch's.
+        """
+        found = self._names.qualified_names(node)
+        names = {q.name for q in found}
+        if len(names) < len(found):
+            return {f"<assigned>.{q.name}" if q.source == LOCAL else q.name for q in found}
+        return names
 
     def bindings(self, name: cst.Name) -> tuple | None:
         """Every assignment that `name` may read (libcst `BaseAssignment`s), or None outside any scope.
