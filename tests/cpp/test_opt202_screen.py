@@ -1,0 +1,92 @@
+"""OPT202's screen (tokens just after each `from_blob`) may skip a file only where the full check finds nothing,
+and must skip the tree where it can: that is all it is for.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from optpatch.config import Settings
+from optpatch.cpp_frontend import CppUnit
+from optpatch.engine import FixPolicy, analyse_file
+from optpatch.rule import load_rules, select_rules
+from optpatch.source import SourceFile
+
+ROOT = Path(__file__).resolve().parents[2]
+RULE = select_rules(load_rules(), ["OPT202"])[0]
+MODULE = sys.modules[RULE.__module__]
+
+SITE = "  std::vector<float> v(n);\n  auto t = torch::from_blob(v.data(), {n}, torch::kFloat32).to(torch::kCUDA);\n"
+CASES = {
+    # Skipped: no call of from_blob is followed by a move.
+    "named-only.cpp": "using torch::from_blob;\nvoid f(int n) { }\n",
+    "not-chained.cpp": "void f(int n) {\n  std::vector<float> v(n);\n  auto t = torch::from_blob(v.data(), {n}, torch::kFloat32);\n  t.add_(1);\n}\n",
+    "in-a-comment.cpp": "// from_blob is zero-copy\nvoid f(int n) { }\n",
+    "commented-out.cpp": (
+        "void f(int n) {\n  std::vector<float> v(n);\n"
+        "  // auto t = torch::from_blob(v.data(), {n,\n  // n}, torch::kFloat32).to(torch::kCUDA);\n}\n"
+    ),
+    # Checked in full: a move follows, possibly out of sight.
+    "chained.cpp": "void f(int n) {\n" + SITE + "}\n",
+    "chained-after-a-comment.cpp": (
+        "void f(int n) {\n  std::vector<float> v(n);\n"
+        "  auto t = torch::from_blob(v.data(), {n}, torch::kFloat32) /* host */ .to(torch::kCUDA);\n}\n"
+    ),
+    "move-in-a-macro.cpp": (
+        "#define ON_GPU(x) x.to(torch::kCUDA)\n"
+        "void f(int n) {\n  std::vector<float> v(n);\n  auto t = ON_GPU(torch::from_blob(v.data(), {n}, torch::kFloat32));\n}\n"
+    ),
+    "from-blob-in-a-macro.cpp": (
+        "#define WRAP(p, n) \\\n  torch::from_blob(p, {n}, torch::kFloat32)\n"
+        "void f(int n) {\n  std::vector<float> v(n);\n  auto t = WRAP(v.data(), n).to(torch::kCUDA);\n}\n"
+    ),
+    "after-a-url-in-a-string.cpp": (
+        "void f(int n) {\n  std::vector<float> v(n);\n"
+        "  log(\"http://x\"); auto t = torch::from_blob(v.data(), {n}, torch::kFloat32).to(torch::kCUDA);\n}\n"
+    ),
+    "unparsed.cpp": "void f(int n) {\n  UnknownType v(n);\n  auto t = torch::from_blob(v.data(), {n}, torch::kFloat32).to(torch::kCUDA);\n}\n",
+}
+SKIPPED = ("named-only.cpp", "not-chained.cpp", "in-a-comment.cpp", "commented-out.cpp")
+
+
+def _sources() -> list[tuple[str, str]]:
+    found = [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "tests/fixtures/cpp").rglob("*.c*"))]
+    found += [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "examples").rglob("*.c*"))]
+    found += [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "kernels").rglob("*.c*"))]
+    found += [(f"valid-{i}.cpp", text) for i, text in enumerate(RULE.VALID)]
+    found += [(f"invalid-{i}.cpp", example.code) for i, example in enumerate(RULE.INVALID)]
+    return [(name, text) for name, text in found if "from_blob" in text] + sorted(CASES.items())
+
+
+def _source(name: str, text: str) -> SourceFile:
+    return SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "cpp")
+
+
+def _findings(name: str, text: str) -> list[tuple]:
+    result = analyse_file(_source(name, text), [RULE], Settings(), FixPolicy(unsafe_fixes=True))
+    assert result.error is None, result.error
+    return [(f.line, f.col, f.verdict, f.tier, f.reason, f.edits) for f in result.findings]
+
+
+@pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
+def test_the_screen_changes_no_finding(name, text, monkeypatch):
+    screened = _findings(name, text)
+    monkeypatch.setattr(MODULE, "_may_chain_a_copy", lambda unit: True)
+    assert _findings(name, text) == screened
+
+
+def test_every_checked_case_has_a_finding():
+    """Else the cases above would pass with a screen that skips everything."""
+    for name, text in CASES.items():
+        if name not in SKIPPED:
+            assert _findings(name, text), name
+
+
+@pytest.mark.parametrize("name", SKIPPED)
+def test_files_that_never_chain_a_copy_are_skipped_without_the_tree(name):
+    unit = CppUnit(_source(name, CASES[name]))
+    assert list(RULE().check(unit)) == []
+    assert not unit.has_tree and "tokens" not in unit.__dict__
