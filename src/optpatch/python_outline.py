@@ -1,7 +1,7 @@
 """The outline of a Python module: what libcst parses when the rules need only part of it.
 
-libcst's parse and the frontend's index cost about 60% of a scan, and most
-of a file that holds a site is functions without one. A rule that knows
+libcst's parse and the frontend's index cost about 60% of a scan of whole
+modules, and most of a file that holds a site is functions without one. A rule that knows
 what its `check` reads says so in `Rule.needs` (the `ast` nodes whose
 functions it reads). Every function or class that holds none of those
 nodes is then replaced, before libcst sees the file, by a stub that binds
@@ -19,7 +19,8 @@ module: the same imports, the same module and class names bound by the
 same kinds of statement, at offsets and lines unchanged, which is all name
 resolution (python_scope.py) reads beyond the function itself. A function
 that binds a module name from inside (`global`, `nonlocal`, or `:=` in a
-decorator or default) is never stubbed.
+decorator or default) is never stubbed: engine.py counts those nodes as
+needed.
 
 The outline has the file's length and its line breaks, so every span the
 frontend records is a span of the file: findings, edits and `module.text`
