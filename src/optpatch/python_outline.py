@@ -39,7 +39,7 @@ from typing import Iterable
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python's tokenizer counts as the end of a line
-_NOT_A_LINE_BREAK = re.compile(r"[^\r\n]")
+_LINE_CONTENT = re.compile(r"[^\r\n]+")
 _QUOTES = '"""'
 
 
@@ -128,10 +128,17 @@ def _stub(lines: _Lines, statement: ast.stmt, first: int) -> tuple[int, int, str
     if close is None:
         return None
     start, end = lines.start(first), lines.end(last)
-    blank = list(_NOT_A_LINE_BREAK.sub(" ", text[start:end]))
-    for at, piece in ((place, opening), (body, "):" + _QUOTES), (close, _QUOTES)):
-        blank[at - start : at - start + len(piece)] = piece
-    return start, end, "".join(blank)
+    blank = _LINE_CONTENT.sub(_spaces, text[start:end])
+    pieces, done = [], 0
+    for at, piece in ((place - start, opening), (body - start, "):" + _QUOTES), (close - start, _QUOTES)):
+        pieces += (blank[done:at], piece)
+        done = at + len(piece)
+    pieces.append(blank[done:])
+    return start, end, "".join(pieces)
+
+
+def _spaces(content: re.Match) -> str:
+    return " " * (content.end() - content.start())
 
 
 def _place(lines: _Lines, piece: str, first: int, last: int, not_before: int) -> int | None:
