@@ -68,6 +68,17 @@ def test_patch_to_stdout_keeps_the_report_off_stdout(example):
     assert "Summary" in result.stderr
 
 
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github", "markdown"])
+def test_patch_to_stdout_keeps_a_machine_report_off_stdout(example, fmt, tmp_path):
+    result = run_cli("apply", str(example), "-o", "-", "--format", fmt)
+    assert result.returncode == 0
+    assert run_cli("apply", str(example), "-o", str(tmp_path / "p.diff")).returncode == 0
+    assert result.stdout == (tmp_path / "p.diff").read_text()  # the patch and nothing else
+    assert "OPT101" in result.stderr
+    if fmt in ("json", "sarif"):
+        json.loads(result.stderr)
+
+
 def test_write_applies_fixes_in_place(example, tmp_path):
     result = run_cli("apply", str(example), "--write", "-o", str(tmp_path / "p.diff"))
     assert result.returncode == 0, result.stderr

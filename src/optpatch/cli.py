@@ -82,6 +82,7 @@ class Session:
             overrides["unsafe_fixes"] = True
         self.settings = replace(settings, **overrides)
         self._check_codes()
+        self.report_to_stderr = report_to_stderr
         self.console = _console(stderr=report_to_stderr)
         self.scope_note: str | None = None
         self.stderr = _console(stderr=True, fixed_width=False)
@@ -122,8 +123,8 @@ class Session:
         from optpatch.reporters.text import render_text
 
         fmt = self.options["output_format"]
-        if fmt != "text":
-            click.echo(MACHINE_FORMATS[fmt](result), nl=False)
+        if fmt != "text":  # beside a patch on stdout (`-o -`), the report goes to stderr like the text one
+            click.echo(MACHINE_FORMATS[fmt](result), nl=False, err=self.report_to_stderr)
             return
         patch_note = "\n".join(note for note in (self.scope_note, patch_note) if note) or None
         if self.options["quiet"]:
