@@ -79,6 +79,17 @@ def test_patch_to_stdout_keeps_a_machine_report_off_stdout(example, fmt, tmp_pat
         json.loads(result.stderr)
 
 
+def test_force_exclude_applies_exclude_to_named_files(example):
+    (example / "pyproject.toml").write_text('[tool.optpatch]\nexclude = ["minivllm/kv_cache.py"]\n')
+    named = str(example / "minivllm" / "kv_cache.py")
+    assert "OPT101" in run_cli("check", named, "--no-cache").stdout  # named on the command line: analysed, as ruff does
+    forced = run_cli("check", named, "--no-cache", "--force-exclude")
+    assert forced.returncode == 0 and "OPT101" not in forced.stdout, forced.stdout
+    (example / "pyproject.toml").write_text('[tool.optpatch]\nexclude = ["minivllm/"]\nforce-exclude = true\n')
+    configured = run_cli("check", named, "--no-cache")
+    assert configured.returncode == 0 and "OPT101" not in configured.stdout, configured.stdout
+
+
 def test_write_applies_fixes_in_place(example, tmp_path):
     result = run_cli("apply", str(example), "--write", "-o", str(tmp_path / "p.diff"))
     assert result.returncode == 0, result.stderr

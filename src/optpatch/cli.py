@@ -30,6 +30,8 @@ def common_options(function):
         click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (comma-separated)."),
         click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."),
         click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes of the `unsafe` tier."),
+        click.option("--force-exclude", is_flag=True, default=None,
+                     help="Apply `exclude` also to files named on the command line (the pre-commit hooks pass it)."),
         click.option(
             "--format", "output_format", type=click.Choice(["text", "json", "sarif", "github", "markdown"]),
             default="text", show_default=True,
@@ -80,6 +82,8 @@ class Session:
             overrides["ignore"] = settings.ignore + _codes(options["ignore"])
         if options["unsafe_fixes"]:
             overrides["unsafe_fixes"] = True
+        if options.get("force_exclude"):
+            overrides["force_exclude"] = True
         self.settings = replace(settings, **overrides)
         self._check_codes()
         self.report_to_stderr = report_to_stderr

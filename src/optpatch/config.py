@@ -26,6 +26,7 @@ class Settings:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    force_exclude: bool = False  # `exclude` also for paths named on the command line (pre-commit names every file)
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     tiers: tuple[tuple[str, str], ...] = ()  # (code, tier): may only make a rule stricter
     max_file_size: int = DEFAULT_MAX_BYTES
@@ -45,6 +46,7 @@ _KEYS = {
     "select": "select",
     "ignore": "ignore",
     "exclude": "exclude",
+    "force-exclude": "force_exclude",
     "per-file-ignores": "per_file_ignores",
     "tiers": "tiers",
     "max-file-size": "max_file_size",
@@ -101,10 +103,11 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
             raise ConfigError(f"{origin}: max-file-size must be a positive number of bytes")
         settings = replace(settings, max_file_size=size)
-    if "unsafe_fixes" in values:
-        if not isinstance(values["unsafe_fixes"], bool):
-            raise ConfigError(f"{origin}: unsafe-fixes must be true or false")
-        settings = replace(settings, unsafe_fixes=values["unsafe_fixes"])
+    for name in ("unsafe_fixes", "force_exclude"):
+        if name in values:
+            if not isinstance(values[name], bool):
+                raise ConfigError(f"{origin}: {name.replace('_', '-')} must be true or false")
+            settings = replace(settings, **{name: values[name]})
     if "validate_command" in values:
         if not trust_config:
             raise ConfigError(

@@ -37,8 +37,15 @@ class Discovery:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (relative, why)
 
 
-def discover(root: Path, exclude: tuple[str, ...] = (), paths: list[Path] | None = None) -> Discovery:
-    """The source files under ROOT (or the given PATHS inside it; none when PATHS is empty), sorted by relative path."""
+def discover(
+    root: Path, exclude: tuple[str, ...] = (), paths: list[Path] | None = None, force_exclude: bool = False
+) -> Discovery:
+    """The source files under ROOT (or the given PATHS inside it; none when PATHS is empty), sorted by relative path.
+
+    `exclude` applies to what a directory walk finds; with `force_exclude`
+    also to the PATHS themselves, as ruff's `--force-exclude` does (pre-commit
+    names every changed file, excluded or not).
+    """
     root = root.resolve()
     found = Discovery()
     excluded = pathspec.GitIgnoreSpec.from_lines(exclude)
@@ -47,6 +54,8 @@ def discover(root: Path, exclude: tuple[str, ...] = (), paths: list[Path] | None
         rel = _relative(start, root)
         if rel is None:
             found.errors.append(FileError(str(start), "outside the scanned tree"))
+        elif force_exclude and rel and (excluded.match_file(rel) or excluded.match_file(rel + "/")):
+            found.skipped.append((rel, "excluded by `exclude` (--force-exclude)"))
         elif start.is_symlink():
             _classify_link(start, rel, root, found)
         elif start.is_dir():

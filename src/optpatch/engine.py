@@ -136,7 +136,7 @@ def run(
 ) -> RunResult:
     started = time.perf_counter()
     rules = select_rules(rule_facts(), settings.select, settings.ignore)
-    found = discover(root, settings.exclude, paths)
+    found = discover(root, settings.exclude, paths, settings.force_exclude)
     jobs = max(1, jobs or os.cpu_count() or 1)
     task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy)
     results: list[FileResult] = []

@@ -51,7 +51,8 @@ def try_repo(hooks: Path, hook: str, target: Path, home: Path) -> subprocess.Com
 
 
 def test_check_fails_fix_fixes_then_check_passes(hooks_repo, tmp_path):
-    target = make_repo(tmp_path / "project", {"model.py": FIXABLE, "clean.py": CLEAN, "notes.txt": "zeros\n"})
+    excluded = {"pyproject.toml": '[tool.optpatch]\nexclude = ["vendor/"]\n', "vendor/model.py": FIXABLE}
+    target = make_repo(tmp_path / "project", {"model.py": FIXABLE, "clean.py": CLEAN, "notes.txt": "zeros\n", **excluded})
     home = tmp_path / "pre-commit-home"
 
     check = try_repo(hooks_repo, "optpatch-check", target, home)
@@ -65,6 +66,8 @@ def test_check_fails_fix_fixes_then_check_passes(hooks_repo, tmp_path):
     assert "files were modified by this hook" in fix.stdout
     assert (target / "model.py").read_text() == FIXED
     assert (target / "clean.py").read_text() == CLEAN
+    assert (target / "vendor" / "model.py").read_text() == FIXABLE  # excluded by the project, though pre-commit named it
+    assert "vendor" not in check.stdout
 
     git(target, "add", "-A")
     again = try_repo(hooks_repo, "optpatch-check", target, home)
