@@ -75,6 +75,7 @@ def test_too_large_binary_and_outside_symlink_are_reported(tmp_path):
     repo.mkdir()
     (repo / "big.py").write_bytes(b"x = 1\n" * (10 * 1024 * 1024 // 6 + 1))
     (repo / "blob.cu").write_bytes(b"\x7fELF\x00\x00zeros")
+    (repo / "late_nul.py").write_bytes(FIXABLE.encode() + b"#" * 10_000 + b"\x00\n")  # Python refuses to compile it
     (tmp_path / "secret.py").write_text(FIXABLE)
     (repo / "link.py").symlink_to(tmp_path / "secret.py")
     (repo / "ok.py").write_text(FIXABLE)
@@ -84,6 +85,7 @@ def test_too_large_binary_and_outside_symlink_are_reported(tmp_path):
     out = result.stdout
     assert "big.py: too large" in out
     assert "blob.cu: binary file" in out
+    assert "late_nul.py: binary file" in out
     assert "link.py: symbolic link leading outside the tree" in out
     assert patch.read_bytes().count(b"diff --git") == 1  # only ok.py
     assert (tmp_path / "secret.py").read_text() == FIXABLE
