@@ -99,8 +99,12 @@ def optpatch_rewriter(tree: Path) -> None:
 
 
 def default_kernels_dir() -> Path:
+    """$OPTPATCH_KERNELS_DIR, else the kernels inside the wheel, else `<repo>/kernels` of a source checkout."""
     if os.environ.get(KERNELS_DIR_ENV):
         return Path(os.environ[KERNELS_DIR_ENV])
+    packaged = Path(__file__).parent / "bundled_kernels"
+    if packaged.is_dir():
+        return packaged
     # A source checkout: src/optpatch/kernel_validation.py -> <repo>/kernels.
     return Path(__file__).resolve().parents[2] / "kernels"
 
