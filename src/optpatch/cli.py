@@ -87,6 +87,7 @@ class Session:
         self.settings = replace(settings, **overrides)
         self._check_codes()
         self.report_to_stderr = report_to_stderr
+        self.patch_path: str | None = None  # the patch file `apply` wrote, for the JSON report
         self.console = _console(stderr=report_to_stderr)
         self.scope_note: str | None = None
         self.stderr = _console(stderr=True, fixed_width=False)
@@ -128,7 +129,10 @@ class Session:
 
         fmt = self.options["output_format"]
         if fmt != "text":  # beside a patch on stdout (`-o -`), the report goes to stderr like the text one
-            click.echo(MACHINE_FORMATS[fmt](result), nl=False, err=self.report_to_stderr)
+            from optpatch.reporters.json_report import render_json
+
+            report = render_json(result, self.patch_path) if fmt == "json" else MACHINE_FORMATS[fmt](result)
+            click.echo(report, nl=False, err=self.report_to_stderr)
             return
         patch_note = "\n".join(note for note in (self.scope_note, patch_note) if note) or None
         if self.options["quiet"]:
@@ -243,6 +247,7 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
         note = None
     else:
         _write_output(output_path, patch, "-o")
+        session.patch_path = str(output_path)
         note = _patch_note(result, output, repo)
     if write_in_place:
         report = write_fixes(session.root, result.changes)
