@@ -90,6 +90,20 @@ def test_force_exclude_applies_exclude_to_named_files(example):
     assert configured.returncode == 0 and "OPT101" not in configured.stdout, configured.stdout
 
 
+def test_unused_suppressions_are_reported(example, tmp_path):
+    kv_cache = example / "minivllm" / "kv_cache.py"
+    lines = kv_cache.read_text().splitlines(keepends=True)
+    lines.insert(0, "# optpatch: ignore[OPT102]\n")  # nothing to silence on the first two lines
+    kv_cache.write_text("".join(lines))
+    (example / "notes.py").write_text("x = 1  # optpatch: ignore\n")  # no rule looks at this file at all
+    found = {("minivllm/kv_cache.py", 1), ("notes.py", 1)}
+    document = json.loads(run_cli("check", str(example), "--format", "json", "--no-cache").stdout)
+    assert {(u["path"], u["line"]) for u in document["unused_suppressions"]} == found
+    text = run_cli("check", str(example), "--no-cache")
+    assert "2 unused suppressions (-v lists them)" in text.stdout
+    assert "notes.py:1" in run_cli("check", str(example), "--no-cache", "-v").stdout
+
+
 def test_write_applies_fixes_in_place(example, tmp_path):
     result = run_cli("apply", str(example), "--write", "-o", str(tmp_path / "p.diff"))
     assert result.returncode == 0, result.stderr

@@ -124,6 +124,11 @@ class RunResult:
     def suppressed(self) -> int:
         return sum(r.suppressed for r in self.files)
 
+    @property
+    def unused_suppressions(self) -> list[tuple[str, int]]:
+        """(path, line) of every `optpatch: ignore` comment that silenced nothing, in path order."""
+        return [(r.rel, line) for r in self.files for line in r.unused_suppressions]
+
 
 def run(
     root: Path,
@@ -254,7 +259,8 @@ class _FileTask:
         if is_generated(source.text):
             return FileResult(rel, skipped="generated file", digest=source.digest)
         if not any(facts.wants(source) for facts in self.facts):
-            return FileResult(rel, digest=source.digest)  # no rule can have a site here: no import, no parse
+            # no rule can have a site here: no import, no parse, and any suppression in it silences nothing
+            return FileResult(rel, digest=source.digest, unused_suppressions=_suppression_lines(source))
         result = analyse_file(source, self.rules, self.settings, self.policy)
         result.digest = source.digest
         return result
@@ -392,7 +398,7 @@ def _offset_before(offset: int, edits: list[Edit]) -> int:
 def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy, locate: Callable[[int, int], tuple[int, int]]):
     wanted, calls = _screened([rule for rule in rules if rule.wants(source)], source)
     if not wanted:
-        return [], 0, [], []
+        return [], 0, _suppression_lines(source), []
     try:
         unit = make_unit(source, calls is not None, _outline(wanted, calls, source))
     except FrontendError as error:
@@ -415,6 +421,13 @@ def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy, lo
     edits = plan_edits(findings, policy.refuse)
     unused = [s.line for s in suppressions if not s.used]
     return sorted(findings, key=lambda f: f.sort_key), suppressed, unused, edits
+
+
+def _suppression_lines(source: SourceFile) -> list[int]:
+    """The lines of the file's suppression comments (a cheap look for the marker first)."""
+    if "optpatch:" not in source.text:
+        return []
+    return [suppression.line for suppression in find_suppressions(source.text, source.language)]
 
 
 def _screened(rules: list[type[Rule]], source: SourceFile) -> tuple[list[type[Rule]], "CallIndex | None"]:

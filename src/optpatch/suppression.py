@@ -1,8 +1,9 @@
 """`# optpatch: ignore[OPT101]` comments (`//` in C++/CUDA), on the line or the line above.
 
 A bare `optpatch: ignore` silences every rule on that line. Suppressions are
-honoured in every mode, `--write` included, and the ones that silenced
-nothing are reported on request.
+honoured in every mode, `--write` included; the ones that silenced
+nothing are counted in the text summary, listed with `-v` and in the JSON
+report.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ def documented_keys(heading: str) -> set[str]:
 
 
 def test_documented_keys_are_the_emitted_keys(tmp_path):
-    write_files(tmp_path, {"a.py": FIXABLE, "broken.py": "def f(:\n    x = torch.zeros(3)\n", "g_pb2.py": ""})
+    write_files(tmp_path, {"a.py": FIXABLE, "broken.py": "def f(:\n    x = torch.zeros(3)\n", "g_pb2.py": "",
+                           "quiet.py": "x = 1  # optpatch: ignore\n"})
     result = run_cli("apply", str(tmp_path), "-o", str(tmp_path / "p.diff"), "--format", "json")
     document = json.loads(result.stdout)
     assert documented_keys("Top level") == set(document)
@@ -25,4 +26,5 @@ def test_documented_keys_are_the_emitted_keys(tmp_path):
     assert documented_keys("`findings[].edits[]`") == set(document["findings"][0]["edits"][0])
     assert documented_keys("`errors[]`") == set(document["errors"][0])
     assert documented_keys("`skipped[]`") == set(document["skipped"][0])
+    assert documented_keys("`unused_suppressions[]`") == set(document["unused_suppressions"][0])
     assert f"currently **{document['schema_version']}**" in DOC

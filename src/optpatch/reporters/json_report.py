@@ -65,5 +65,6 @@ def render_json(result: RunResult, patch_path: str | None = None) -> str:
         "findings": [finding_to_dict(f) for f in result.findings],
         "errors": [error_to_dict(e) for e in result.errors],
         "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
+        "unused_suppressions": [{"path": path, "line": line} for path, line in result.unused_suppressions],
     }
     return json.dumps(document, indent=2, sort_keys=False) + "\n"

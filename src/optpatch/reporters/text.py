@@ -65,6 +65,10 @@ def render_text(
         console.print(_findings_table(shown))
     for error in result.errors:
         console.print(Text.assemble(("error ", "bold red"), (error.location(), "bold"), f": {error.reason}"))
+    unused = result.unused_suppressions
+    if unused and verbose:
+        places = ", ".join(f"{path}:{line}" for path, line in unused)
+        console.print(Text.assemble(("unused suppressions ", "bold"), f"(they silence nothing): {places}"))
     console.print(_summary(result, findings, verbose))
     if patch_note:
         console.print(Text(patch_note))
@@ -110,6 +114,8 @@ def _summary(result: RunResult, findings: list[Finding], verbose: bool) -> Text:
         parts.append(f"{statuses['advice']} advice")
     if result.suppressed:
         parts.append(f"{result.suppressed} suppressed")
+    if result.unused_suppressions and not verbose:
+        parts.append(f"{len(result.unused_suppressions)} unused suppressions (-v lists them)")
     files = f"{result.analysed} files analysed in {result.seconds:.2f} s"
     if result.errors:
         files += f", {len(result.errors)} could not be analysed"
