@@ -1,9 +1,10 @@
 """`# optpatch: ignore[OPT101]` comments (`//` in C++/CUDA), on the line or the line above.
 
-A bare `optpatch: ignore` silences every rule on that line. Suppressions are
-honoured in every mode, `--write` included; the ones that silenced
-nothing are counted in the text summary, listed with `-v` and in the JSON
-report.
+A bare `optpatch: ignore` silences every rule on that line. A comment
+alone on its line also covers the line below; one after code covers only
+its own line. Suppressions are honoured in every mode, `--write` included;
+the ones that silenced nothing are counted in the text summary, listed
+with `-v` and in the JSON report.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 from optpatch.model import Finding
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # as source.py counts lines
 _COMMENT = {
     "python": re.compile(r"#\s*optpatch:\s*ignore(?:\[([A-Za-z0-9_,\s-]*)\])?"),
     "cpp": re.compile(r"//\s*optpatch:\s*ignore(?:\[([A-Za-z0-9_,\s-]*)\])?"),
@@ -23,6 +25,7 @@ _COMMENT = {
 class Suppression:
     line: int
     codes: frozenset[str]  # empty: every rule
+    alone: bool = True  # the comment is all its line holds: it also covers the line below
     used: bool = field(default=False, compare=False)
 
     def covers(self, code: str) -> bool:
@@ -32,11 +35,11 @@ class Suppression:
 def find_suppressions(text: str, language: str) -> list[Suppression]:
     pattern = _COMMENT[language]
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(_LINE_BREAK.split(text), start=1):
         match = pattern.search(line)
         if match:
             codes = frozenset(c.strip() for c in (match.group(1) or "").split(",") if c.strip())
-            found.append(Suppression(number, codes))
+            found.append(Suppression(number, codes, alone=not line[: match.start()].strip()))
     return found
 
 
@@ -48,7 +51,8 @@ def apply_suppressions(findings: list[Finding], suppressions: list[Suppression])
     kept, dropped = [], 0
     for finding in findings:
         match = next(
-            (s for line in (finding.line, finding.line - 1) for s in by_line.get(line, ()) if s.covers(finding.code)),
+            (s for line in (finding.line, finding.line - 1) for s in by_line.get(line, ())
+             if s.covers(finding.code) and (line == finding.line or s.alone)),
             None,
         )
         if match is None:
