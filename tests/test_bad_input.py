@@ -328,6 +328,19 @@ def test_a_cpp_file_that_is_not_utf8_is_named_with_its_line_and_the_rest_is_patc
     assert_named_and_the_rest_patched(result, patch, "latin.cu:1: not valid utf-8 text (re-encode as UTF-8)")
 
 
+@pytest.mark.parametrize("name,data,message", [
+    ("latin.py", b"x = '\xe9'\n" + FIXABLE.encode(), "latin.py:1: not valid utf-8 text (add a coding cookie or re-encode as UTF-8)"),
+    ("cookie.py", b"# -*- coding: nonsense -*-\n" + FIXABLE.encode(), "cookie.py: bad encoding declaration: unknown encoding: nonsense"),
+])
+def test_a_python_file_that_is_not_utf8_says_whether_it_lacks_or_misnames_its_encoding(tmp_path, name, data, message):
+    (tmp_path / name).write_bytes(data)
+    (tmp_path / "ok.py").write_text(FIXABLE)
+    patch = tmp_path / "out" / "p.diff"
+    patch.parent.mkdir()
+    result = run_cli("apply", str(tmp_path), "-o", str(patch))
+    assert_named_and_the_rest_patched(result, patch, message)
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
 def test_an_unreadable_file_is_named_through_the_cli_with_exit_status_3(tmp_path):
     (tmp_path / "locked.py").write_text(FIXABLE)

@@ -24,6 +24,7 @@ CPP_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp"})
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_CODING_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.M)  # PEP 263, on one of the first two lines
 
 
 def language_of(path: str | Path) -> str | None:
@@ -114,7 +115,10 @@ def _decode(raw: bytes, language: str) -> tuple[str, str, bool] | FileError:
         try:
             detected, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         except SyntaxError as error:
-            return FileError("", f"bad encoding declaration: {error}")
+            if not _CODING_COOKIE.search(b"\n".join(body.splitlines()[:2])):
+                detected = "utf-8"  # no declaration, and not UTF-8: said below, with the line
+            else:
+                return FileError("", f"bad encoding declaration: {error}")
         encoding = "utf-8" if detected == "utf-8-sig" else detected
     try:
         return body.decode(encoding), encoding, bom
