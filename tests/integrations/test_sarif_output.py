@@ -94,6 +94,20 @@ def test_results_carry_rule_location_and_optpatch_fields(tree, tmp_path):
     assert run["columnKind"] == "unicodeCodePoints"
 
 
+def test_sarif_and_json_carry_the_same_findings(tree, tmp_path):
+    """Kept sites too: as results of kind `pass`, which dashboards do not raise as alerts."""
+    run = sarif_of("apply", str(tree), "-o", str(tmp_path / "p.diff"))["runs"][0]
+    document = json.loads(run_cli("apply", str(tree), "-o", str(tmp_path / "q.diff"), "--format", "json").stdout)
+    sarif = sorted(
+        (r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["locations"][0]["physicalLocation"]["region"]["startLine"], r["ruleId"])
+        for r in run["results"]
+    )
+    assert sarif == sorted((f["path"], f["line"], f["code"]) for f in document["findings"])
+    kept = [r for r in run["results"] if r["properties"]["verdict"] == "keep"]
+    assert kept and all(r["kind"] == "pass" and r["level"] == "none" and "fixes" not in r for r in kept)
+    assert all("kind" not in r for r in run["results"] if r["properties"]["verdict"] != "keep")
+
+
 def test_files_that_failed_are_error_notifications(tree, tmp_path):
     run = sarif_of("apply", str(tree), "-o", str(tmp_path / "p.diff"))["runs"][0]
     notifications = run["invocations"][0]["toolExecutionNotifications"]

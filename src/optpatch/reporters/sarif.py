@@ -5,8 +5,9 @@ fix and advice finding is a result with its rule, location and message, the
 optpatch fields (tier, verdict, context, impact and its basis, proof) in
 `properties`, and, for fixes, `fixes[]` whose replacements reproduce the
 patch: `deletedRegion` in lines and columns, `insertedContent` the new text.
-Kept sites are not results (code-scanning services would show them as
-alerts); their number is in the run's properties. Columns count Unicode code
+Kept sites are results too, of kind `pass` and level `none` (SARIF's
+"the rule was evaluated and found nothing to change"), so that they carry
+their reason as in JSON without showing as alerts. Columns count Unicode code
 points (`columnKind`), the unit optpatch's edits use. Paths are relative to
 the `SRCROOT` base, the scanned root.
 """
@@ -26,13 +27,12 @@ from optpatch.rule import Rule, load_rules
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 ROOT_BASE = "SRCROOT"
-_LEVEL = {Verdict.FIX: "warning", Verdict.ADVICE: "note"}
+_LEVEL = {Verdict.FIX: "warning", Verdict.ADVICE: "note", Verdict.KEEP: "none"}
 
 
 def render_sarif(result: RunResult) -> str:
     rules = load_rules()
     rule_index = {rule.code: index for index, rule in enumerate(rules)}
-    reported = [f for f in result.findings if f.verdict is not Verdict.KEEP]
     run = {
         "tool": {
             "driver": {
@@ -45,7 +45,7 @@ def render_sarif(result: RunResult) -> str:
         "originalUriBaseIds": {ROOT_BASE: {"uri": result.root.as_uri() + "/"}},
         "columnKind": "unicodeCodePoints",
         "invocations": [invocation(result)],
-        "results": [sarif_result(f, rule_index) for f in reported],
+        "results": [sarif_result(f, rule_index) for f in result.findings],
         "properties": {"summary": summary_of(result)},
     }
     document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
@@ -98,6 +98,8 @@ def sarif_result(finding: Finding, rule_index: dict[str, int]) -> dict:
             "replacement": finding.replacement or None,
         },
     }
+    if finding.verdict is Verdict.KEEP:
+        entry["kind"] = "pass"
     if finding.code in rule_index:
         entry["ruleIndex"] = rule_index[finding.code]
     if finding.verdict is Verdict.FIX and regions_of(finding):
