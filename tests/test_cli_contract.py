@@ -68,6 +68,13 @@ def test_patch_to_stdout_keeps_the_report_off_stdout(example):
     assert "Summary" in result.stderr
 
 
+def test_an_empty_patch_to_stdout_still_says_no_changes(example):
+    result = run_cli("apply", str(example / "tests"), "-o", "-")
+    assert result.returncode == 0
+    assert result.stdout == ""
+    assert "No changes" in result.stderr
+
+
 @pytest.mark.parametrize("fmt", ["json", "sarif", "github", "markdown"])
 def test_patch_to_stdout_keeps_a_machine_report_off_stdout(example, fmt, tmp_path):
     result = run_cli("apply", str(example), "-o", "-", "--format", fmt)

@@ -244,7 +244,7 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     if to_stdout:
         sys.stdout.buffer.write(patch)
         sys.stdout.flush()
-        note = None
+        note = None if result.changes else "No changes: the patch on stdout is empty."
     else:
         _write_output(output_path, patch, "-o")
         session.patch_path = str(output_path)
