@@ -232,7 +232,7 @@ def test_a_file_name_that_is_not_utf8_is_patched_and_reported_in_every_format(tm
     name = os.fsdecode(b"caf\xe9.py")  # latin-1 bytes in a name, as old archives leave them
     (repo / name).write_bytes(FIXABLE.encode())
     patch = tmp_path / "p.diff"
-    for output_format in ("text", "json", "sarif", "github", "markdown"):
+    for output_format in ("text", "json", "sarif", "github", "markdown", "github-annotations"):
         command = [sys.executable, "-m", "optpatch", "apply", str(repo), "-o", str(patch), "--format", output_format]
         result = subprocess.run(command, capture_output=True, timeout=120)  # bytes: the name is printed as it is
         assert result.returncode == 0, (output_format, result.stderr)

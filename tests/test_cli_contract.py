@@ -75,7 +75,7 @@ def test_an_empty_patch_to_stdout_still_says_no_changes(example):
     assert "No changes" in result.stderr
 
 
-@pytest.mark.parametrize("fmt", ["json", "sarif", "github", "markdown"])
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github", "markdown", "github-annotations"])
 def test_patch_to_stdout_keeps_a_machine_report_off_stdout(example, fmt, tmp_path):
     result = run_cli("apply", str(example), "-o", "-", "--format", fmt)
     assert result.returncode == 0

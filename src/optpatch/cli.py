@@ -33,7 +33,7 @@ def common_options(function):
         click.option("--force-exclude", is_flag=True, default=None,
                      help="Apply `exclude` also to files named on the command line (the pre-commit hooks pass it)."),
         click.option(
-            "--format", "output_format", type=click.Choice(["text", "json", "sarif", "github", "markdown"]),
+            "--format", "output_format", type=click.Choice(["text", "json", "sarif", "github", "markdown", "github-annotations"]),
             default="text", show_default=True,
         ),
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),

@@ -1,4 +1,4 @@
-"""--format github (workflow annotations) and --format markdown (a pull-request comment)."""
+"""--format github-annotations (workflow annotations) and --format markdown / github (a pull-request comment)."""
 
 import re
 
@@ -33,7 +33,7 @@ def test_escaping_follows_githubs_rules():
 
 def test_github_annotations_point_at_each_fix(tmp_path):
     write_files(tmp_path, {"pkg/model.py": FIXABLE, "pkg/other, odd.py": FIXABLE})
-    result = run_cli("check", "pkg", "--format", "github", cwd=tmp_path)
+    result = run_cli("check", "pkg", "--format", "github-annotations", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     found = annotations(result.stdout)
     assert [(kind, props["file"], props["line"], props["col"]) for kind, props, _ in found] == [
@@ -57,6 +57,15 @@ def test_markdown_comment_has_table_suggestion_and_folded_patch(tmp_path):
     assert suggestions == ["    out = torch.empty(x.shape)"]  # imported.py's fix spans two lines: patch only
     folded = re.search(r"<details>\n<summary>.*?</summary>\n\n```diff\n(.*?)\n```\n\n</details>", body, re.S)
     assert folded and folded.group(1) + "\n" == (tmp_path / "p.diff").read_text()
+
+
+def test_github_format_is_the_pull_request_comment(tmp_path):
+    """CONTRACT.md: `--format github` and `--format markdown` produce a PR comment body with the patch and suggestions."""
+    root = tmp_path / "repo"
+    write_files(root, {"model.py": FIXABLE})
+    github = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "github").stdout
+    markdown = run_cli("apply", str(root), "-o", str(tmp_path / "q.diff"), "--format", "markdown").stdout
+    assert github == markdown and "```suggestion" in github and "```diff" in github
 
 
 def test_suggested_line_applies_to_the_file(tmp_path):

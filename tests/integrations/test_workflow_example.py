@@ -25,7 +25,7 @@ def test_the_pull_request_job_is_read_only_and_runs_optpatch():
     assert analysis["permissions"] == {"contents": "read"}
     assert all("permissions" not in job for job in analysis["jobs"].values())
     scripts = "\n".join(step.get("run", "") for step in steps(analysis))
-    assert "--format markdown" in scripts and "model_patch.diff" in scripts and "--format github" in scripts
+    assert "--format markdown" in scripts and "model_patch.diff" in scripts and "--format github-annotations" in scripts
     uploads = [step for step in steps(analysis) if step.get("uses", "").startswith("actions/upload-artifact")]
     assert uploads and uploads[0]["with"]["path"] == "optpatch-report/"
 

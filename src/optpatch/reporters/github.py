@@ -1,4 +1,4 @@
-"""GitHub Actions workflow commands: one annotation per fix or advice, one per failed file.
+"""`--format github-annotations`: GitHub Actions workflow commands, one annotation per fix or advice, one per failed file.
 
 `::warning file=F,line=L,col=C,title=T::MESSAGE`. GitHub decodes `%25`,
 `%0D` and `%0A` in the message, and additionally `%3A` and `%2C` in

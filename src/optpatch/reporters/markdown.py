@@ -1,4 +1,4 @@
-"""A pull-request comment body: summary table, one suggestion per small fix, the whole patch folded.
+"""`--format markdown` and `--format github`: a pull-request comment body, with a summary table, one suggestion per small fix and the whole patch folded.
 
 The first line is a hidden marker, so a bot can find and update its previous
 comment instead of adding another. A fix whose edits all lie on the
