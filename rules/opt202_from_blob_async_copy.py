@@ -7,6 +7,7 @@ from typing import Iterator
 from optpatch.cpp_frontend import CppUnit, Node, Place, Token, matching_bracket, split_top_level, unwrap
 from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
 from optpatch.rule import Example, Rule
+from optpatch.source import LINE_BREAK
 
 # The C++ element type of each dtype spelling (torch::kInt64, at::kLong, at::ScalarType::Long, ...).
 _ELEMENT_TYPES = {
@@ -332,7 +333,7 @@ def _may_chain_a_copy(unit: CppUnit) -> bool:
 
 def _macro_definitions(text: str) -> Iterator[str]:
     """The text of each `#define`, its continuation lines included."""
-    lines = re.split(r"\r\n|\r|\n", text)
+    lines = LINE_BREAK.split(text)
     index = 0
     while index < len(lines):
         line = lines[index]

@@ -319,20 +319,12 @@ def test_write_touches_nothing_outside_the_tree_and_the_patch_path(tmp_path):
     assert changed == {"repo/own.py", "p.diff"}
 
 
-def test_a_cpp_file_that_is_not_utf8_is_named_with_its_line_and_the_rest_is_patched(tmp_path):
-    (tmp_path / "latin.cu").write_bytes(b"// caf\xe9\nvoid f(int n) { float buf[n]; buf[0] = 1; }\n")
-    (tmp_path / "ok.py").write_text(FIXABLE)
-    patch = tmp_path / "out" / "p.diff"
-    patch.parent.mkdir()
-    result = run_cli("apply", str(tmp_path), "-o", str(patch))
-    assert_named_and_the_rest_patched(result, patch, "latin.cu:1: not valid utf-8 text (re-encode as UTF-8)")
-
-
 @pytest.mark.parametrize("name,data,message", [
+    ("latin.cu", b"// caf\xe9\nvoid f(int n) { float buf[n]; buf[0] = 1; }\n", "latin.cu:1: not valid utf-8 text (re-encode as UTF-8)"),
     ("latin.py", b"x = '\xe9'\n" + FIXABLE.encode(), "latin.py:1: not valid utf-8 text (add a coding cookie or re-encode as UTF-8)"),
     ("cookie.py", b"# -*- coding: nonsense -*-\n" + FIXABLE.encode(), "cookie.py: bad encoding declaration: unknown encoding: nonsense"),
 ])
-def test_a_python_file_that_is_not_utf8_says_whether_it_lacks_or_misnames_its_encoding(tmp_path, name, data, message):
+def test_a_file_that_is_not_utf8_is_named_with_why_and_the_rest_is_patched(tmp_path, name, data, message):
     (tmp_path / name).write_bytes(data)
     (tmp_path / "ok.py").write_text(FIXABLE)
     patch = tmp_path / "out" / "p.diff"

@@ -37,8 +37,9 @@ import re
 from bisect import bisect_left
 from typing import Iterable
 
+from optpatch.source import LINE_BREAK
+
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python's tokenizer counts as the end of a line
 _LINE_CONTENT = re.compile(r"[^\r\n]+")
 _QUOTES = '"""'
 
@@ -86,7 +87,7 @@ class _Lines:
 
     def __init__(self, text: str):
         self.text = text
-        breaks = list(_LINE_BREAK.finditer(text))
+        breaks = list(LINE_BREAK.finditer(text))
         self.starts = [0] + [match.end() for match in breaks]
         self.ends = [match.start() for match in breaks] + [len(text)]
 

@@ -23,7 +23,7 @@ PYTHON_SUFFIXES = frozenset({".py"})
 CPP_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp"})
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python's tokenizer, and so every line number here, counts
 _CODING_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.M)  # PEP 263, on one of the first two lines
 
 
@@ -78,7 +78,7 @@ class SourceFile:
 
 def line_starts(text: str) -> list[int]:
     """Offsets where each line begins; \\r\\n, \\r and \\n all end a line, as for libcst."""
-    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
+    return [0] + [m.end() for m in LINE_BREAK.finditer(text)]
 
 
 def read_source(path: Path, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceFile | FileError:

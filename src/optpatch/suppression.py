@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 
 from optpatch.model import Finding
+from optpatch.source import LINE_BREAK
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # as source.py counts lines
 _COMMENT = {
     "python": re.compile(r"#\s*optpatch:\s*ignore(?:\[([A-Za-z0-9_,\s-]*)\])?"),
     "cpp": re.compile(r"//\s*optpatch:\s*ignore(?:\[([A-Za-z0-9_,\s-]*)\])?"),
@@ -35,7 +35,7 @@ class Suppression:
 def find_suppressions(text: str, language: str) -> list[Suppression]:
     pattern = _COMMENT[language]
     found = []
-    for number, line in enumerate(_LINE_BREAK.split(text), start=1):
+    for number, line in enumerate(LINE_BREAK.split(text), start=1):
         match = pattern.search(line)
         if match:
             codes = frozenset(c.strip() for c in (match.group(1) or "").split(",") if c.strip())

@@ -37,6 +37,17 @@ GXX_FLAGS = ("-std=c++17", "-Wvla", "-Wno-address")
 NVCC_FLAGS = ("-std=c++17",)
 
 
+def corpus(rule) -> list[tuple[str, str]]:
+    """(name, text) of every C++/CUDA fixture, example and bundled kernel file, and `rule`'s VALID and INVALID code:
+    what a test that holds two ways of judging a file to the same answer runs them on."""
+    root = FIXTURES.parents[2]
+    found = []
+    for folder in ("tests/fixtures/cpp", "examples", "kernels"):
+        found += [(p.name, p.read_text(encoding="utf-8")) for p in sorted((root / folder).rglob("*.c*"))]
+    found += [(f"valid-{i}.cpp", text) for i, text in enumerate(rule.VALID)]
+    return found + [(f"invalid-{i}.cpp", example.code) for i, example in enumerate(rule.INVALID)]
+
+
 @dataclass(frozen=True)
 class Expected:
     verdicts: frozenset[tuple[int, str, str]]  # (line, code, "safe"|"validate"|"keep"|...)

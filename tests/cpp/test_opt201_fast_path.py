@@ -16,7 +16,8 @@ from optpatch.engine import FixPolicy, analyse_file
 from optpatch.rule import load_rules, select_rules
 from optpatch.source import SourceFile
 
-ROOT = Path(__file__).resolve().parents[2]
+from cpp_fixtures import corpus
+
 RULE = select_rules(load_rules(), ["OPT201"])[0]
 MODULE = sys.modules[RULE.__module__]
 
@@ -61,12 +62,7 @@ DEPENDENT = {
 
 
 def _sources() -> list[tuple[str, str]]:
-    found = [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "tests/fixtures/cpp").rglob("*.c*"))]
-    found += [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "examples").rglob("*.cu"))]
-    found += [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "kernels").rglob("*.cu"))]
-    found += [(f"valid-{i}.cpp", text) for i, text in enumerate(RULE.VALID)]
-    found += [(f"invalid-{i}.cpp", example.code) for i, example in enumerate(RULE.INVALID)]
-    return found + sorted(DEPENDENT.items())
+    return corpus(RULE) + sorted(DEPENDENT.items())
 
 
 def _source(name: str, text: str) -> SourceFile:

@@ -15,7 +15,8 @@ from optpatch.engine import FixPolicy, analyse_file
 from optpatch.rule import load_rules, select_rules
 from optpatch.source import SourceFile
 
-ROOT = Path(__file__).resolve().parents[2]
+from cpp_fixtures import corpus
+
 RULE = select_rules(load_rules(), ["OPT202"])[0]
 MODULE = sys.modules[RULE.__module__]
 
@@ -53,12 +54,7 @@ SKIPPED = ("named-only.cpp", "not-chained.cpp", "in-a-comment.cpp", "commented-o
 
 
 def _sources() -> list[tuple[str, str]]:
-    found = [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "tests/fixtures/cpp").rglob("*.c*"))]
-    found += [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "examples").rglob("*.c*"))]
-    found += [(p.name, p.read_text(encoding="utf-8")) for p in sorted((ROOT / "kernels").rglob("*.c*"))]
-    found += [(f"valid-{i}.cpp", text) for i, text in enumerate(RULE.VALID)]
-    found += [(f"invalid-{i}.cpp", example.code) for i, example in enumerate(RULE.INVALID)]
-    return [(name, text) for name, text in found if "from_blob" in text] + sorted(CASES.items())
+    return [(name, text) for name, text in corpus(RULE) if "from_blob" in text] + sorted(CASES.items())
 
 
 def _source(name: str, text: str) -> SourceFile:
