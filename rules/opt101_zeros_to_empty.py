@@ -3,15 +3,15 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import libcst as cst
 
 from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
 from optpatch.planner import preview
 from optpatch.overwrite import OverwriteProof, Step, prove_full_overwrite
-from optpatch.python_frontend import PythonModule, dotted_name, walk
-from optpatch.python_screen import CallIndex
+from optpatch.python_frontend import PythonModule, ast_context, dotted_name, walk
+from optpatch.python_screen import CallIndex, callee_name
 from optpatch.rule import Example, Rule
 from optpatch.torch_api import INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
 
@@ -191,13 +191,16 @@ class ZerosToEmpty(Rule):
         """The allocations, and what `check` looks up elsewhere in the module.
 
         Allocations: every call spelled `zeros`, `zeros_like` or `new_zeros`,
-        or a name `from torch import zeros as z` binds. Elsewhere: the
+        or a name `from torch import zeros as z` binds, except those whose
+        verdict their `ast` settles (`_judged_alone`: a result passed,
+        returned or stored straight away). Elsewhere: the
         `self.<name>.copy_(...)` calls that `_attribute_writer` looks for in
         the class, the module's own `new_zeros` methods, and every `from torch
         import`, whose count `_rewrite_edits` needs.
         """
         writers = [call for call in calls.named("copy_") if _on_self(call.func)]
-        return [*_allocations(calls), *writers, *calls.functions.get("new_zeros", ()), *calls.torch_imports]
+        allocations = [call for call in _allocations(calls) if _judged_alone(calls, call) is None]
+        return [*allocations, *writers, *calls.functions.get("new_zeros", ()), *calls.torch_imports]
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
         self.facts = _ModuleFacts.gather(module)
@@ -205,6 +208,42 @@ class ZerosToEmpty(Rule):
             kind = self._allocation_kind(module, call)
             if kind is not None:
                 yield self._examine(module, call, kind)
+        if module.outlined:
+            yield from self._check_stubbed(module)
+
+    @staticmethod
+    def _allocations_of(calls: CallIndex) -> list[ast.Call]:
+        """The calls `needs` starts from (for tests and benchmarks)."""
+        return _allocations(calls)
+
+    def _check_stubbed(self, module: PythonModule) -> Iterator[Finding]:
+        """The allocations in functions the outline stubbed, judged from the screen's `ast`.
+
+        `needs` left their functions out only because `_judged_alone` settles
+        their verdict without them: the same keep, at the same place, with
+        the same context, that `_examine` gives on libcst's tree of the
+        whole module (tests/python/test_python_outline.py holds the two to
+        the same findings).
+        """
+        calls = module.screen
+        for call in _allocations(calls):
+            if not module.stubbed(call):
+                continue
+            judged = _judged_alone(calls, call)
+            if judged is None:
+                raise AssertionError(f"L{call.lineno}: the outline stubbed an allocation that needs its function")
+            if not self._allocation_kind_alone(module, calls, call):
+                continue
+            context = ast_context(calls.ancestors(call, calls.outermost_function(call)))
+            reason = judged.reason.format(module.ast_text(judged.callee) if judged.callee else "")
+            yield self._keep_at(module.ast_start(call), module, context, reason)
+
+    def _allocation_kind_alone(self, module: PythonModule, calls: CallIndex, call: ast.Call) -> bool:
+        """`_allocation_kind` for a call `_judged_alone` accepted: no name of its callee is bound in its function."""
+        func = call.func
+        if type(func) is ast.Attribute and func.attr == "new_zeros":
+            return "new_zeros" not in calls.functions  # the receiver names no import (`_judged_alone`)
+        return module.callee_in_a_function_refers_to(_dotted(func), _TORCH_ZEROS) is not None
 
     # -- recognising the allocation ---------------------------------------------------
 
@@ -228,7 +267,7 @@ class ZerosToEmpty(Rule):
     def _examine(self, module: PythonModule, call: cst.Call, kind: str) -> Finding:
         context = module.context(call)
         if keyword_arg(call, "out") is not None:
-            return self._keep(module, call, context, "`out=` fills an existing tensor, which may be read elsewhere")
+            return self._keep(module, call, context, FILLS_OUT)
         star = self.facts.star_import
         if isinstance(call.func, cst.Name) and star:
             return self._keep(module, call, context, f"`{star}` may rebind `{call.func.value}`: it may not be torch's")
@@ -240,7 +279,7 @@ class ZerosToEmpty(Rule):
         if isinstance(target, cst.Attribute):
             return self._examine_attribute(module, call, kind, parent, target, context)
         if not isinstance(target, cst.Name):
-            return self._keep(module, call, context, "the result is unpacked or stored, not bound to one name")
+            return self._keep(module, call, context, UNPACKED)
         proof = prove_full_overwrite(module, parent, target.value)
         if proof.proven:
             return self._fix(module, call, kind, context, Tier.SAFE, _proof_reason(target.value, proof), proof.steps)
@@ -259,7 +298,7 @@ class ZerosToEmpty(Rule):
     def _examine_attribute(self, module, call, kind, statement, target: cst.Attribute, context) -> Finding:
         owner = target.value
         if not (isinstance(owner, cst.Name) and owner.value == "self"):
-            return self._keep(module, call, context, "stored on another object, which other code may read")
+            return self._keep(module, call, context, ANOTHER_OBJECT)
         attribute = target.attr.value
         label = self._always_keep(module, call, attribute)
         if label:
@@ -307,7 +346,10 @@ class ZerosToEmpty(Rule):
         )
 
     def _keep(self, module, call, context, reason: str, steps: list[Step] = ()) -> Finding:
-        line, col = module.start(call)
+        return self._keep_at(module.start(call), module, context, reason, steps)
+
+    def _keep_at(self, position: tuple[int, int], module, context, reason: str, steps: list[Step] = ()) -> Finding:
+        line, col = position
         return Finding(
             self.code, self.name, module.source.rel, line, col, Verdict.KEEP, reason, context, Impact.NONE,
             "kept: no rewrite, no change", proof=tuple(f"L{s.line}: {s.text}" for s in steps),
@@ -337,18 +379,118 @@ def _bound_target(parent: cst.CSTNode | None, call: cst.Call) -> cst.BaseExpress
     return None
 
 
+# Why an allocation is kept whatever follows it; `_unbound_reason` and `_judged_alone` say the same.
+FILLS_OUT = "`out=` fills an existing tensor, which may be read elsewhere"
+RETURNED = "returned to the caller, who may read the zeros"
+PASSED = "passed straight to `{}(...)`, which may read it"
+USED_THROUGH = "used at once through `.{}`"
+SEVERAL_NAMES = "assigned to several names at once"
+IN_AN_EXPRESSION = "used directly in an expression, not bound to a local name"
+ANOTHER_OBJECT = "stored on another object, which other code may read"
+UNPACKED = "the result is unpacked or stored, not bound to one name"
+
+
 def _unbound_reason(module: PythonModule, parent: cst.CSTNode | None) -> str:
     if isinstance(parent, cst.Return):
-        return "returned to the caller, who may read the zeros"
+        return RETURNED
     if isinstance(parent, cst.Arg):
         call = module.parent(parent)
-        callee = module.text(call.func) if isinstance(call, cst.Call) else "a call"
-        return f"passed straight to `{callee}(...)`, which may read it"
+        return PASSED.format(module.text(call.func) if isinstance(call, cst.Call) else "a call")
     if isinstance(parent, cst.Attribute):
-        return f"used at once through `.{parent.attr.value}`"
+        return USED_THROUGH.format(parent.attr.value)
     if isinstance(parent, cst.Assign):
-        return "assigned to several names at once"
-    return "used directly in an expression, not bound to a local name"
+        return SEVERAL_NAMES
+    return IN_AN_EXPRESSION
+
+
+class _Judged(NamedTuple):
+    reason: str  # with `{}` for the callee's text when `callee` is set
+    callee: ast.expr | None = None
+
+
+def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
+    """The keep `_examine` gives this allocation, when the call and its parents settle it; else None.
+
+    The verdict needs nothing else of its function when the result is not
+    bound to one local name or to `self.<name>` (those need the proof, or
+    the class): it is passed, returned, stored elsewhere or used at once.
+    Whether the call is torch's at all is then a question for the module's
+    bindings alone, provided nothing inside its function binds the
+    callee's name (`_allocation_kind_alone`); a `new_zeros` receiver must
+    name no import anywhere. Module- and class-level sites, star imports
+    with a bare name, and shapes with no simple `ast` counterpart (a
+    decorator, a class's bases) are left to libcst's tree.
+    """
+    function = calls.outermost_function(call)
+    if function is None:
+        return None
+    func = call.func
+    if type(func) is ast.Attribute and func.attr == "new_zeros":
+        root = _receiver_root(func.value)
+        if root is not None and root in calls.imported_names:
+            return None
+    else:
+        spelled = _dotted(func)
+        if spelled is None or calls.binds_anywhere(function, spelled.partition(".")[0]):
+            return None
+        if type(func) is ast.Name and calls.star_import:
+            return None
+    ancestors = calls.ancestors(call, function)
+    if any(type(node) is ast.Call and callee_name(node) in ("TypeVar", "NewType") for node in ancestors):
+        return None  # python_scope gives the first argument of these no meaning
+    if any(keyword.arg == "out" for keyword in call.keywords):
+        return _Judged(FILLS_OUT)
+    result, at = call, 0  # `_moved_result`: `torch.zeros(n).cuda()` is as fresh as the zeros
+    while (type(ancestors[at]) is ast.Attribute and ancestors[at].attr in ("to", "cuda")
+           and type(ancestors[at + 1]) is ast.Call and ancestors[at + 1].func is ancestors[at]):
+        result, at = ancestors[at + 1], at + 2
+    parent = ancestors[at]
+    owner = ancestors[at + 1] if at + 1 < len(ancestors) else None
+    kind = type(parent)
+    if kind is ast.Assign and parent.value is result:
+        if len(parent.targets) > 1:
+            return _Judged(SEVERAL_NAMES)
+        target = parent.targets[0]
+        if type(target) is ast.Name:
+            return None
+        if type(target) is ast.Attribute:
+            return None if type(target.value) is ast.Name and target.value.id == "self" else _Judged(ANOTHER_OBJECT)
+        return _Judged(UNPACKED)
+    if kind is ast.Return:
+        return _Judged(RETURNED)
+    if kind is ast.Call and any(argument is result for argument in parent.args):
+        return _Judged(PASSED, parent.func)
+    if kind is ast.keyword or kind is ast.Starred and type(owner) is ast.Call and any(a is parent for a in owner.args):
+        return _Judged(PASSED, owner.func) if type(owner) is ast.Call else None  # a class's keywords: no Call
+    if kind is ast.Attribute:
+        return _Judged(USED_THROUGH.format(parent.attr))
+    if kind in (ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) or type(owner) is ast.ClassDef:
+        return None
+    return _Judged(IN_AN_EXPRESSION)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """`a.b.c` for a chain of names, else None."""
+    if type(node) is ast.Name:
+        return node.id
+    if type(node) is ast.Attribute:
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _receiver_root(node: ast.expr) -> str | None:
+    """The name python_scope would resolve for a receiver (`x` in `x.a[0].f()`), or None if it has none."""
+    while True:
+        kind = type(node)
+        if kind is ast.Name:
+            return node.id
+        if kind is ast.Attribute or kind is ast.Subscript:
+            node = node.value
+        elif kind is ast.Call:
+            node = node.func
+        else:
+            return None
 
 
 def _proof_reason(name: str, proof: OverwriteProof) -> str:

@@ -400,7 +400,7 @@ def _one_pass(source: SourceFile, rules: list[type[Rule]], policy: FixPolicy, lo
     if not wanted:
         return [], 0, _suppression_lines(source), []
     try:
-        unit = make_unit(source, calls is not None, _outline(wanted, calls, source))
+        unit = make_unit(source, calls, _outline(wanted, calls, source))
     except FrontendError as error:
         return error.error
     findings: list[Finding] = []
@@ -496,17 +496,17 @@ class FrontendError(Exception):
         self.error = error
 
 
-def make_unit(source: SourceFile, cpython_parsed: bool = False, outline: str | None = None):
+def make_unit(source: SourceFile, calls: "CallIndex | None" = None, outline: str | None = None):
     """Parse with the frontend of the file's language.
 
-    `cpython_parsed`: `ast` already took this Python text; `outline`: parse
-    this outline of it instead (python_outline.py).
+    `calls`: the screens' `ast` index of this Python text (so `ast` already
+    took it); `outline`: parse this outline of it instead (python_outline.py).
     """
     if source.language == "python":
         from optpatch.python_frontend import PythonModule, PythonParseError
 
         try:
-            return PythonModule(source, cpython_parsed, outline)
+            return PythonModule(source, calls is not None, outline, calls)
         except PythonParseError as error:
             raise FrontendError(error.error) from None
     from optpatch.cpp_frontend import CppParseError, CppUnit

@@ -19,7 +19,7 @@ import ast
 import re
 import warnings
 from functools import cached_property
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -29,7 +29,11 @@ from optpatch.native_stack import call_with_large_stack
 from optpatch.python_scope import BINDING_NODES, IMPORT, LOCAL, NameResolver
 from optpatch.source import SourceFile
 
+if TYPE_CHECKING:
+    from optpatch.python_screen import CallIndex
+
 SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_CACHE_DECORATORS = ("cache", "lru_cache", "cached_property")
 LOOP_NODES = (cst.For, cst.While)
 
 # Set-up code: runs once per process or per model, so a saving there is noise.
@@ -51,22 +55,29 @@ class PythonParseError(Exception):
 
 
 class PythonModule:
-    def __init__(self, source: SourceFile, cpython_parsed: bool = False, outline: str | None = None):
+    def __init__(
+        self, source: SourceFile, cpython_parsed: bool = False, outline: str | None = None, screen: "CallIndex | None" = None
+    ):
         """Parse `source`; `cpython_parsed` says Python's own parser already took it (a rule's screen did).
 
         With an `outline` of the file (python_outline.py: the same length and
         lines, some functions stubbed), libcst parses that instead, and every
         span is still a span of the file. An outline libcst refuses is
         dropped for the file itself, whose error is the one to report.
+        `screen` is the `ast` call index the engine's screens built from the
+        same text: rules judge the sites in stubbed functions from it.
         """
         self.source = source
+        self.screen = screen
         self.outlined = False
+        self._outline = None
         if not cpython_parsed:
             _refuse_what_cpython_cannot_nest(source)
         if outline is not None:
             try:
                 self.tree, self._index = call_with_large_stack(_parse_and_index, outline)
                 self.outlined = True
+                self._outline = outline
                 return
             except (cst.ParserSyntaxError, RecursionError, _TextLost):
                 pass
@@ -98,11 +109,7 @@ class PythonModule:
         assignment's meaning is then marked `<assigned>.`, so that the name
         has two meanings and no rule takes it for torch's.
         """
-        found = self._names.qualified_names(node)
-        names = {q.name for q in found}
-        if len(names) < len(found):
-            return {f"<assigned>.{q.name}" if q.source == LOCAL else q.name for q in found}
-        return names
+        return _marked(self._names.qualified_names(node))
 
     def bindings(self, name: cst.Name) -> tuple | None:
         """Every assignment that `name` may read (libcst `BaseAssignment`s), or None outside any scope.
@@ -121,12 +128,12 @@ class PythonModule:
 
     def refers_to(self, node: cst.CSTNode, names: set[str] | frozenset[str]) -> str | None:
         """The one qualified name of `node` if it is in `names` (and it has no other meaning)."""
-        found = self.qualified_names(node)
-        if len(found) == 1:
-            (name,) = found
-            if name in names:
-                return name
-        return None
+        return _the_one(self.qualified_names(node), names)
+
+    def callee_in_a_function_refers_to(self, callee: str, names: set[str] | frozenset[str]) -> str | None:
+        """`refers_to` for a callee spelled `callee` in a function that binds none of its names anywhere
+        (python_scope.NameResolver.meaning_in_a_function): the answer the module's own bindings give."""
+        return _the_one(_marked(self._names.meaning_in_a_function(callee)), names)
 
     # -- positions -----------------------------------------------------------
 
@@ -141,6 +148,28 @@ class PythonModule:
     def text(self, node: cst.CSTNode) -> str:
         start, end = self.span(node)
         return self.source.text[start:end]
+
+    def ast_offset(self, line: int, utf8_col: int) -> int:
+        """The text offset of an `ast` position (its columns count UTF-8 bytes)."""
+        start = self.source.line_starts[line - 1]
+        head = self.source.text[start : start + utf8_col]
+        if not head.isascii():
+            head = head.encode()[:utf8_col].decode()
+        return start + len(head)
+
+    def ast_start(self, node: ast.expr) -> tuple[int, int]:
+        """`start` for a node of the screen's `ast` (the same line and column libcst's node gets)."""
+        return self.source.position(self.ast_offset(node.lineno, node.col_offset))
+
+    def ast_text(self, node: ast.expr) -> str:
+        return self.source.text[self.ast_offset(node.lineno, node.col_offset) : self.ast_offset(node.end_lineno, node.end_col_offset)]
+
+    def stubbed(self, node: ast.expr) -> bool:
+        """True when the outline replaced `node` (an `ast` node of the file) by a stub: libcst never saw it."""
+        if self._outline is None:
+            return False
+        start, end = self.ast_offset(node.lineno, node.col_offset), self.ast_offset(node.end_lineno, node.end_col_offset)
+        return self._outline[start:end] != self.source.text[start:end]
 
     def replace(self, node: cst.CSTNode, text: str) -> Edit:
         start, end = self.span(node)
@@ -186,6 +215,49 @@ class PythonModule:
             if isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
                 return Context.ONCE if isinstance(ancestor, cst.ClassDef) else Context.CALL
         return Context.ONCE  # module level
+
+
+def ast_context(ancestors: Iterable[ast.AST]) -> Context:
+    """`PythonModule.context` for a node of the screen's `ast`, from its ancestors (innermost first)."""
+    for ancestor in ancestors:
+        kind = type(ancestor)
+        if kind in _AST_LOOPS:
+            return Context.HOT
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            name = ancestor.name
+            if name.startswith("test") or _ONE_TIME.match(name) or any(_cache_decorator(d) for d in ancestor.decorator_list):
+                return Context.ONCE
+            return Context.HOT if _HOT.match(name) else Context.CALL
+        if kind is ast.ClassDef:
+            return Context.ONCE
+        if kind is ast.Lambda:
+            return Context.CALL
+    return Context.ONCE
+
+
+_AST_LOOPS = (ast.For, ast.AsyncFor, ast.While)  # libcst's For holds `async for` too
+
+
+def _cache_decorator(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
+    return name in _CACHE_DECORATORS
+
+
+def _marked(found) -> set[str]:
+    """Qualified names as rules see them: a module name bound by an import and an assignment gets two meanings."""
+    names = {q.name for q in found}
+    if len(names) < len(found):
+        return {f"<assigned>.{q.name}" if q.source == LOCAL else q.name for q in found}
+    return names
+
+
+def _the_one(found: set[str], names: set[str] | frozenset[str]) -> str | None:
+    if len(found) == 1:
+        (name,) = found
+        if name in names:
+            return name
+    return None
 
 
 # CPython's own limits on nesting. libcst has none: past them its parser takes minutes, gigabytes or the process.
@@ -282,7 +354,7 @@ def _is_cached(function: cst.FunctionDef) -> bool:
         if isinstance(target, cst.Call):
             target = target.func
         name = target.attr.value if isinstance(target, cst.Attribute) else getattr(target, "value", "")
-        if name in ("cache", "lru_cache", "cached_property"):
+        if name in _CACHE_DECORATORS:
             return True
     return False
 

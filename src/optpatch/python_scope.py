@@ -242,6 +242,28 @@ class NameResolver:
                 return binding.qualified_names(full_name)
         return {name for binding in bindings for name in binding.qualified_names(full_name)}
 
+    def meaning_in_a_function(self, callee: str) -> set[QualifiedName]:
+        """What `qualified_names` gives for a callee spelled `callee` (`zeros`, `torch.zeros`) in a function
+        where no enclosing function, lambda, comprehension or class binds any of its names.
+
+        Such a name can only be the module's or a builtin, so the answer needs
+        the module's bindings alone: the same two paths as for a node (a
+        bare name, or a dotted prefix bound as a whole, is a use; else the
+        longest bound prefix qualifies the full name), from a scope that adds
+        nothing. Rules use it for a call in a function the outline stubbed.
+        """
+        scope = self.module_scope
+        prefixes = [callee]
+        while "." in prefixes[-1]:
+            prefixes.append(prefixes[-1].rpartition(".")[0])
+        bound = next((prefix for prefix in prefixes if prefix in scope), None)
+        if bound is None:
+            return set()
+        bindings = scope.lookup(bound, scope)
+        if bound == callee:  # a use: every binding of the module counts, wherever it is
+            return {qualified for binding in bindings for qualified in binding.qualified_names(binding.name)}
+        return {qualified for binding in bindings for qualified in binding.qualified_names(callee)}
+
     def bindings(self, name: cst.Name) -> tuple[metadata.BaseAssignment, ...] | None:
         """Every binding `name` may read, flow-insensitively, in source order; None where libcst has no scope."""
         if self._unscoped(name):

@@ -32,6 +32,9 @@ class CallIndex:
         self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}  # by name, in any scope
         # `global`, `nonlocal` and `:=`: a function holding one may bind a name outside itself
         self.outer_bindings: list[ast.AST] = []
+        self.imported_names: set[str] = set()  # every name an import binds, in any scope (`a` for `import a.b`)
+        self.star_import = False  # a `from m import *` anywhere
+        self._functions_around: dict[int, _FunctionFacts] = {}  # id(outermost def) -> its facts, on demand
         for node in ast.walk(tree):
             kind = type(node)
             if kind is ast.Call:
@@ -47,9 +50,13 @@ class CallIndex:
                     self._calls_assigned.setdefault(node.target.id, []).append(node.value)
             elif kind is ast.Import:
                 for alias in node.names:
+                    bound = alias.asname or alias.name.split(".")[0]
+                    self.imported_names.add(bound)
                     if _is_torch(alias.name):
-                        self.torch_names.add(alias.asname or alias.name.split(".")[0])
+                        self.torch_names.add(bound)
             elif kind is ast.ImportFrom:
+                self.imported_names.update(alias.asname or alias.name for alias in node.names)
+                self.star_import = self.star_import or node.names[0].name == "*"
                 if node.level == 0 and _is_torch(node.module or ""):
                     self.torch_names.update(alias.asname or alias.name for alias in node.names)
                     self.torch_imports.append(node)
@@ -83,6 +90,79 @@ class CallIndex:
     def calls_torch(self, call: ast.Call) -> bool:
         """True when the callee's root name is bound by an import of torch (`torch.cat`, `th.zeros`, `zeros`)."""
         return root_name(call.func) in self.torch_names
+
+    # -- a node's own function, for verdicts that need nothing else of it ----------------------------
+
+    def outermost_function(self, node: ast.expr) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The `def` that holds `node` and is held by no other `def` (decorators count as part of it)."""
+        line, found = node.lineno, None
+        for functions in self.functions.values():
+            for function in functions:
+                first = min((d.lineno for d in function.decorator_list), default=function.lineno)
+                if first <= line <= function.end_lineno and (found is None or first < found[0]):
+                    found = (first, function)
+        return found[1] if found else None
+
+    def ancestors(self, node: ast.AST, function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+        """`node`'s parents, innermost first, up to and including `function` (which must hold it)."""
+        parent_of = self._facts(function).parents
+        found, parent = [], parent_of.get(id(node))
+        while parent is not None:
+            found.append(parent)
+            if parent is function:
+                return found
+            parent = parent_of.get(id(parent))
+        raise ValueError("the node is not inside the function")
+
+    def binds_anywhere(self, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+        """True when any scope inside `function` (itself, nested functions, lambdas, classes,
+        comprehensions) binds `name` in any way, or declares it `global`/`nonlocal`."""
+        return name in self._facts(function).bound
+
+    def _facts(self, function) -> "_FunctionFacts":
+        facts = self._functions_around.get(id(function))
+        if facts is None:
+            facts = self._functions_around[id(function)] = _FunctionFacts.of(function)
+        return facts
+
+
+class _FunctionFacts:
+    """One walk of a function: every node's parent, and every name bound anywhere inside."""
+
+    __slots__ = ("parents", "bound")
+
+    def __init__(self, parents: dict[int, ast.AST], bound: set[str]):
+        self.parents = parents
+        self.bound = bound
+
+    @classmethod
+    def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef) -> "_FunctionFacts":
+        parents: dict[int, ast.AST] = {}
+        bound: set[str] = {function.name}
+        todo = [function]
+        while todo:
+            node = todo.pop()
+            kind = type(node)
+            if kind is ast.Name:
+                if type(node.ctx) is not ast.Load:
+                    bound.add(node.id)
+            elif kind is ast.arg:
+                bound.add(node.arg)
+            elif kind is ast.alias:
+                bound.add(node.asname or node.name.split(".")[0])
+            elif kind is ast.Global or kind is ast.Nonlocal:
+                bound.update(node.names)
+            elif kind is ast.MatchMapping:
+                if node.rest:
+                    bound.add(node.rest)
+            else:
+                name = getattr(node, "name", None)  # def, class, `except E as name`, match captures, type parameters
+                if isinstance(name, str):
+                    bound.add(name)
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+                todo.append(child)
+        return cls(parents, bound)
 
 
 def _is_torch(module: str) -> bool:

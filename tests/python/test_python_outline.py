@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,12 +67,50 @@ ELSEWHERE = {
 }
 
 
+# OPT101 judges these allocations from the `ast` alone (`_judged_alone`): their functions are stubbed.
+_HEAD = "import torch\nimport numpy as np\nfrom torch import zeros as z\n\ndef keep_me(n, y):\n    x = torch.zeros(n)\n    x.copy_(y)\n    return x\n\n"
+JUDGED_ALONE = {
+    "passed, returned, used at once": _HEAD + (
+        "def f(g, n, y):\n    g(torch.zeros(n))\n    g(y, key=torch.zeros_like(y))\n    g(*torch.zeros(2), **torch.zeros(1))\n"
+        "    torch.zeros(n).fill_(1)\n    return torch.zeros(n).cuda()\n"
+    ),
+    "stored, unpacked, several names, out=": _HEAD + (
+        "class Box:\n    def put(self, other, n, y):\n        other.buf = torch.zeros(n)\n        a, b = torch.zeros(2, n)\n"
+        "        c = d = y.new_zeros(n)\n        torch.zeros(n, out=y)\n        return [torch.zeros(n)], {'k': z(n)}\n"
+    ),
+    "contexts: loop, forward, cached, lambda, class, test": _HEAD + (
+        "import functools\n\ndef f(g, n):\n    for i in range(n):\n        g(torch.zeros(i))\n    while n:\n        n = g(torch.zeros(n))\n\n"
+        "def forward(g, n):\n    return g(torch.zeros(n))\n\n@functools.lru_cache\ndef table(n):\n    return torch.zeros(n).to('cuda')\n\n"
+        "def make(n):\n    h = lambda m=torch.zeros(n): m\n    class Local:\n        field = torch.zeros(n)\n    return h, Local\n\n"
+        "def test_it(g):\n    g(torch.zeros(3))\n"
+    ),
+    "not torch's, non-ASCII, nested": _HEAD + (
+        "def f(g, n):\n    g('é中', np.zeros(n), torch.zeros(n))\n    def inner():\n        return torch.zeros(n)\n    return inner\n"
+    ),
+    "a module name rebound (never torch's)": "import torch\ntorch = object()\n\ndef f(g, n):\n    g(torch.zeros(n))\n",
+}
+# The same shapes where something inside the function (or the module) decides what the callee is: libcst must see them.
+NOT_ALONE = {
+    "a parameter named torch": ("binds_anywhere", _HEAD + "def f(g, torch, n):\n    g(torch.zeros(n))\n"),
+    "an import inside": ("binds_anywhere", _HEAD + "def f(g, n):\n    import numpy as torch\n    g(torch.zeros(n))\n"),
+    "a nested function's local": ("binds_anywhere", _HEAD + "def f(g, n):\n    def h(z):\n        return g(z(n))\n    return h\n"),
+    "a comprehension variable": ("binds_anywhere", _HEAD + "def f(g, ns):\n    return [g(torch.zeros(n)) for torch in ns]\n"),
+    "a star import with a bare zeros": ("star_import", "from torch import zeros\nfrom numpy import *\n\ndef f(g, n):\n    g(zeros(n))\n"),
+    "a new_zeros receiver that is an import": ("imported_names", _HEAD + "def f(g, n):\n    import numpy as x\n    g(x.new_zeros(n))\n"),
+    "the name of a TypeVar": ("TypeVar", _HEAD + "from typing import TypeVar\n\ndef f(n):\n    return TypeVar(torch.zeros(n))\n"),
+    "a decorator": (None, _HEAD + "def f():\n    @torch.zeros(3)\n    def g():\n        pass\n"),
+    "a class keyword": (None, _HEAD + "def f():\n    class A(metaclass=torch.zeros(3)):\n        pass\n"),
+}
+
+
 def _texts() -> list[tuple[str, str]]:
     paths = sorted((ROOT / "tests/fixtures/python").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.py"))
     found = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in paths]
     for rule in PYTHON_RULES:
         found += [(f"{rule.code}-valid-{i}.py", text) for i, text in enumerate(rule.VALID)]
         found += [(f"{rule.code}-invalid-{i}.py", example.code) for i, example in enumerate(rule.INVALID)]
+    found += [(f"alone-{i}.py", text) for i, text in enumerate(JUDGED_ALONE.values())]
+    found += [(f"not-alone-{i}.py", text) for i, (_, text) in enumerate(NOT_ALONE.values())]
     return found + [(f"elsewhere-{i}.py", text) for i, (_, _, text) in enumerate(ELSEWHERE.values())]
 
 
@@ -137,6 +176,52 @@ def test_each_need_is_needed(case, monkeypatch):
         needs = rule.needs.__func__
         monkeypatch.setattr(rule, "needs", classmethod(lambda cls, calls: [n for n in needs(cls, calls) if not dropped(n)]))
     assert _findings(PYTHON_RULES, "m.py", text) != expected
+
+
+def _stubbed_sites(text: str) -> list[int]:
+    """The lines of the allocations OPT101 (run alone) judged from the `ast`: the outline stubbed their function."""
+    source = _source("m.py", text)
+    wanted, calls = engine._screened([RULE["OPT101"]], source)
+    module = engine.make_unit(source, calls, engine._outline(wanted, calls, source))
+    return [call.lineno for call in RULE["OPT101"]._allocations_of(calls) if module.stubbed(call)]
+
+
+@pytest.mark.parametrize("case", list(JUDGED_ALONE), ids=lambda case: re.sub(r"\W+", "-", case))
+def test_sites_judged_alone_are_stubbed_and_still_reported(case):
+    text = JUDGED_ALONE[case]
+    stubbed = _stubbed_sites(text)
+    assert stubbed, "no allocation was judged from the ast: the case tests nothing"
+    reported = {line for code, line, *_ in _findings([RULE["OPT101"]], "m.py", text)[:-2]}
+    if "never torch's" in case:
+        assert not reported & set(stubbed)
+    else:
+        torch_sites = {n for n, line in enumerate(text.splitlines(), 1) if re.search(r"torch\.zeros|z\(n\)|y\.new_zeros", line)}
+        assert set(stubbed) & torch_sites and set(stubbed) & torch_sites <= reported
+
+
+@pytest.mark.parametrize("case", list(NOT_ALONE), ids=lambda case: re.sub(r"\W+", "-", case))
+def test_sites_whose_callee_their_function_decides_are_not_judged_alone(case, monkeypatch):
+    """libcst's tree keeps them; without the check that keeps them, the findings change."""
+    check, text = NOT_ALONE[case]
+    assert _stubbed_sites(text) == []
+    if check is None:
+        return  # a shape `_judged_alone` leaves to libcst outright
+    expected = _findings([RULE["OPT101"]], "m.py", text)
+    rule_module = sys.modules[RULE["OPT101"].__module__]
+    if check == "binds_anywhere":
+        monkeypatch.setattr(CallIndex, "binds_anywhere", lambda self, function, name: False)
+    elif check == "TypeVar":
+        monkeypatch.setattr(rule_module, "callee_name", lambda call: None)
+    else:
+        index = CallIndex.of
+
+        def forgetting(source_text):
+            calls = index(source_text)
+            setattr(calls, check, set() if check == "imported_names" else False)
+            return calls
+
+        monkeypatch.setattr(CallIndex, "of", staticmethod(forgetting))
+    assert _findings([RULE["OPT101"]], "m.py", text) != expected
 
 
 # -- the outline itself ----------------------------------------------------------------------------
