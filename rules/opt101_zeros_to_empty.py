@@ -204,7 +204,12 @@ class ZerosToEmpty(Rule):
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
         self.facts = _ModuleFacts.gather(module)
+        spellings = _spellings(module.text(alias.asname.name) for node in self.facts.torch_imports for alias in node.names
+                               if alias.asname and module.text(alias.name) in _REPLACEMENT)
         for call in self.facts.calls:
+            func = call.func
+            if (func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None) not in spellings:
+                continue  # the calls `_allocations` gives `needs` and `screen`: no other can be an allocation
             kind = self._allocation_kind(module, call)
             if kind is not None:
                 yield self._examine(module, call, kind)
@@ -504,7 +509,7 @@ def _prefix_copy_pattern(module: PythonModule, statement, name: str) -> str | No
         return None
     uses = [
         node for node in walk(function.body)
-        if isinstance(node, cst.Name) and node.value == name and module.start(node) > module.start(statement)
+        if type(node) is cst.Name and node.value == name and module.start(node) > module.start(statement)
         and not _is_attribute_name(module, node)
     ]
     if not uses:
@@ -539,10 +544,15 @@ def _attribute_writer(module: PythonModule, call: cst.Call, attribute: str) -> s
 
 def _allocations(calls: CallIndex) -> list[ast.Call]:
     """The calls `_allocation_kind` may accept: by their last name, or a name `from torch import zeros as z` binds."""
-    spellings = set(_REPLACEMENT)
-    for statement in calls.torch_imports:
-        spellings.update(alias.asname for alias in statement.names if alias.asname and alias.name in _REPLACEMENT)
-    return calls.named(*spellings)
+    return calls.named(*_spellings(
+        alias.asname for statement in calls.torch_imports for alias in statement.names
+        if alias.asname and alias.name in _REPLACEMENT
+    ))
+
+
+def _spellings(aliases) -> set[str]:
+    """The last names an allocation's callee may have: `zeros`, `zeros_like`, `new_zeros` and their import aliases."""
+    return set(_REPLACEMENT).union(aliases)
 
 
 def _on_self(func: ast.expr) -> bool:

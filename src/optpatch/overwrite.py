@@ -22,10 +22,12 @@ times, or in one branch only, proves nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import libcst as cst
 
 from optpatch.python_frontend import PythonModule, walk
+from optpatch.python_scope import full_name_of
 
 _DECLARATIONS = frozenset({cst.Global, cst.Nonlocal})
 _NESTED_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
@@ -67,6 +69,7 @@ INTROSPECTION_CALLS = frozenset(
         "sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.trace", "pdb.set_trace",
     }
 )
+_INTROSPECTION_NAMES = frozenset(name.rpartition(".")[2] for name in INTROSPECTION_CALLS)
 _VIEW_METHODS = frozenset(
     {"view", "narrow", "reshape", "view_as", "as_strided", "select", "unsqueeze", "transpose", "t", "permute", "flatten",
      "expand", "chunk", "split", "unbind"}
@@ -399,7 +402,7 @@ class _Prover:
 
     def _classify(self, statement: cst.BaseSmallStatement) -> tuple[str, str]:
         """The effect of one simple statement on the name: its first blocking use, or its write."""
-        uses = list(_names(statement, self.name))
+        uses = list(_names(self.module, statement, self.name))
         write: tuple[str, str] | None = None
         for use in uses:
             kind, text = self._classify_use(use, statement)
@@ -516,7 +519,7 @@ class _Prover:
 
     def _expression_blocker(self, node: cst.CSTNode) -> Step | None:
         """Compound-statement headers may only use metadata."""
-        for use in _names(node, self.name):
+        for use in _names(self.module, node, self.name):
             if not self._is_metadata_use(use):
                 return Step(self._line(use), f"read in a condition or header: {self.module.text(node)[:80]}")
         return None
@@ -532,11 +535,19 @@ class _Prover:
                 return Step(self._line(node), f"`{self.name}` is declared {kind.__name__.lower()}: other code may read it")
             if kind in _NESTED_SCOPES and self._mentions(node):
                 return Step(self._line(node), f"`{self.name}` is captured by a nested {self._kind(node)}, which may read it at any time")
-            if kind is cst.Call and self.module.qualified_names(node.func) & INTROSPECTION_CALLS:
+            if kind is cst.Call and self._may_introspect(node) and self.module.qualified_names(node.func) & INTROSPECTION_CALLS:
                 return Step(self._line(node), f"{self._code(node)} can read `{self.name}` by name")
             if kind is cst.Attribute and node.attr.value == "f_locals":
                 return Step(self._line(node), f"{self._code(node)} can read `{self.name}` by name")
         return None
+
+    def _may_introspect(self, call: cst.Call) -> bool:
+        """False when no meaning of the callee can be in INTROSPECTION_CALLS: its full name (python_scope's
+        `full_name_of`) ends in none of their names and is no name an `import ... as` binds."""
+        full_name = full_name_of(call.func)
+        if full_name is None:
+            return False
+        return full_name.rpartition(".")[2] in _INTROSPECTION_NAMES or full_name in self.module.import_aliases
 
     def _reads_name(self, node: cst.CSTNode | None) -> bool:
         """True when `node` uses the name's values (metadata uses do not count)."""
@@ -545,7 +556,7 @@ class _Prover:
         return self._expression_blocker(node) is not None
 
     def _mentions(self, node: cst.CSTNode) -> bool:
-        return any(True for _ in _names(node, self.name))
+        return any(True for _ in _names(self.module, node, self.name))
 
     def _is_whole_statement(self, call: cst.Call, statement) -> bool:
         return isinstance(statement, cst.Expr) and statement.value is call
@@ -671,19 +682,16 @@ def _is_full_index(index: cst.BaseSlice) -> bool:
     return isinstance(index, cst.Index) and isinstance(index.value, cst.Ellipsis)
 
 
-def _names(node: cst.CSTNode, name: str):
-    """Name nodes that refer to the variable `name` (not attribute or keyword names)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name):
-            if current.value == name:
+def _names(module: PythonModule, node: cst.CSTNode, name: str) -> Iterator[cst.Name]:
+    """Name nodes that refer to the variable `name` (not attribute or keyword names), in source order."""
+    if type(node) is cst.Name:
+        if node.value == name:
+            yield node
+        return
+    parent_of = module.parent
+    for current in walk(node):
+        if type(current) is cst.Name and current.value == name:
+            parent = parent_of(current)
+            kind = type(parent)
+            if not ((kind is cst.Attribute and parent.attr is current) or (kind is cst.Arg and parent.keyword is current)):
                 yield current
-            continue
-        if isinstance(current, cst.Attribute):
-            stack.append(current.value)
-            continue
-        if isinstance(current, cst.Arg):
-            stack.append(current.value)
-            continue
-        stack.extend(reversed(current.children))

@@ -111,6 +111,17 @@ class PythonModule:
         """
         return _marked(self._names.qualified_names(node))
 
+    @cached_property
+    def import_aliases(self) -> frozenset[str]:
+        """Every name an `import ... as name` or `from ... import x as name` binds, in any scope."""
+        return frozenset(
+            alias.asname.name.value
+            for node in self._index.binding_nodes
+            if type(node) in (cst.Import, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar)
+            for alias in node.names
+            if alias.asname is not None and type(alias.asname.name) is cst.Name
+        )
+
     def bindings(self, name: cst.Name) -> tuple | None:
         """Every assignment that `name` may read (libcst `BaseAssignment`s), or None outside any scope.
 
