@@ -35,7 +35,7 @@ class CallIndex:
         self.imported_names: set[str] = set()  # every name an import binds, in any scope (`a` for `import a.b`)
         self.star_import = False  # a `from m import *` anywhere
         self._functions_around: dict[int, _FunctionFacts] = {}  # id(outermost def) -> its facts, on demand
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             kind = type(node)
             if kind is ast.Call:
                 name = callee_name(node)
@@ -139,9 +139,7 @@ class _FunctionFacts:
     def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef) -> "_FunctionFacts":
         parents: dict[int, ast.AST] = {}
         bound: set[str] = {function.name}
-        todo = [function]
-        while todo:
-            node = todo.pop()
+        for node in _walk(function, parents):
             kind = type(node)
             if kind is ast.Name:
                 if type(node.ctx) is not ast.Load:
@@ -159,10 +157,46 @@ class _FunctionFacts:
                 name = getattr(node, "name", None)  # def, class, `except E as name`, match captures, type parameters
                 if isinstance(name, str):
                     bound.add(name)
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
-                todo.append(child)
         return cls(parents, bound)
+
+
+def _walk(tree: ast.AST, parents: dict[int, ast.AST] | None = None):
+    """Every node under `tree` (itself included) except expression contexts, in no particular order.
+
+    `ast.walk`, about twice as fast: the fields that can hold nodes are
+    listed once per node type, and `Load`/`Store` are skipped. With
+    `parents`, also records each node's parent there (by `id`).
+    """
+    todo = [tree]
+    pop, push, extend = todo.pop, todo.append, todo.extend
+    while todo:
+        node = pop()
+        if not isinstance(node, ast.AST):
+            continue  # `None` in a dict's keys, or a name in `global a, b`
+        yield node
+        kind = type(node)
+        fields = _NODE_FIELDS.get(kind)
+        if fields is None:
+            fields = _NODE_FIELDS[kind] = () if kind is ast.Constant else tuple(n for n in kind._fields if n not in _NOT_NODES)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                extend(value)
+                if parents is not None:
+                    for child in value:
+                        parents[id(child)] = node
+            elif value is not None:
+                push(value)
+                if parents is not None:
+                    parents[id(value)] = node
+
+
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+# Fields that never hold a node (or, `ctx`, one no screen asks about).
+_NOT_NODES = frozenset(
+    {"ctx", "id", "attr", "arg", "name", "asname", "module", "level", "kind", "type_comment", "conversion", "is_async",
+     "simple", "rest", "kwd_attrs"}
+)
 
 
 def _is_torch(module: str) -> bool:
