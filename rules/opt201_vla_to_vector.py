@@ -308,6 +308,8 @@ def _array_declarations(unit: CppUnit) -> list[Node]:
     if unit.warned_vla(0, len(text)) or _DIAGNOSTIC_PRAGMA in text:
         return _all_array_declarations(unit)
     for match in _NAME_BEFORE_BRACKET.finditer(text):
+        if _never_declared_here(text, match.start(1)):
+            continue
         cursor = unit.cursor_at(match.start(1))
         if cursor is not None and cursor.kind.name == "MACRO_DEFINITION":
             return _all_array_declarations(unit)  # a macro body may declare an array wherever it is used
@@ -316,6 +318,34 @@ def _array_declarations(unit: CppUnit) -> list[Node]:
         if cursor.type.kind.name != "DEPENDENTSIZEDARRAY" or _may_have_verdict(unit, unit.detached(cursor)):
             return _all_array_declarations(unit)
     return []
+
+
+# What may come right before the name a declaration declares: a type, `*`, `&`, `(`, `,`, `::`, `>`, a comment
+# (`/`), a macro's name or arguments. These characters never do: they end an expression or a statement.
+_NOT_BEFORE_A_DECLARATOR = frozenset("=[+-%!~^|?{};.")
+
+
+def _never_declared_here(text: str, start: int) -> bool:
+    """True when the `name[` at `start` is an expression (`x = a[i]`, `p->a[i]`, `; a[i] = 0`), so
+    `cursor_at` there cannot find a VAR_DECL: more than half of the `name[` of CUDA code, each a clang lookup.
+
+    A line that holds or continues a directive is always looked up: `cursor_at` finds the macro definitions
+    `_array_declarations` must see there.
+    """
+    line_start = text.rfind("\n", 0, start) + 1
+    if "#" in text[line_start:start] or text[max(0, line_start - 3) : line_start].rstrip("\r\n").endswith("\\"):
+        return False
+    at = start - 1
+    while at >= 0 and text[at] in " \t\r\n":
+        at -= 1
+    if at < 0:
+        return False
+    before = text[at]
+    if before == ".":
+        return text[max(0, at - 2) : at + 1] != "..."
+    if before == ">":
+        return at > 0 and text[at - 1] == "-"
+    return before in _NOT_BEFORE_A_DECLARATOR
 
 
 def _all_array_declarations(unit: CppUnit) -> list[Node]:

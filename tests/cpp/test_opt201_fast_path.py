@@ -58,6 +58,18 @@ DEPENDENT = {
     ),
     "subscripts-only.cu": "void f(int* a, int n) {\n  for (int i = 0; i < n; ++i) a[i] = a[n - i];\n}\n",
     "two-declarators.cpp": "void f(int n, int* out) {\n  int x = 0, a[n];\n  a[0] = x;\n  out[0] = a[0];\n}\n",
+    # Declarators after `,`, `::` and `(`, and a macro body of expressions: `_never_declared_here` must not skip them.
+    "dependent-after-comma-and-scope.cu": (
+        "template <int N> struct S { static int arr[N]; };\ntemplate <int N> int S<N>::arr[N];\n"
+        "template <int N> void f(int n, int* out) {\n  int x = 0, a[n + N];\n  a[0] = x;\n  out[0] = a[0];\n}\n"
+    ),
+    "parenthesised-declarator.cpp": (
+        "template <int N> void f(int n, int* out) {\n  int (a[n + N]);\n  a[0] = 1;\n  out[0] = a[0];\n}\n"
+    ),
+    "macro-of-expressions.cu": (
+        "#define AT(p, i) = p[i]\n#define DECL(n) int buf[n]\n"
+        "template <int N> void f(int n, int* out) {\n  DECL(n + N);\n  int y AT(out, 0);\n  out[1] = y + buf[0];\n}\n"
+    ),
 }
 
 
@@ -90,8 +102,21 @@ def test_files_without_a_candidate_are_judged_without_the_tree(name):
     assert not unit.has_tree
 
 
-@pytest.mark.parametrize("name", ["runtime-plus-template-parameter.cu", "macro-in-template.cu", "silenced.cpp", "two-declarators.cpp"])
+@pytest.mark.parametrize("name", [
+    "runtime-plus-template-parameter.cu", "macro-in-template.cu", "silenced.cpp", "two-declarators.cpp",
+    "dependent-after-comma-and-scope.cu", "parenthesised-declarator.cpp", "macro-of-expressions.cu",
+])
 def test_candidates_still_get_the_whole_tree(name):
     unit = CppUnit(_source(name, DEPENDENT[name]))
     list(RULE().check(unit))
     assert unit.has_tree
+
+
+def test_a_name_that_only_an_expression_can_precede_is_not_looked_up(monkeypatch):
+    """`x = a[i]`, `; a[i]`, `-b[i]`, `p->c[i]`, `s.d[i]`: no declaration, so no clang lookup; `int e[4]` is one."""
+    text = "void f(int* a, int* b, S* p, S s) {\n  a[0] = b[1];\n  a[1] = -b[0] + b[2];\n  p->c[0] = s.d[1];\n  int e[4];\n}\n"
+    looked_up = []
+    cursor_at = CppUnit.cursor_at
+    monkeypatch.setattr(CppUnit, "cursor_at", lambda unit, offset: looked_up.append(offset) or cursor_at(unit, offset))
+    list(RULE().check(CppUnit(_source("m.cu", text))))
+    assert looked_up == [text.index("e[4]")]
