@@ -124,11 +124,11 @@ class Session:
         return result
 
     def report(self, result, patch_note: str | None = None, title: str | None = None) -> None:
-        from optpatch.reporters import MACHINE_FORMATS
         from optpatch.reporters.text import render_text
 
         fmt = self.options["output_format"]
         if fmt != "text":  # beside a patch on stdout (`-o -`), the report goes to stderr like the text one
+            from optpatch.reporters import MACHINE_FORMATS
             from optpatch.reporters.json_report import render_json
 
             report = render_json(result, self.patch_path) if fmt == "json" else MACHINE_FORMATS[fmt](result)
@@ -300,8 +300,6 @@ def _patch_note(result, output: str, repo: Path) -> str:
 @validation_options
 def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
-    from optpatch.writer import write_fixes
-
     paths = paths or (Path("."),)
     missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
@@ -324,6 +322,8 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     if write_baseline:
         _record_baseline(session, result, write_baseline)
     if fix:
+        from optpatch.writer import write_fixes
+
         report = write_fixes(session.root, result.changes)
         for rel, why in report.refused:
             session.stderr.print(f"error {rel}: not written: {why}")
@@ -340,8 +340,6 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
 
 def _run_validation(session: Session, paths: list[Path] | None = None):
     """The outcome of --validate CMD (or of a trusted config's validate-command); None when not asked for."""
-    from optpatch.validation import ValidationSetupError, validate
-
     options = session.options
     if options["validate_command"] is not None and not options["validate_command"].strip():
         raise click.UsageError("--validate needs a command, e.g. --validate \"python -m pytest -q\"")
@@ -356,6 +354,7 @@ def _run_validation(session: Session, paths: list[Path] | None = None):
             session.stderr.print(message, style="dim", markup=False, soft_wrap=True)
 
     from optpatch.scope import ScopeError, drop_screened, narrow
+    from optpatch.validation import ValidationSetupError, validate
 
     try:
         scope = narrow(session.root, session.settings.exclude, paths, options)
@@ -382,15 +381,14 @@ def _run_validation(session: Session, paths: list[Path] | None = None):
 
 def _report_validation(session: Session, result, note: str | None, validation) -> None:
     """The usual report, plus what validation ran, dropped and accepted."""
+    if validation is None:
+        session.report(result, note)
+        return
     import json
 
     from optpatch.reporters import MACHINE_FORMATS
     from optpatch.reporters.json_report import SCHEMA_VERSION
     from optpatch.validation import render_validation
-
-    if validation is None:
-        session.report(result, note)
-        return
     fmt = session.options["output_format"]
     if fmt == "json":
         document = json.loads(MACHINE_FORMATS["json"](result)) if result is not None else {"schema_version": SCHEMA_VERSION}
