@@ -297,12 +297,33 @@ def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Sett
     if current.text != source.text:
         reparsed = _reparse_error(source, current)
         if reparsed:  # a safety net: a rule bug must never hand out a file that no longer parses
+            refused = _refused_whole(source)
+            if refused is not None:  # not the rewrite: libcst refuses the file itself, past what its outline held
+                return FileResult(source.rel, error=refused)
             result.error = FileError(source.rel, f"internal error: the rewritten file would not parse ({reparsed}); left unchanged")
             return result
         result.old, result.new = source.raw, current.encode(current.text)
         if len(applied) > 1:
             relocate_to_original(result.findings, source, current.text, applied)
     return result
+
+
+def _refused_whole(source: SourceFile) -> FileError | None:
+    """The frontend's error for the whole of a Python file analysed through its outline, or None.
+
+    CPython and libcst disagree on a few texts (a tab in an indentation
+    CPython reads as consistent, for one). When such a text lies in a
+    function the outline stubbed, libcst analysed the rest, but cannot take
+    the rewritten file whole: the file then gets the error it gets without
+    the outline, not an internal error.
+    """
+    if source.language != "python":
+        return None
+    try:
+        make_unit(source)
+    except FrontendError as error:
+        return error.error
+    return None
 
 
 def _reparse_error(original: SourceFile, rewritten: SourceFile) -> str | None:

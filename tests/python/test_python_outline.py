@@ -316,3 +316,18 @@ def test_an_outline_libcst_refuses_gives_way_to_the_file():
     module = PythonModule(_source("m.py", text), outline="def (:\n" + " " * (len(text) - 7))
     assert not module.outlined
     assert [module.text(call) for call in module.calls()] == ["torch.zeros(n)"]
+
+
+def test_a_file_libcst_refuses_past_the_outline_gets_the_error_it_gets_whole(monkeypatch):
+    """CPython reads this tab in an indentation as consistent, libcst does not. The outline stubs `helper`,
+    so libcst analyses `f` and plans its fix; the rewritten file cannot be parsed whole, and the file then
+    gets libcst's own error, as without the outline, not an internal error (a mutant of NeMo found it)."""
+    text = (
+        "import torch\n\ndef helper(c):\n    if c:\n   \t     g = 1\n    return 2\n\n"
+        "def f(y):\n    x = torch.zeros(y.shape)\n    x.copy_(y)\n    return x\n"
+    )
+    ast.parse(text)
+    outlined = _findings(PYTHON_RULES, "m.py", text)
+    assert outlined == [outlined[-2], None] and outlined[-2].startswith("syntax error (libcst)")
+    _whole_module(monkeypatch)
+    assert _findings(PYTHON_RULES, "m.py", text) == outlined
