@@ -22,12 +22,23 @@ that binds a module name from inside (`global`, `nonlocal`, or `:=` in a
 decorator or default) is never stubbed: engine.py counts those nodes as
 needed.
 
+A rule may also leave out sites whose verdict needs nothing of their
+function, and judge them from the `ast` when their function was stubbed
+(OPT101's `_judged_alone`: a result passed, returned or stored at once).
+
 The outline has the file's length and its line breaks, so every span the
 frontend records is a span of the file: findings, edits and `module.text`
 read the file itself, and nothing needs mapping back. A rewritten file is
 still checked by parsing all of it (engine.py's safety net).
 tests/python/test_python_outline.py holds every rule's findings with and
 without the outline to the same answers.
+
+One difference remains, by design: a file CPython parses but libcst
+refuses (a tab in an indentation CPython reads as consistent) only inside
+a stubbed function is analysed through its outline, and its findings are
+reported, where parsing the whole module gives libcst's syntax error. When
+a fix would be written there, the whole file is parsed and gets that
+error, as without the outline (engine.py, `_refused_whole`).
 """
 
 from __future__ import annotations
