@@ -53,6 +53,24 @@ CASES = {
 SKIPPED = ("named-only.cpp", "not-chained.cpp", "in-a-comment.cpp", "commented-out.cpp")
 
 
+def _cut_inside_cuda() -> str:
+    """A call that closes just before the first window's end, which falls inside `cuda`: the screen relies on
+    clang handing out the whole token that starts in the window (`cuda`, not `cu`) to judge the move at once."""
+    head = "void f(int n) {\n  std::vector<float> v(n);\n  auto t = torch::from_blob(v.data(), {n"
+    tail = "}, torch::kFloat32).cuda();\n}\n"
+    window_end = head.index("from_blob") + len("from_blob") + MODULE._FIRST_WINDOW
+    padding = window_end - 2 - len(head) - tail.index("cuda")
+    assert padding > 0
+    return head + " " * padding + tail
+
+
+CASES["cut-inside-cuda.cpp"] = _cut_inside_cuda()
+CASES["long-call.cpp"] = (
+    "void f(int n) {\n  std::vector<float> v(n);\n  auto t = torch::from_blob(v.data(), {n"
+    + " + 0" * 400 + "}, torch::kFloat32).to(torch::kCUDA);\n}\n"
+)
+
+
 def _sources() -> list[tuple[str, str]]:
     return [(name, text) for name, text in corpus(RULE) if "from_blob" in text] + sorted(CASES.items())
 
