@@ -19,7 +19,13 @@ For each tree it runs, one after the other:
 
 and prints files, lines, findings, wall time, files per second, the peak
 resident memory of the whole process tree (workers included) and the ratios
-that issue 8 sets targets for. `--synthetic N` adds a generated tree of N
+that issue 8 sets targets for.
+
+optpatch runs as installed: its modules byte-compiled, as `pip install`
+leaves them, into a scratch `PYTHONPYCACHEPREFIX` that an untimed run on
+each tree fills first (this VM sets PYTHONDONTWRITEBYTECODE=1, under which a
+run from a checkout compiles optpatch's modules afresh every time).
+`--from-source` keeps the environment as it is. `--synthetic N` adds a generated tree of N
 files (benchmarks/synthetic_tree.py), so the benchmark runs without any
 checkout. Timings are wall-clock of one run each (`--repeat` takes the best
 of several); nothing here is a test.
@@ -191,18 +197,26 @@ def optpatch_findings(output: str) -> str:
     return f"{summary['fixes_applied']} fixes / {sites} sites"
 
 
-def measure_tree(tree: Tree, args, tools: dict[str, str | None]) -> list[Measurement]:
-    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def measure_tree(tree: Tree, args, tools: dict[str, str | None], bytecode: str | None) -> list[Measurement]:
+    base = dict(os.environ)
+    if bytecode is not None:  # as installed: compiled once, read from then on
+        base.pop("PYTHONDONTWRITEBYTECODE", None)
+        base["PYTHONPYCACHEPREFIX"] = bytecode
+    env = dict(base, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     select = ["--select", args.select] if args.select else []
     options = (["--jobs", str(args.jobs)] if args.jobs else []) + select
     rows = []
+    if bytecode is not None:  # untimed: compiles what the runs import, and reads the tree once
+        timed(optpatch_command(tree.path, "--no-cache", *options), env)
+        if args.baseline:
+            timed(optpatch_command(tree.path, "--no-cache", *options), dict(base, PYTHONPATH=str(args.baseline)))
 
     def add(tool: str, files: int, lines: int, run, findings: str) -> None:
         wall, cpu, peak, code, _ = run
         rows.append(Measurement(tool, files, lines, findings, wall, cpu, peak, code))
 
     if args.baseline:
-        baseline_env = dict(os.environ, PYTHONPATH=str(args.baseline))
+        baseline_env = dict(base, PYTHONPATH=str(args.baseline))
         run = timed(optpatch_command(tree.path, "--no-cache", *options), baseline_env)
         add(f"optpatch before ({args.baseline_label})", tree.files, tree.lines, run, optpatch_findings(run[4]))
     run = best_of(args.repeat, optpatch_command(tree.path, "--no-cache", *options), env)
@@ -316,6 +330,8 @@ def main() -> None:
     parser.add_argument("--baseline-label", default="baseline", help="What to call it in the table.")
     parser.add_argument("--tools-bin", type=Path, help="Directory holding the ruff and torchfix executables.")
     parser.add_argument("--markdown", action="store_true", help="Print Markdown tables (for docs/benchmarks.md).")
+    parser.add_argument("--from-source", action="store_true",
+                        help="Run optpatch with the environment as it is (no byte-code cache when PYTHONDONTWRITEBYTECODE is set).")
     args = parser.parse_args()
     if not args.paths and not args.synthetic:
         parser.error("give PATH... or --synthetic FILES")
@@ -327,7 +343,9 @@ def main() -> None:
     print(f"{date.today()}, {machine()}, Python {platform.python_version()}")
     print(f"optpatch {__version__}, libcst {version('libcst')}, "
           f"ruff: {tool_version(tools['ruff'])}, torchfix: {tool_version(tools['torchfix']) if args.torchfix else 'not run'}")
+    print("optpatch: " + ("run with the environment as it is" if args.from_source else "byte-compiled, as installed"))
     with tempfile.TemporaryDirectory(prefix="optpatch-synthetic-") as scratch:
+        bytecode = None if args.from_source else str(Path(scratch) / "bytecode")
         paths = list(args.paths)
         if args.synthetic:
             from synthetic_tree import write_tree
@@ -337,7 +355,7 @@ def main() -> None:
             paths.append(synthetic)
         for path in paths:
             tree = survey(path)
-            print_table(tree, measure_tree(tree, args, tools), args.markdown)
+            print_table(tree, measure_tree(tree, args, tools, bytecode), args.markdown)
 
 
 if __name__ == "__main__":
