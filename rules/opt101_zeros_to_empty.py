@@ -216,11 +216,6 @@ class ZerosToEmpty(Rule):
         if module.outlined:
             yield from self._check_stubbed(module)
 
-    @staticmethod
-    def _allocations_of(calls: CallIndex) -> list[ast.Call]:
-        """The calls `needs` starts from (for tests and benchmarks)."""
-        return _allocations(calls)
-
     def _check_stubbed(self, module: PythonModule) -> Iterator[Finding]:
         """The allocations in functions the outline stubbed, judged from the screen's `ast`.
 

@@ -183,7 +183,8 @@ def _stubbed_sites(text: str) -> list[int]:
     source = _source("m.py", text)
     wanted, calls = engine._screened([RULE["OPT101"]], source)
     module = engine.make_unit(source, calls, engine._outline(wanted, calls, source))
-    return [call.lineno for call in RULE["OPT101"]._allocations_of(calls) if module.stubbed(call)]
+    allocations = sys.modules[RULE["OPT101"].__module__]._allocations(calls)
+    return [call.lineno for call in allocations if module.stubbed(call)]
 
 
 @pytest.mark.parametrize("case", list(JUDGED_ALONE), ids=lambda case: re.sub(r"\W+", "-", case))
