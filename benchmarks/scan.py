@@ -15,7 +15,8 @@ For each tree it runs, one after the other:
   a change), cold;
 - `ruff check --select ALL --no-cache` and, with `--torchfix`, `torchfix
   TREE`, when they are installed (`--tools-bin DIR` says where; by default
-  PATH and this interpreter's bin directory).
+  PATH and this interpreter's bin directory); with `--torchfix`, also
+  optpatch cold with the Python rules only, the job TorchFix does.
 
 and prints files, lines, findings, wall time, files per second, the peak
 resident memory of the whole process tree (workers included) and the ratios
@@ -238,6 +239,12 @@ def measure_tree(tree: Tree, args, tools: dict[str, str | None], bytecode: str |
                                     "--quiet", "--output-format", "concise", str(tree.path)])
         add("ruff check --select ALL", tree.python_files, tree.python_lines, run, f"{len(run[4].splitlines())} diagnostics")
     if tools["torchfix"] and args.torchfix:
+        if not args.select:  # the job TorchFix does: the Python files, with the Python rules
+            from optpatch.rule_facts import rule_facts
+
+            python_rules = ",".join(rule.code for rule in rule_facts() if rule.language == "python")
+            run = best_of(args.repeat, optpatch_command(tree.path, "--no-cache", "--select", python_rules, *options), env)
+            add("optpatch cold, Python rules only", tree.python_files, tree.python_lines, run, optpatch_findings(run[4]))
         run = timed([tools["torchfix"], str(tree.path)], timeout=args.torchfix_timeout)
         findings = "timed out" if run[3] == -9 else f"{sum(': TOR' in line for line in run[4].splitlines())} diagnostics"
         add("torchfix", tree.python_files, tree.python_lines, run, findings)
@@ -271,6 +278,10 @@ def ratios(rows: list[Measurement]) -> list[str]:
         lines.append(f"warm / ruff = {warm.wall / ruff.wall:.1f}x wall, {warm.cpu / ruff.cpu:.1f}x CPU (target: within 3x)")
     if cold and torchfix and torchfix.returncode != -9:
         lines.append(f"torchfix / cold = {torchfix.wall / cold.wall:.0f}x faster (target: at least 30x)")
+        python_only = by_tool.get("optpatch cold, Python rules only")
+        if python_only:
+            lines.append(f"torchfix / cold with the Python rules only (the files TorchFix reads) = "
+                         f"{torchfix.wall / python_only.wall:.0f}x faster")
     one_file = [row for row in rows if row.tool.startswith("optpatch one file")]
     for row in one_file:
         lines.append(f"{row.tool}: {row.wall:.2f} s (target: under 0.5 s)")
