@@ -1,0 +1,64 @@
+"""The C++ rules' fast paths on real trees: the same findings as the full checks, file by file.
+
+    PYTHONPATH=src python benchmarks/cpp_fast_paths_check.py TREE...
+
+OPT201 judges most files from clang's VLA warning and a `cursor_at` look at
+the `name[` that may start a declarator (`_array_declarations`), and OPT202
+skips files where no `from_blob(...)` is followed by a move
+(`_may_chain_a_copy`). For every C++/CUDA file of each TREE this runs both
+rules as optpatch does, then with the fast paths switched off (every array
+declaration of the whole tree, every file checked in full), with
+`--unsafe-fixes`, and compares the findings and errors. Prints one line per
+difference and a count; exits 1 if anything differs. The tests hold the
+same promise on the fixtures (tests/cpp/test_opt201_fast_path.py,
+tests/cpp/test_opt202_screen.py); this is for public checkouts, never
+committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from optpatch.config import Settings
+from optpatch.engine import FixPolicy, analyse_file
+from optpatch.rule import load_rules, select_rules
+from optpatch.source import SourceFile, language_of, read_source
+
+
+def answers(source: SourceFile, rules) -> tuple:
+    result = analyse_file(source, rules, Settings(), FixPolicy(unsafe_fixes=True))
+    findings = [(f.code, f.line, f.col, f.verdict, f.tier, f.reason, f.edits) for f in result.findings]
+    return findings, result.error and result.error.reason
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trees", nargs="+", type=Path)
+    args = parser.parse_args()
+    rules = select_rules(load_rules(), ["OPT201", "OPT202"])
+    opt201, opt202 = (sys.modules[rule.__module__] for rule in rules)
+    fast = opt201._array_declarations, opt202._may_chain_a_copy
+    full = opt201._all_array_declarations, lambda unit: True
+    files = different = 0
+    for tree in args.trees:
+        for path in sorted(p for p in tree.rglob("*") if p.is_file() and language_of(p) == "cpp"):
+            source = read_source(path, str(path.relative_to(tree)))
+            if not isinstance(source, SourceFile):
+                continue
+            results = []
+            for declarations, screen in (fast, full):
+                opt201._array_declarations, opt202._may_chain_a_copy = declarations, screen
+                results.append(answers(source, rules))
+            opt201._array_declarations, opt202._may_chain_a_copy = fast
+            files += 1
+            if results[0] != results[1]:
+                different += 1
+                print(f"differs: {tree.name}/{source.rel}", file=sys.stderr)
+    print(f"{files} C++/CUDA files, {different} with different findings or errors")
+    return 1 if different else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
