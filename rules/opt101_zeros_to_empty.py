@@ -11,7 +11,7 @@ from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
 from optpatch.planner import preview
 from optpatch.overwrite import OverwriteProof, Step, prove_full_overwrite
 from optpatch.python_frontend import PythonModule, ast_context, dotted_name, walk
-from optpatch.python_screen import CallIndex, callee_name
+from optpatch.python_screen import CallIndex, callee_name, dotted_names
 from optpatch.rule import Example, Rule
 from optpatch.torch_api import INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
 
@@ -234,16 +234,15 @@ class ZerosToEmpty(Rule):
                 raise AssertionError(f"L{call.lineno}: the outline stubbed an allocation that needs its function")
             if not self._allocation_kind_alone(module, calls, call):
                 continue
-            context = ast_context(calls.ancestors(call, calls.outermost_function(call)))
             reason = judged.reason.format(module.ast_text(judged.callee) if judged.callee else "")
-            yield self._keep_at(module.ast_start(call), module, context, reason)
+            yield self._keep_at(module.ast_start(call), module, ast_context(judged.ancestors), reason)
 
     def _allocation_kind_alone(self, module: PythonModule, calls: CallIndex, call: ast.Call) -> bool:
         """`_allocation_kind` for a call `_judged_alone` accepted: no name of its callee is bound in its function."""
         func = call.func
         if type(func) is ast.Attribute and func.attr == "new_zeros":
             return "new_zeros" not in calls.functions  # the receiver names no import (`_judged_alone`)
-        return module.callee_in_a_function_refers_to(_dotted(func), _TORCH_ZEROS) is not None
+        return module.callee_in_a_function_refers_to(dotted_names(func), _TORCH_ZEROS) is not None
 
     # -- recognising the allocation ---------------------------------------------------
 
@@ -405,7 +404,8 @@ def _unbound_reason(module: PythonModule, parent: cst.CSTNode | None) -> str:
 
 class _Judged(NamedTuple):
     reason: str  # with `{}` for the callee's text when `callee` is set
-    callee: ast.expr | None = None
+    callee: ast.expr | None
+    ancestors: list[ast.AST]  # the allocation's, up to its outermost function: its context
 
 
 def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
@@ -430,7 +430,7 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
         if root is not None and root in calls.imported_names:
             return None
     else:
-        spelled = _dotted(func)
+        spelled = dotted_names(func)
         if spelled is None or calls.binds_anywhere(function, spelled.partition(".")[0]):
             return None
         if type(func) is ast.Name and calls.star_import:
@@ -439,7 +439,7 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
     if any(type(node) is ast.Call and callee_name(node) in ("TypeVar", "NewType") for node in ancestors):
         return None  # python_scope gives the first argument of these no meaning
     if any(keyword.arg == "out" for keyword in call.keywords):
-        return _Judged(FILLS_OUT)
+        return _Judged(FILLS_OUT, None, ancestors)
     result, at = call, 0  # `_moved_result`: `torch.zeros(n).cuda()` is as fresh as the zeros
     while (type(ancestors[at]) is ast.Attribute and ancestors[at].attr in ("to", "cuda")
            and type(ancestors[at + 1]) is ast.Call and ancestors[at + 1].func is ancestors[at]):
@@ -449,34 +449,24 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
     kind = type(parent)
     if kind is ast.Assign and parent.value is result:
         if len(parent.targets) > 1:
-            return _Judged(SEVERAL_NAMES)
+            return _Judged(SEVERAL_NAMES, None, ancestors)
         target = parent.targets[0]
         if type(target) is ast.Name:
             return None
         if type(target) is ast.Attribute:
-            return None if type(target.value) is ast.Name and target.value.id == "self" else _Judged(ANOTHER_OBJECT)
-        return _Judged(UNPACKED)
+            return None if type(target.value) is ast.Name and target.value.id == "self" else _Judged(ANOTHER_OBJECT, None, ancestors)
+        return _Judged(UNPACKED, None, ancestors)
     if kind is ast.Return:
-        return _Judged(RETURNED)
+        return _Judged(RETURNED, None, ancestors)
     if kind is ast.Call and any(argument is result for argument in parent.args):
-        return _Judged(PASSED, parent.func)
+        return _Judged(PASSED, parent.func, ancestors)
     if kind is ast.keyword or kind is ast.Starred and type(owner) is ast.Call and any(a is parent for a in owner.args):
-        return _Judged(PASSED, owner.func) if type(owner) is ast.Call else None  # a class's keywords: no Call
+        return _Judged(PASSED, owner.func, ancestors) if type(owner) is ast.Call else None  # a class's keywords: no Call
     if kind is ast.Attribute:
-        return _Judged(USED_THROUGH.format(parent.attr))
+        return _Judged(USED_THROUGH.format(parent.attr), None, ancestors)
     if kind in (ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) or type(owner) is ast.ClassDef:
         return None
-    return _Judged(IN_AN_EXPRESSION)
-
-
-def _dotted(node: ast.expr) -> str | None:
-    """`a.b.c` for a chain of names, else None."""
-    if type(node) is ast.Name:
-        return node.id
-    if type(node) is ast.Attribute:
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
+    return _Judged(IN_AN_EXPRESSION, None, ancestors)
 
 
 def _receiver_root(node: ast.expr) -> str | None:

@@ -213,46 +213,64 @@ class PythonModule:
 
     def context(self, node: cst.CSTNode) -> Context:
         """Hot path (loop, forward, per-step method), one-time set-up, or an ordinary call."""
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, LOOP_NODES):
-                return Context.HOT
-            if isinstance(ancestor, cst.FunctionDef):
-                name = ancestor.name.value
-                if name.startswith("test") or _ONE_TIME.match(name) or _is_cached(ancestor):
-                    return Context.ONCE
-                if _HOT.match(name):
-                    return Context.HOT
-                return Context.CALL
-            if isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
-                return Context.ONCE if isinstance(ancestor, cst.ClassDef) else Context.CALL
-        return Context.ONCE  # module level
+        return _context(_cst_scope(ancestor) for ancestor in self.ancestors(node))
 
 
 def ast_context(ancestors: Iterable[ast.AST]) -> Context:
     """`PythonModule.context` for a node of the screen's `ast`, from its ancestors (innermost first)."""
-    for ancestor in ancestors:
-        kind = type(ancestor)
-        if kind in _AST_LOOPS:
+    return _context(_ast_scope(ancestor) for ancestor in ancestors)
+
+
+def _context(scopes: Iterable[tuple[str, str, bool] | None]) -> Context:
+    """The context of the innermost loop or scope: (kind, function name, cached) for each ancestor, or None."""
+    for scope in scopes:
+        if scope is None:
+            continue
+        kind, name, cached = scope
+        if kind == "loop":
             return Context.HOT
-        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-            name = ancestor.name
-            if name.startswith("test") or _ONE_TIME.match(name) or any(_cache_decorator(d) for d in ancestor.decorator_list):
+        if kind == "function":
+            if name.startswith("test") or _ONE_TIME.match(name) or cached:
                 return Context.ONCE
             return Context.HOT if _HOT.match(name) else Context.CALL
-        if kind is ast.ClassDef:
-            return Context.ONCE
-        if kind is ast.Lambda:
-            return Context.CALL
-    return Context.ONCE
+        return Context.ONCE if kind == "class" else Context.CALL  # a lambda
+    return Context.ONCE  # module level
+
+
+def _cst_scope(node: cst.CSTNode) -> tuple[str, str, bool] | None:
+    if isinstance(node, LOOP_NODES):
+        return "loop", "", False
+    if isinstance(node, cst.FunctionDef):
+        return "function", node.name.value, any(_cst_decorator_name(d.decorator) in _CACHE_DECORATORS for d in node.decorators)
+    if isinstance(node, (cst.ClassDef, cst.Lambda)):
+        return ("class" if isinstance(node, cst.ClassDef) else "lambda"), "", False
+    return None
+
+
+def _ast_scope(node: ast.AST) -> tuple[str, str, bool] | None:
+    kind = type(node)
+    if kind in _AST_LOOPS:
+        return "loop", "", False
+    if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+        return "function", node.name, any(_ast_decorator_name(d) in _CACHE_DECORATORS for d in node.decorator_list)
+    if kind is ast.ClassDef or kind is ast.Lambda:
+        return ("class" if kind is ast.ClassDef else "lambda"), "", False
+    return None
 
 
 _AST_LOOPS = (ast.For, ast.AsyncFor, ast.While)  # libcst's For holds `async for` too
 
 
-def _cache_decorator(decorator: ast.expr) -> bool:
+def _cst_decorator_name(decorator: cst.BaseExpression):
+    """`cache` for `@cache`, `@functools.cache` and `@functools.cache(...)`."""
+    target = decorator.func if isinstance(decorator, cst.Call) else decorator
+    return target.attr.value if isinstance(target, cst.Attribute) else getattr(target, "value", "")
+
+
+def _ast_decorator_name(decorator: ast.expr) -> str:
+    """`_cst_decorator_name` for the `ast`."""
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
-    return name in _CACHE_DECORATORS
+    return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
 
 
 def _marked(found) -> set[str]:
@@ -357,17 +375,6 @@ def _syntax_error(source: SourceFile, error: cst.ParserSyntaxError) -> FileError
         pass
     message = str(error).splitlines()[0]
     return FileError(source.rel, f"syntax error (libcst): {message}", error.raw_line)
-
-
-def _is_cached(function: cst.FunctionDef) -> bool:
-    for decorator in function.decorators:
-        target = decorator.decorator
-        if isinstance(target, cst.Call):
-            target = target.func
-        name = target.attr.value if isinstance(target, cst.Attribute) else getattr(target, "value", "")
-        if name in _CACHE_DECORATORS:
-            return True
-    return False
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -210,6 +210,16 @@ def root_name(node: ast.expr) -> str | None:
     return node.id if type(node) is ast.Name else None
 
 
+def dotted_names(node: ast.expr) -> str | None:
+    """`a.b.c` for a chain of names, else None."""
+    if type(node) is ast.Name:
+        return node.id
+    if type(node) is ast.Attribute:
+        base = dotted_names(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
 def callee_name(call: ast.Call) -> str | None:
     """The last name of a call's callee: "to" for `a.b.to(...)`, "zeros" for `zeros(...)`; None for `f()(...)`."""
     func = call.func
