@@ -527,7 +527,7 @@ def make_unit(source: SourceFile, calls: "CallIndex | None" = None, outline: str
         from optpatch.python_frontend import PythonModule, PythonParseError
 
         try:
-            return PythonModule(source, calls is not None, outline, calls)
+            return PythonModule(source, outline, calls)
         except PythonParseError as error:
             raise FrontendError(error.error) from None
     from optpatch.cpp_frontend import CppParseError, CppUnit

@@ -55,23 +55,22 @@ class PythonParseError(Exception):
 
 
 class PythonModule:
-    def __init__(
-        self, source: SourceFile, cpython_parsed: bool = False, outline: str | None = None, screen: "CallIndex | None" = None
-    ):
-        """Parse `source`; `cpython_parsed` says Python's own parser already took it (a rule's screen did).
+    def __init__(self, source: SourceFile, outline: str | None = None, screen: "CallIndex | None" = None):
+        """Parse `source`.
 
+        `screen` is the `ast` call index the engine's screens built from the
+        same text: Python's own parser has taken it, so its nesting needs no
+        check here, and rules judge the sites in stubbed functions from it.
         With an `outline` of the file (python_outline.py: the same length and
         lines, some functions stubbed), libcst parses that instead, and every
         span is still a span of the file. An outline libcst refuses is
         dropped for the file itself, whose error is the one to report.
-        `screen` is the `ast` call index the engine's screens built from the
-        same text: rules judge the sites in stubbed functions from it.
         """
         self.source = source
         self.screen = screen
         self.outlined = False
         self._outline = None
-        if not cpython_parsed:
+        if screen is None:
             _refuse_what_cpython_cannot_nest(source)
         if outline is not None:
             try:
