@@ -286,8 +286,22 @@ class VlaToVector(Rule):
 
 # A name right before `[`: every array declarator spells one (`float a[n]`, `T a[2][n]`).
 _NAME_BEFORE_BRACKET = re.compile(r"\b([A-Za-z_]\w*)\s*\[")
-# Pragmas that can silence clang's VLA warning, which the fast path relies on.
-_DIAGNOSTIC_PRAGMA = "diagnostic"
+# What can silence clang's VLA warning, which the fast path relies on: a diagnostic pragma (`#pragma clang
+# diagnostic ignored`, `_Pragma`, `__pragma`, the digraph `%:pragma`) or a GNU line marker whose flag makes
+# what follows a system header (`# 1 "x.h" 3`). Matched loosely: a false match costs only the walk.
+_LINE_MARKER = re.compile(r"(?:#|%:)[ \t]*\d")
+_PRAGMA_LINE = re.compile(r"^[^\n]*#[^\n]*pragma(?:[^\n]*\\\r?\n)*[^\n]*", re.M)  # with its continuation lines
+
+
+def _may_silence_the_vla_warning(text: str) -> bool:
+    if _LINE_MARKER.search(text):
+        return True
+    if "diagnostic" not in text:
+        return False
+    if "_Pragma" in text or "__pragma" in text or "%:" in text:
+        return True
+    # A block comment may carry a directive over to the next line.
+    return any("diagnostic" in line or "/*" in line for line in _PRAGMA_LINE.findall(text))
 
 
 def _array_declarations(unit: CppUnit) -> list[Node]:
@@ -297,7 +311,8 @@ def _array_declarations(unit: CppUnit) -> list[Node]:
     times the cost of the parse. Most files need none of it: a variable-length
     array makes clang warn (VLA_WARNING), and a template-dependent one matters
     only when its bound is provably a run-time value. So, unless clang warned
-    or a pragma may have silenced it, each `name[` of the text is looked up
+    or a pragma or line marker may have silenced it, each `name[` of the text
+    that may be a declarator is looked up
     with `cursor_at`, and a dependent declaration found there is judged on its
     own subtree; the whole tree is built only when one may be fixed or kept,
     or when a `name[` lies in a macro body (its expansions are declared where
@@ -305,7 +320,7 @@ def _array_declarations(unit: CppUnit) -> list[Node]:
     tests/cpp/test_opt201_fast_path.py checks that both ways agree.
     """
     text = unit.source.text
-    if unit.warned_vla(0, len(text)) or _DIAGNOSTIC_PRAGMA in text:
+    if unit.warned_vla(0, len(text)) or _may_silence_the_vla_warning(text):
         return _all_array_declarations(unit)
     for match in _NAME_BEFORE_BRACKET.finditer(text):
         if _never_declared_here(text, match.start(1)):

@@ -56,6 +56,25 @@ DEPENDENT = {
         "#pragma clang diagnostic ignored \"-Wvla-cxx-extension\"\n"
         "void f(int n, int* out) {\n  int a[n];\n  a[0] = 1;\n  out[0] = a[0];\n}\n"
     ),
+    # Silenced warnings, each with a declarator after `}` that `_never_declared_here` skips: only the walk sees it.
+    "silenced-by-line-marker.cpp": (
+        '# 1 "vendor.h" 3\nvoid f(int n, int* out) {\n  struct { int x; } a[n];\n  a[0].x = 1;\n  out[0] = a[0].x;\n}\n'
+    ),
+    "silenced-by-pragma-macro.cpp": (
+        "#define QUIET(x) _Pragma(#x)\nQUIET(clang diagnostic ignored \"-Wvla-cxx-extension\")\n"
+        "void f(int n, int* out) {\n  struct { int x; } a[n];\n  a[0].x = 1;\n  out[0] = a[0].x;\n}\n"
+    ),
+    "silenced-by-digraph.cpp": (
+        "%:pragma clang diagnostic ignored \"-Wvla-cxx-extension\"\n"
+        "void f(int n, int* out) {\n  struct { int x; } a[n];\n  a[0].x = 1;\n  out[0] = a[0].x;\n}\n"
+    ),
+    "silenced-on-a-continued-line.cpp": (
+        "#pragma clang \\\n  diagnostic ignored \"-Wvla-cxx-extension\"\n"
+        "void f(int n, int* out) {\n  struct { int x; } a[n];\n  a[0].x = 1;\n  out[0] = a[0].x;\n}\n"
+    ),
+    "a-word-not-a-pragma.cu": (
+        "#pragma unroll\nvoid f(int* a, bool diagnostics) {\n  if (diagnostics) a[0] = a[1];\n}\n"
+    ),
     "subscripts-only.cu": "void f(int* a, int n) {\n  for (int i = 0; i < n; ++i) a[i] = a[n - i];\n}\n",
     "two-declarators.cpp": "void f(int n, int* out) {\n  int x = 0, a[n];\n  a[0] = x;\n  out[0] = a[0];\n}\n",
     # Declarators after `,`, `::` and `(`, and a macro body of expressions: `_never_declared_here` must not skip them.
@@ -95,7 +114,9 @@ def test_fast_path_agrees_with_the_walk_over_every_node(name, text, monkeypatch)
     assert _verdicts(name, text) == fast
 
 
-@pytest.mark.parametrize("name", ["constant-per-instantiation.cu", "template-parameter.cu", "subscripts-only.cu"])
+@pytest.mark.parametrize("name", [
+    "constant-per-instantiation.cu", "template-parameter.cu", "subscripts-only.cu", "a-word-not-a-pragma.cu",
+])
 def test_files_without_a_candidate_are_judged_without_the_tree(name):
     unit = CppUnit(_source(name, DEPENDENT[name]))
     assert list(RULE().check(unit)) == []
@@ -104,6 +125,8 @@ def test_files_without_a_candidate_are_judged_without_the_tree(name):
 
 @pytest.mark.parametrize("name", [
     "runtime-plus-template-parameter.cu", "macro-in-template.cu", "silenced.cpp", "two-declarators.cpp",
+    "silenced-by-line-marker.cpp", "silenced-by-pragma-macro.cpp", "silenced-by-digraph.cpp",
+    "silenced-on-a-continued-line.cpp",
     "dependent-after-comma-and-scope.cu", "parenthesised-declarator.cpp", "macro-of-expressions.cu",
 ])
 def test_candidates_still_get_the_whole_tree(name):
