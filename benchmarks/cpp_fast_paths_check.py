@@ -1,18 +1,20 @@
-"""The C++ rules' fast paths on real trees: the same findings as the full checks, file by file.
+"""The C++ fast paths on real trees: the same findings as the full checks, file by file.
 
     PYTHONPATH=src python benchmarks/cpp_fast_paths_check.py TREE...
 
 OPT201 judges most files from clang's VLA warning and a `cursor_at` look at
 the `name[` that may start a declarator (`_array_declarations`), and OPT202
 skips files where no `from_blob(...)` is followed by a move
-(`_may_chain_a_copy`). For every C++/CUDA file of each TREE this runs both
-rules as optpatch does, then with the fast paths switched off (every array
-declaration of the whole tree, every file checked in full), with
+(`_may_chain_a_copy`); the frontend reparses one translation unit instead
+of setting clang up for every file (`cpp_frontend._Spare`). For every
+C++/CUDA file of each TREE this runs both rules as optpatch does, then with
+the fast paths switched off (every array declaration of the whole tree,
+every file checked in full, every file parsed afresh), with
 `--unsafe-fixes`, and compares the findings and errors. Prints one line per
 difference and a count; exits 1 if anything differs. The tests hold the
 same promise on the fixtures (tests/cpp/test_opt201_fast_path.py,
-tests/cpp/test_opt202_screen.py); this is for public checkouts, never
-committed.
+tests/cpp/test_opt202_screen.py, tests/cpp/test_cpp_frontend.py); this is
+for public checkouts, never committed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from optpatch import cpp_frontend
 from optpatch.config import Settings
 from optpatch.engine import FixPolicy, analyse_file
 from optpatch.rule import load_rules, select_rules
@@ -39,8 +42,8 @@ def main() -> int:
     args = parser.parse_args()
     rules = select_rules(load_rules(), ["OPT201", "OPT202"])
     opt201, opt202 = (sys.modules[rule.__module__] for rule in rules)
-    fast = opt201._array_declarations, opt202._may_chain_a_copy
-    full = opt201._all_array_declarations, lambda unit: True
+    fast = opt201._array_declarations, opt202._may_chain_a_copy, cpp_frontend._Spare.take
+    full = opt201._all_array_declarations, lambda unit: True, classmethod(lambda spare: None)
     files = different = 0
     for tree in args.trees:
         for path in sorted(p for p in tree.rglob("*") if p.is_file() and language_of(p) == "cpp"):
@@ -48,10 +51,10 @@ def main() -> int:
             if not isinstance(source, SourceFile):
                 continue
             results = []
-            for declarations, screen in (fast, full):
-                opt201._array_declarations, opt202._may_chain_a_copy = declarations, screen
+            for declarations, screen, take in (fast, full):
+                opt201._array_declarations, opt202._may_chain_a_copy, cpp_frontend._Spare.take = declarations, screen, take
                 results.append(answers(source, rules))
-            opt201._array_declarations, opt202._may_chain_a_copy = fast
+            opt201._array_declarations, opt202._may_chain_a_copy, cpp_frontend._Spare.take = fast
             files += 1
             if results[0] != results[1]:
                 different += 1

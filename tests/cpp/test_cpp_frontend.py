@@ -7,6 +7,7 @@ import pytest
 
 from cpp_fixtures import FIXTURES, analyse, golden_path
 from optpatch.cpp_frontend import CppUnit, Place, new_errors
+from optpatch.rule import load_rules
 from optpatch.source import SourceFile, read_source
 
 
@@ -146,3 +147,53 @@ def test_looking_without_the_tree_sees_what_the_tree_sees():
     detached = lazy.detached(declaration)
     assert [(n.kind, n.start, n.end) for n in detached.walk()] == [(n.kind, n.start, n.end) for n in full.node_of(full.cursor_at(name)).walk()]
     assert not lazy.has_tree
+
+
+# -- reparsing the spare translation unit -------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+# Each is parsed right after the one before it, so what a file declares (`#define N`, `int n`, a template)
+# is there to leak into the next parse if a reparse kept any of it.
+DECLARES = "#define N 4\nint n = 3;\ntemplate <int M> struct S { int a[M]; };\nvoid g(int* p);\n"
+USES = "void f() {\n  int a[N];\n  float b[n];\n  S<2> s;\n  g(a);\n}\n"
+_CPP_SUFFIXES = (".cpp", ".cu", ".h", ".cuh")
+
+
+def _corpus_in_order() -> list[tuple[str, str]]:
+    files = sorted(p for p in [*FIXTURES.rglob("*"), *(REPO / "kernels" / "csrc").glob("*")] if p.suffix in _CPP_SUFFIXES)
+    examples = [
+        code for rule in load_rules() if rule.language == "cpp"
+        for code in [*rule.VALID, *(part for example in rule.INVALID for part in (example.code, example.fixed))]
+    ]
+    return (
+        [("declares.cu", DECLARES), ("uses.cu", USES)] + [(p.name, p.read_text()) for p in files]
+        + [(f"example{i}.cu", code) for i, code in enumerate(examples)]
+    )
+
+
+def _everything_a_rule_reads(unit: CppUnit) -> tuple:
+    nodes = [(n.kind, n.spelling, n.start, n.end, n.type_kind) for n in unit.nodes]
+    tokens = [(t.spelling, t.start, t.end) for t in unit.tokens]
+    return nodes, tokens, unit.diagnostics
+
+
+def test_a_reparsed_unit_sees_exactly_what_a_fresh_parse_sees(monkeypatch):
+    import optpatch.cpp_frontend as frontend
+
+    corpus = _corpus_in_order()
+    assert len(corpus) > 30
+    reparsed = []
+    for name, code in corpus:  # each CppUnit is gone before the next parse, so the spare is reused
+        reparsed.append(_everything_a_rule_reads(unit_of(code, name)))
+    assert frontend._Spare.unit is not None
+    monkeypatch.setattr(frontend._Spare, "take", classmethod(lambda cls: None))  # every parse fresh
+    for (name, code), seen in zip(corpus, reparsed):
+        assert _everything_a_rule_reads(unit_of(code, name)) == seen, name
+
+
+def test_the_spare_is_not_reparsed_while_its_unit_is_alive():
+    first = unit_of(DECLARES, "declares.cu")
+    second = unit_of(USES, "uses.cu")
+    assert first.tu is not second.tu
+    assert [n.spelling for n in first.nodes if n.kind == "VAR_DECL"] == ["n"]
+    assert "use of undeclared identifier 'n'" in {d.message for d in second.diagnostics}
