@@ -160,7 +160,7 @@ class VlaToVector(Rule):
     summary = "variable-length array in host code -> std::vector, decayed uses -> .data()"
     language = "cpp"
     default_tier = "safe"
-    version = 2  # 2: the fast path (clang's VLA warning, cursor_at) before the whole tree
+    version = 3  # 2: the fast path (clang's VLA warning, cursor_at) before the whole tree; 3: a line marker sends it to the tree too
     tags = ("portability", "c++")
     trigger_words = ("[",)
 
