@@ -11,7 +11,7 @@ from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
 from optpatch.planner import preview
 from optpatch.overwrite import OverwriteProof, Step, prove_full_overwrite
 from optpatch.python_frontend import PythonModule, ast_context, dotted_name, walk
-from optpatch.python_screen import CallIndex, callee_name, dotted_names
+from optpatch.python_screen import CallIndex, callee_name, dotted_names, root_name
 from optpatch.rule import Example, Rule
 from optpatch.torch_api import INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
 
@@ -201,6 +201,12 @@ class ZerosToEmpty(Rule):
         writers = [call for call in calls.named("copy_") if _on_self(call.func)]
         allocations = [call for call in _allocations(calls) if _judged_alone(calls, call) is None]
         return [*allocations, *writers, *calls.functions.get("new_zeros", ()), *calls.torch_imports]
+
+    @classmethod
+    def resolved_in_stubs(cls, calls: CallIndex) -> set[str]:
+        """The root names of the allocations' callees: `_check_stubbed` resolves those of the sites judged
+        alone through the module's bindings (all of them here: the cheaper question, and a superset)."""
+        return {root for root in map(root_name, (call.func for call in _allocations(calls))) if root is not None}
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
         self.facts = _ModuleFacts.gather(module)

@@ -474,15 +474,27 @@ def _outline(rules: list[type[Rule]], calls: "CallIndex | None", source: SourceF
     """What libcst parses instead of the file: its outline, when every rule says what it needs (python_outline.py)."""
     if calls is None:
         return None
-    needed = list(calls.outer_bindings)
+    needed: list[int] = []
+    resolved: set[str] = set()
     for rule in rules:
         nodes = rule.needs(calls)
         if nodes is None:
             return None
-        needed += nodes
+        needed += (node.lineno for node in nodes)
+        resolved |= rule.resolved_in_stubs(calls)
     from optpatch.python_outline import outline
+    from optpatch.python_screen import bound_outside
 
-    return outline(source.text, calls.tree, (node.lineno for node in needed))
+    # A `global` or `:=` that binds a name a rule resolves in a stubbed function keeps its own function;
+    # the outline keeps the others' functions only if code that stays reads their names.
+    bindings = []
+    for binding in calls.outer_bindings:
+        names = bound_outside(binding)
+        if names & resolved:
+            needed.append(binding.lineno)
+        elif names:
+            bindings.append((binding.lineno, names))
+    return outline(source.text, calls.tree, needed, bindings, calls.reads() if bindings else None)
 
 
 def _merge_later_pass(first: list[Finding], later: list[Finding]) -> list[Finding]:

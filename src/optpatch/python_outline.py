@@ -17,10 +17,13 @@ hold), every function that holds a needed node, and every class that does,
 with the same treatment inside it. So a kept function sees the same
 module: the same imports, the same module and class names bound by the
 same kinds of statement, at offsets and lines unchanged, which is all name
-resolution (python_scope.py) reads beyond the function itself. A function
-that binds a module name from inside (`global`, `nonlocal`, or `:=` in a
-decorator or default) is never stubbed: engine.py counts those nodes as
-needed.
+resolution (python_scope.py) reads beyond the function itself. Except for
+one thing: a function that binds a module name from inside (`global`, or
+`:=` in a decorator or default) adds a binding of that name. Its stub
+drops the binding, so it is stubbed only when no code that stays reads the
+name, and no rule resolves the name in a stubbed function
+(`Rule.resolved_in_stubs`): then no resolution a rule asks for can see the
+difference. A `nonlocal` binds inside the def that holds it.
 
 A rule may also leave out sites whose verdict needs nothing of their
 function, and judge them from the `ast` when their function was stubbed
@@ -45,7 +48,7 @@ from __future__ import annotations
 
 import ast
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from typing import Iterable
 
 from optpatch.source import LINE_BREAK
@@ -55,15 +58,54 @@ _LINE_CONTENT = re.compile(r"[^\r\n]+")
 _QUOTES = '"""'
 
 
-def outline(text: str, tree: ast.Module, needed_lines: Iterable[int]) -> str | None:
+def outline(
+    text: str,
+    tree: ast.Module,
+    needed_lines: Iterable[int],
+    bindings: Iterable[tuple[int, frozenset[str]]] = (),
+    reads: dict[str, list[int]] | None = None,
+) -> str | None:
     """`text` with every def and class that holds none of `needed_lines` stubbed; None when none is.
 
     `tree` is `ast.parse(text)`; `needed_lines` are the 1-based lines of the
-    nodes the rules need.
+    nodes the rules need. `bindings`: the line and names of each `global`
+    or `:=` that may bind a module name from inside a def or class
+    (python_screen.bound_outside); its def or class is kept when code that
+    stays reads one of those names (`reads`: name -> lines), and a kept one
+    may read another's, so this runs to a fixpoint.
     """
     lines = _Lines(text)
-    needed = sorted(set(needed_lines))
-    stubs: list[tuple[int, int, str]] = []
+    needed = set(needed_lines)
+    pending = list(bindings)
+    if reads is None:  # nothing says who reads them: keep them all
+        needed.update(line for line, _ in pending)
+        pending = []
+    while True:
+        stubs = _stubs(lines, tree, sorted(needed))
+        if not pending:
+            break
+        stubbed = sorted((first, last) for *_, first, last in stubs)
+        seen = [
+            (line, names) for line, names in pending
+            if any(_kept(stubbed, read) for name in names for read in reads.get(name, ()))
+        ]
+        if not seen:
+            break
+        needed.update(line for line, _ in seen)
+        pending = [binding for binding in pending if binding not in seen]
+    if not stubs:
+        return None
+    pieces, done = [], 0
+    for start, end, replacement, *_ in sorted(stubs):
+        pieces += (text[done:start], replacement)
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _stubs(lines: _Lines, tree: ast.Module, needed: list[int]) -> list[tuple[int, int, str, int, int]]:
+    """(start, end, replacement, first line, last line) for each def and class holding none of `needed` (sorted)."""
+    stubs = []
 
     def holds_needed(first: int, last: int) -> bool:
         at = bisect_left(needed, first)
@@ -80,17 +122,16 @@ def outline(text: str, tree: ast.Module, needed_lines: Iterable[int]) -> str | N
                 continue
             stub = _stub(lines, statement, first)
             if stub is not None:
-                stubs.append(stub)
+                stubs.append((*stub, first, statement.end_lineno))
 
     visit(tree.body)
-    if not stubs:
-        return None
-    pieces, done = [], 0
-    for start, end, replacement in sorted(stubs):
-        pieces += (text[done:start], replacement)
-        done = end
-    pieces.append(text[done:])
-    return "".join(pieces)
+    return stubs
+
+
+def _kept(stubbed: list[tuple[int, int]], line: int) -> bool:
+    """True when `line` lies in no stubbed span (sorted, disjoint)."""
+    at = bisect_right(stubbed, (line, float("inf"))) - 1
+    return at < 0 or stubbed[at][1] < line
 
 
 class _Lines:

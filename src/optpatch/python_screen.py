@@ -35,6 +35,7 @@ class CallIndex:
         self.imported_names: set[str] = set()  # every name an import binds, in any scope (`a` for `import a.b`)
         self.star_import = False  # a `from m import *` anywhere
         self._functions_around: dict[int, _FunctionFacts] = {}  # id(outermost def) -> its facts, on demand
+        self._reads: dict[str, list[int]] | None = None  # name -> lines that read it, on demand
         for node in _walk(tree):
             kind = type(node)
             if kind is ast.Call:
@@ -90,6 +91,25 @@ class CallIndex:
     def calls_torch(self, call: ast.Call) -> bool:
         """True when the callee's root name is bound by an import of torch (`torch.cat`, `th.zeros`, `zeros`)."""
         return root_name(call.func) in self.torch_names
+
+    def reads(self) -> dict[str, list[int]]:
+        """The lines where each name is read (loaded, deleted or augmented), in any scope.
+
+        What python_outline.py asks before it stubs a function whose `global`
+        or `:=` binds a name outside it: whether code that stays reads it.
+        Walked on first use: only files with such a function need it.
+        """
+        if self._reads is None:
+            reads: dict[str, list[int]] = {}
+            for node in _walk(self.tree):
+                kind = type(node)
+                if kind is ast.Name:
+                    if type(node.ctx) is not ast.Store:
+                        reads.setdefault(node.id, []).append(node.lineno)
+                elif kind is ast.AugAssign and type(node.target) is ast.Name:
+                    reads.setdefault(node.target.id, []).append(node.lineno)
+            self._reads = reads
+        return self._reads
 
     # -- a node's own function, for verdicts that need nothing else of it ----------------------------
 
@@ -197,6 +217,21 @@ _NOT_NODES = frozenset(
     {"ctx", "id", "attr", "arg", "name", "asname", "module", "level", "kind", "type_comment", "conversion", "is_async",
      "simple", "rest", "kwd_attrs"}
 )
+
+
+def bound_outside(binding: ast.Global | ast.Nonlocal | ast.NamedExpr) -> frozenset[str]:
+    """The names one of `CallIndex.outer_bindings` may bind outside the outermost def or class holding it.
+
+    `global a, b`: both. `x := ...`: `x` (only in a decorator, a default or
+    an annotation does it bind outside, but any counts). `nonlocal`: none,
+    since it binds in a function that encloses it, and a def or class that
+    python_outline.py may stub is never inside a function.
+    """
+    if type(binding) is ast.Global:
+        return frozenset(binding.names)
+    if type(binding) is ast.NamedExpr and type(binding.target) is ast.Name:
+        return frozenset((binding.target.id,))
+    return frozenset()
 
 
 def _is_torch(module: str) -> bool:

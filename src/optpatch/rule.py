@@ -116,6 +116,19 @@ class Rule:
         return None
 
     @classmethod
+    def resolved_in_stubs(cls, calls: "CallIndex") -> set[str]:
+        """The names whose module-level meaning `check` reads in functions the outline stubbed.
+
+        Python rules with `needs` only. A rule that judges some sites from
+        the screen's `ast` in a stubbed function (OPT101's judged-alone
+        allocations) resolves their callees through the module's bindings;
+        a `global` that rebinds one of these names elsewhere must then stay
+        in the outline. Any other name is read in kept code, where the
+        outline sees the read itself (python_outline.py). The default: none.
+        """
+        return set()
+
+    @classmethod
     def documentation(cls) -> dict[str, str]:
         """The docstring split into its sections, in order."""
         return parse_doc_sections(inspect.cleandoc(cls.__doc__ or ""))

@@ -67,6 +67,56 @@ ELSEWHERE = {
 }
 
 
+# A `global` elsewhere: the outline keeps its function only when code that stays reads the name, or a rule
+# resolves the name in a stubbed function (`Rule.resolved_in_stubs`).
+GLOBALS = {
+    "read only in stubbed functions": (
+        {"set_cache", "get_cache"},
+        "import torch\n\n_CACHE = None\n\ndef set_cache(c):\n    global _CACHE\n    _CACHE = c\n\n"
+        "def get_cache():\n    return _CACHE\n\ndef f(n, y):\n    x = torch.zeros(n)\n    x.copy_(y)\n    return x\n",
+    ),
+    "a nonlocal binds inside its own def": (
+        {"counter"},
+        "import torch\n\ndef counter():\n    n = 0\n    def bump():\n        nonlocal n\n        n += 1\n    return bump\n\n"
+        "def f(n, y):\n    x = torch.zeros(n)\n    x.copy_(y)\n    return x\n",
+    ),
+    "read by a function another global keeps": (
+        set(),
+        "import torch\n\nDEVICE = torch.device('cuda')\nOTHER = 'cpu'\n\ndef f(n):\n    return torch.arange(n).to(DEVICE)\n\n"
+        "def use_other():\n    global DEVICE\n    DEVICE = OTHER\n\ndef set_other(o):\n    global OTHER\n    OTHER = o\n",
+    ),
+    "the callee of a site judged alone": (
+        {"f"},
+        "import torch\n\ndef f(g, n):\n    g(torch.zeros(n))\n\ndef rebind():\n    global torch\n    torch = object()\n",
+    ),
+}
+
+
+def _stubbed_functions(text: str) -> set[str]:
+    source = _source("m.py", text)
+    wanted, calls = engine._screened([rule for rule in PYTHON_RULES if rule.wants(source)], source)
+    outlined = ast.parse(engine._outline(wanted, calls, source) or text)
+    return {node.name for node in outlined.body if isinstance(node, ast.FunctionDef) and _is_stub(node)}
+
+
+@pytest.mark.parametrize("case", list(GLOBALS), ids=lambda case: re.sub(r"\W+", "-", case))
+def test_a_global_keeps_its_function_only_where_its_name_is_read(case):
+    expected, text = GLOBALS[case]
+    assert _stubbed_functions(text) == expected
+
+
+def test_a_global_rebinding_the_callee_of_a_site_judged_alone_is_kept(monkeypatch):
+    """Stubbing `rebind` would make `torch.zeros` torch's again for the site in `f`: the findings would change."""
+    text = GLOBALS["the callee of a site judged alone"][1]
+    expected = _findings(PYTHON_RULES, "m.py", text)
+    _whole_module(monkeypatch)
+    assert _findings(PYTHON_RULES, "m.py", text) == expected
+    monkeypatch.undo()
+    monkeypatch.setattr(RULE["OPT101"], "resolved_in_stubs", classmethod(lambda cls, calls: set()))
+    assert _stubbed_functions(text) == {"f", "rebind"}
+    assert _findings(PYTHON_RULES, "m.py", text) != expected
+
+
 # OPT101 judges these allocations from the `ast` alone (`_judged_alone`): their functions are stubbed.
 _HEAD = "import torch\nimport numpy as np\nfrom torch import zeros as z\n\ndef keep_me(n, y):\n    x = torch.zeros(n)\n    x.copy_(y)\n    return x\n\n"
 JUDGED_ALONE = {
@@ -111,6 +161,7 @@ def _texts() -> list[tuple[str, str]]:
         found += [(f"{rule.code}-invalid-{i}.py", example.code) for i, example in enumerate(rule.INVALID)]
     found += [(f"alone-{i}.py", text) for i, text in enumerate(JUDGED_ALONE.values())]
     found += [(f"not-alone-{i}.py", text) for i, (_, text) in enumerate(NOT_ALONE.values())]
+    found += [(f"globals-{i}.py", text) for i, (_, text) in enumerate(GLOBALS.values())]
     return found + [(f"elsewhere-{i}.py", text) for i, (_, _, text) in enumerate(ELSEWHERE.values())]
 
 
@@ -274,7 +325,7 @@ def _classes(tree: ast.Module):
     return found
 
 
-def _is_stub(node: ast.ClassDef) -> bool:
+def _is_stub(node: ast.ClassDef | ast.FunctionDef) -> bool:
     only = node.body[0] if len(node.body) == 1 else None
     return isinstance(only, ast.Expr) and isinstance(only.value, ast.Constant) and not str(only.value.value).strip()
 
