@@ -286,6 +286,9 @@ class VlaToVector(Rule):
 
 # A name right before `[`: every array declarator spells one (`float a[n]`, `T a[2][n]`).
 _NAME_BEFORE_BRACKET = re.compile(r"\b([A-Za-z_]\w*)\s*\[")
+# `[16]`, `[0x10u]`: a declarator with such a bound declares a constant-size array, whatever its element type,
+# in the text or in a macro body (`#define HOST char hostname[1024]`), so it is never a candidate.
+_CONSTANT_BOUND = re.compile(r"[ \t]*(?:0[xX][0-9a-fA-F]+|[0-9]+)[uUlLzZ]*[ \t]*\]")
 # What can silence clang's VLA warning, which the fast path relies on: a diagnostic pragma (`#pragma clang
 # diagnostic ignored`, `_Pragma`, `__pragma`, the digraph `%:pragma`) or a GNU line marker whose flag makes
 # what follows a system header (`# 1 "x.h" 3`). Matched loosely: a false match costs only the walk.
@@ -312,8 +315,8 @@ def _array_declarations(unit: CppUnit) -> list[Node]:
     array makes clang warn (VLA_WARNING), and a template-dependent one matters
     only when its bound is provably a run-time value. So, unless clang warned
     or a pragma or line marker may have silenced it, each `name[` of the text
-    that may be a declarator is looked up
-    with `cursor_at`, and a dependent declaration found there is judged on its
+    that may be a declarator and has no integer literal for a bound is looked
+    up with `cursor_at`, and a dependent declaration found there is judged on its
     own subtree; the whole tree is built only when one may be fixed or kept,
     or when a `name[` lies in a macro body (its expansions are declared where
     the macro is used, which no `name[` of the text shows).
@@ -323,7 +326,7 @@ def _array_declarations(unit: CppUnit) -> list[Node]:
     if unit.warned_vla(0, len(text)) or _may_silence_the_vla_warning(text):
         return _all_array_declarations(unit)
     for match in _NAME_BEFORE_BRACKET.finditer(text):
-        if _never_declared_here(text, match.start(1)):
+        if _never_declared_here(text, match.start(1)) or _CONSTANT_BOUND.match(text, match.end()):
             continue
         cursor = unit.cursor_at(match.start(1))
         if cursor is not None and cursor.kind.name == "MACRO_DEFINITION":

@@ -75,6 +75,15 @@ DEPENDENT = {
     "a-word-not-a-pragma.cu": (
         "#pragma unroll\nvoid f(int* a, bool diagnostics) {\n  if (diagnostics) a[0] = a[1];\n}\n"
     ),
+    # Integer-literal bounds are never looked up: in a macro body, in a template, beside a dependent one.
+    "literal-bound-in-a-macro.cu": (
+        "#define HOST char hostname[1024]; int ports[0x10u]\n"
+        "template <int N> void f(int n, int* out) {\n  HOST;\n  int a[n + N];\n  a[0] = 1;\n  out[0] = a[0];\n}\n"
+    ),
+    "literal-bounds-only.cu": (
+        "#define HOST char hostname[1024]\n"
+        "template <typename T> void f(T* out) {\n  HOST;\n  T b[16];\n  T c[4][2];\n  b[0] = out[0];\n  out[1] = b[0] + c[0][1];\n}\n"
+    ),
     "subscripts-only.cu": "void f(int* a, int n) {\n  for (int i = 0; i < n; ++i) a[i] = a[n - i];\n}\n",
     "two-declarators.cpp": "void f(int n, int* out) {\n  int x = 0, a[n];\n  a[0] = x;\n  out[0] = a[0];\n}\n",
     # Declarators after `,`, `::` and `(`, and a macro body of expressions: `_never_declared_here` must not skip them.
@@ -116,6 +125,7 @@ def test_fast_path_agrees_with_the_walk_over_every_node(name, text, monkeypatch)
 
 @pytest.mark.parametrize("name", [
     "constant-per-instantiation.cu", "template-parameter.cu", "subscripts-only.cu", "a-word-not-a-pragma.cu",
+    "literal-bounds-only.cu",
 ])
 def test_files_without_a_candidate_are_judged_without_the_tree(name):
     unit = CppUnit(_source(name, DEPENDENT[name]))
@@ -126,7 +136,7 @@ def test_files_without_a_candidate_are_judged_without_the_tree(name):
 @pytest.mark.parametrize("name", [
     "runtime-plus-template-parameter.cu", "macro-in-template.cu", "silenced.cpp", "two-declarators.cpp",
     "silenced-by-line-marker.cpp", "silenced-by-pragma-macro.cpp", "silenced-by-digraph.cpp",
-    "silenced-on-a-continued-line.cpp",
+    "silenced-on-a-continued-line.cpp", "literal-bound-in-a-macro.cu",
     "dependent-after-comma-and-scope.cu", "parenthesised-declarator.cpp", "macro-of-expressions.cu",
 ])
 def test_candidates_still_get_the_whole_tree(name):
@@ -136,10 +146,14 @@ def test_candidates_still_get_the_whole_tree(name):
 
 
 def test_a_name_that_only_an_expression_can_precede_is_not_looked_up(monkeypatch):
-    """`x = a[i]`, `; a[i]`, `-b[i]`, `p->c[i]`, `s.d[i]`: no declaration, so no clang lookup; `int e[4]` is one."""
-    text = "void f(int* a, int* b, S* p, S s) {\n  a[0] = b[1];\n  a[1] = -b[0] + b[2];\n  p->c[0] = s.d[1];\n  int e[4];\n}\n"
+    """`x = a[i]`, `; a[i]`, `-b[i]`, `p->c[i]`, `s.d[i]`: no declaration, so no clang lookup; `int e[K]` is one.
+    Nor is a name whose bound is an integer literal (`g(a[1])`, `int h[4]`): constant size, whatever it is."""
+    text = (
+        "template <int K> void f(int* a, int* b, S* p, S s, int k) {\n  a[k] = b[1];\n  a[1] = -b[k] + b[2];\n"
+        "  p->c[k] = s.d[1];\n  int e[K];\n  g(a[1], b [ 0x2u ]);\n  int h[4];\n}\n"
+    )
     looked_up = []
     cursor_at = CppUnit.cursor_at
     monkeypatch.setattr(CppUnit, "cursor_at", lambda unit, offset: looked_up.append(offset) or cursor_at(unit, offset))
     list(RULE().check(CppUnit(_source("m.cu", text))))
-    assert looked_up == [text.index("e[4]")]
+    assert looked_up == [text.index("e[K]")]
