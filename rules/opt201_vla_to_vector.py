@@ -355,6 +355,8 @@ def _never_declared_here(text: str, start: int) -> bool:
         return False
     at = start - 1
     while at >= 0 and text[at] in " \t\r\n":
+        if text[at] == "\n" and "//" in text[text.rfind("\n", 0, at) + 1 : at]:
+            return False  # the line before may end in a comment, whose last character says nothing
         at -= 1
     if at < 0:
         return False

@@ -91,6 +91,9 @@ DEPENDENT = {
         "template <int N> struct S { static int arr[N]; };\ntemplate <int N> int S<N>::arr[N];\n"
         "template <int N> void f(int n, int* out) {\n  int x = 0, a[n + N];\n  a[0] = x;\n  out[0] = a[0];\n}\n"
     ),
+    "declarator-after-a-line-comment.cu": (
+        "template <int N> void f(int n, int* out) {\n  int  // the bound: n + N;\n    a[n + N];\n  a[0] = 1;\n  out[0] = a[0];\n}\n"
+    ),
     "parenthesised-declarator.cpp": (
         "template <int N> void f(int n, int* out) {\n  int (a[n + N]);\n  a[0] = 1;\n  out[0] = a[0];\n}\n"
     ),
@@ -136,7 +139,7 @@ def test_files_without_a_candidate_are_judged_without_the_tree(name):
 @pytest.mark.parametrize("name", [
     "runtime-plus-template-parameter.cu", "macro-in-template.cu", "silenced.cpp", "two-declarators.cpp",
     "silenced-by-line-marker.cpp", "silenced-by-pragma-macro.cpp", "silenced-by-digraph.cpp",
-    "silenced-on-a-continued-line.cpp", "literal-bound-in-a-macro.cu",
+    "silenced-on-a-continued-line.cpp", "literal-bound-in-a-macro.cu", "declarator-after-a-line-comment.cu",
     "dependent-after-comma-and-scope.cu", "parenthesised-declarator.cpp", "macro-of-expressions.cu",
 ])
 def test_candidates_still_get_the_whole_tree(name):
