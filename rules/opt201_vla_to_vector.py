@@ -160,7 +160,7 @@ class VlaToVector(Rule):
     summary = "variable-length array in host code -> std::vector, decayed uses -> .data()"
     language = "cpp"
     default_tier = "safe"
-    version = 3  # 2: the fast path (clang's VLA warning, cursor_at) before the whole tree; 3: a line marker sends it to the tree too
+    version = 4  # 2: the fast path before the whole tree; 3: a line marker sends it to the tree too; 4: attributes keep
     tags = ("portability", "c++")
     trigger_words = ("[",)
 
@@ -175,6 +175,10 @@ class VlaToVector(Rule):
         "void f() {\n  constexpr int n = 16 / sizeof(some_vector_t);\n  float a[n];\n  a[0] = 1;\n}\n",
         # Multi-dimensional.
         "void f(int n) {\n  int a[n][4];\n  a[0][0] = 1;\n}\n",
+        # An alignment or another attribute: std::vector's buffer would not keep it.
+        "void g(float* p);\nvoid f(int n) {\n  alignas(64) float a[n];\n  g(a);\n}\n",
+        "void g(float* p);\nvoid f(int n) {\n  [[gnu::aligned(64)]] float a[n];\n  g(a);\n}\n",
+        "void g(float* p);\nvoid f(int n) {\n  float a [[maybe_unused]] [n];\n  g(a);\n}\n",
     ]
     INVALID = [
         Example(
@@ -580,6 +584,9 @@ def _declaration_shape(unit: CppUnit, declaration: Node) -> tuple[str, str] | st
         return "`bool` elements: std::vector<bool> is a packed bitset without `.data()`"
     if element_type.get_canonical().kind.name in ("UNEXPOSED", "DEPENDENT"):
         return "the element type depends on a template parameter: std::vector<bool> would be a packed bitset"
+    if statement.start != declaration.start or any(child.kind.endswith("_ATTR") for child in declaration.children):
+        # `alignas(64)`, `[[gnu::aligned(64)]]`: std::vector's buffer would not keep them.
+        return "the declaration has attributes: only a plain `T name[n];` is rewritten"
     tokens = unit.tokens_in(declaration.start, declaration.end)
     names = [i for i, t in enumerate(tokens) if t.spelling == declaration.spelling and t.kind == "identifier"]
     if len(names) != 1 or unit.token_at(declaration.start) is None:
