@@ -128,3 +128,44 @@ def test_a_fix_that_breaks_the_file_is_withheld_as_an_internal_error(name, langu
     result = analyse_file(source, [rule], Settings(), FixPolicy())
     assert result.new is None, result.new
     assert result.error is not None and "the rewritten file would not parse" in result.error.reason
+
+
+class _TabRule(_BreakingRule):
+    """Re-indents `g = 1` with a tab: CPython reads the result as consistent, libcst refuses it."""
+
+    language = "python"
+
+    def check(self, unit):
+        from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
+
+        start = unit.source.text.index("        g = 1")
+        yield Finding(self.code, self.name, unit.source.rel, 4, 1, Verdict.FIX, "re-indents", Context.ONCE, Impact.LOW,
+                      "test", tier=Tier.SAFE, edits=(Edit(start, start + 8, "   \t     "),))
+
+
+def test_a_fix_only_libcst_cannot_parse_is_withheld_too():
+    """The safety net parses what a fix wrote with libcst as well as CPython: the next run must read the file."""
+    code = "import torch\n\ndef f(c):\n    if c:\n        g = 1\n    return 2\n\ndef other():\n    return 3\n"
+    source = SourceFile("f.py", Path("f.py"), code.encode(), code, "utf-8", False, "python")
+    rewritten = code.replace("        g = 1", "   \t     g = 1")
+    compile(rewritten, "f.py", "exec")  # CPython takes the rewrite
+    result = analyse_file(source, [_TabRule], Settings(), FixPolicy())
+    assert result.new is None, result.new
+    assert result.error is not None and "syntax error (libcst)" in result.error.reason
+
+
+def test_the_lines_a_rewrite_wrote_follow_every_pass():
+    """What the safety net hands libcst: each pass's edits, carried through the passes after it."""
+    from optpatch.engine import _written_lines
+    from optpatch.model import Edit
+    from optpatch.planner import apply_edits
+
+    original = "a\nb\nc\nd\ne\nf\ng\nh\n"
+    first = [Edit(original.index("f"), original.index("f") + 1, "F1\nF2")]
+    middle = apply_edits(original, first)
+    second = [Edit(0, 0, "z\n"), Edit(middle.index("h"), middle.index("h") + 2, "")]  # a line before a; h deleted
+    final = apply_edits(middle, second)
+    assert final == "z\na\nb\nc\nd\ne\nF1\nF2\ng\n"
+    source = SourceFile("f.py", Path("f.py"), final.encode(), final, "utf-8", False, "python")
+    # z (up to where a starts), F1 and F2 (moved down a line by z), g and the end (either side of the deleted h)
+    assert _written_lines(source, [first, second]) == {1, 2, 7, 8, 9, 10}

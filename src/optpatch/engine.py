@@ -295,11 +295,8 @@ def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Sett
         if not any(f.not_applied_because.startswith("overlaps") for f in findings):
             break
     if current.text != source.text:
-        reparsed = _reparse_error(source, current)
+        reparsed = _reparse_error(source, current, applied)
         if reparsed:  # a safety net: a rule bug must never hand out a file that no longer parses
-            refused = _refused_whole(source)
-            if refused is not None:  # not the rewrite: libcst refuses the file itself, past what its outline held
-                return FileResult(source.rel, error=refused)
             result.error = FileError(source.rel, f"internal error: the rewritten file would not parse ({reparsed}); left unchanged")
             return result
         result.old, result.new = source.raw, current.encode(current.text)
@@ -308,36 +305,56 @@ def analyse_file(source: SourceFile, rules: Iterable[type[Rule]], settings: Sett
     return result
 
 
-def _refused_whole(source: SourceFile) -> FileError | None:
-    """The frontend's error for the whole of a Python file analysed through its outline, or None.
+def _reparse_error(original: SourceFile, rewritten: SourceFile, applied: list[list[Edit]]) -> str | None:
+    """Why the rewritten file would not parse, or None.
 
-    CPython and libcst disagree on a few texts (a tab in an indentation
-    CPython reads as consistent, for one). When such a text lies in a
-    function the outline stubbed, libcst analysed the rest, but cannot take
-    the rewritten file whole: the file then gets the error it gets without
-    the outline, not an internal error.
+    Python: CPython takes all of it and libcst the definitions the edits
+    touched (python_frontend.rewrite_error). C++: clang always builds a
+    tree, so the rewrite must add no error to the original's.
     """
-    if source.language != "python":
-        return None
-    try:
-        make_unit(source)
-    except FrontendError as error:
-        return error.error
-    return None
+    if rewritten.language == "python":
+        from optpatch.python_frontend import rewrite_error
 
-
-def _reparse_error(original: SourceFile, rewritten: SourceFile) -> str | None:
+        return rewrite_error(original, rewritten, _written_lines(rewritten, applied))
     try:
         unit = make_unit(rewritten)
     except FrontendError as error:
         return error.error.reason
-    if rewritten.language == "cpp":  # clang always builds a tree: compare its errors instead
-        from optpatch.cpp_frontend import added_errors
+    from optpatch.cpp_frontend import added_errors
 
-        added = added_errors(make_unit(original), unit)
-        if added:
-            return "new errors: " + "; ".join(added[:3])
-    return None
+    added = added_errors(make_unit(original), unit)
+    return "new errors: " + "; ".join(added[:3]) if added else None
+
+
+def _written_lines(final: SourceFile, applied: list[list[Edit]]) -> set[int]:
+    """The lines of the final text that the edits of every pass wrote, carried through the passes after it.
+
+    An edit that only deletes marks the lines on both sides of where its text was.
+    """
+    lines: set[int] = set()
+    for step, edits in enumerate(applied):
+        delta = 0
+        for edit in sorted(edits):
+            start = edit.start + delta
+            end = start + len(edit.text)
+            delta += len(edit.text) - (edit.end - edit.start)
+            for later in applied[step + 1 :]:
+                start, end = _offset_after(start, later), _offset_after(end, later)
+            first, last = final.position(start)[0], final.position(end)[0]
+            lines.update(range(first - 1 if start == end else first, last + 1))
+    return lines
+
+
+def _offset_after(offset: int, edits: list[Edit]) -> int:
+    """Where an offset of the text before `edits` lies after them; inside replaced text, the replacement's start."""
+    delta = 0
+    for edit in sorted(edits):
+        if offset < edit.start:
+            break
+        if offset < edit.end:
+            return edit.start + delta
+        delta += len(edit.text) - (edit.end - edit.start)
+    return offset + delta
 
 
 def _locator(original: SourceFile, current: SourceFile, applied: list[list[Edit]]):

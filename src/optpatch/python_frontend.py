@@ -362,6 +362,44 @@ def _refuse_what_cpython_cannot_nest(source: SourceFile) -> None:
         pass
 
 
+def rewrite_error(original: SourceFile, rewritten: SourceFile, changed_lines: Iterable[int]) -> str | None:
+    """Why the text a rewrite produced would not parse, or None: the safety net under the rules' edits.
+
+    CPython must take all of it, and libcst what the rewrite wrote: the
+    outline (python_outline.py) that keeps the definitions holding
+    `changed_lines`, with the module's other statements. The rest is the
+    original's text, which the analysis read. (Parsing all of it with
+    libcst cost 18-27% of a scan of DeepSpeed or NeMo: files with a fix are
+    the large ones.) Where CPython takes neither text (syntax newer than
+    the running Python), libcst must take all of it.
+    """
+    tree = _cpython_tree(rewritten)
+    if tree is not None:
+        from optpatch.python_outline import outline
+
+        text = outline(rewritten.text, tree, changed_lines) or rewritten.text
+    elif _cpython_tree(original) is not None:
+        return "Python's own parser refuses it"
+    else:
+        text = rewritten.text
+    try:
+        call_with_large_stack(cst.parse_module, text)
+    except cst.ParserSyntaxError as error:
+        return f"syntax error (libcst): {str(error).splitlines()[0]}"
+    except RecursionError:
+        return "nested too deeply for libcst"
+    return None
+
+
+def _cpython_tree(source: SourceFile) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes and the like: CPython's business, not ours
+            return compile(source.text, source.rel, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def _syntax_error(source: SourceFile, error: cst.ParserSyntaxError) -> FileError:
     """CPython's message when it has one: libcst's positions can trail the real mistake."""
     try:

@@ -32,16 +32,18 @@ function, and judge them from the `ast` when their function was stubbed
 The outline has the file's length and its line breaks, so every span the
 frontend records is a span of the file: findings, edits and `module.text`
 read the file itself, and nothing needs mapping back. A rewritten file is
-still checked by parsing all of it (engine.py's safety net).
+checked by CPython whole and by libcst through another outline, one that
+keeps the definitions the edits wrote in (python_frontend.rewrite_error).
 tests/python/test_python_outline.py holds every rule's findings with and
 without the outline to the same answers.
 
 One difference remains, by design: a file CPython parses but libcst
 refuses (a tab in an indentation CPython reads as consistent) only inside
-a stubbed function is analysed through its outline, and its findings are
-reported, where parsing the whole module gives libcst's syntax error. When
-a fix would be written there, the whole file is parsed and gets that
-error, as without the outline (engine.py, `_refused_whole`).
+a stubbed function is analysed through its outline, and its findings and
+fixes are reported, where parsing the whole module gives libcst's syntax
+error. Finding nothing there would mean parsing the whole file, which the
+outline exists to avoid, and for a file CPython accepts, the outline's
+answer is the more useful one.
 """
 
 from __future__ import annotations
