@@ -442,7 +442,21 @@ class CppUnit:
 
     def warned_vla(self, start: int, end: int) -> bool:
         """Clang's own opinion: it warned that a declaration in [start, end) is a VLA."""
-        return any(start <= d.offset < end and d.message == VLA_WARNING for d in self.diagnostics)
+        return any(start <= offset < end for offset in self._vla_warnings)
+
+    @cached_property
+    def _vla_warnings(self) -> list[int]:
+        """Where clang warned of a VLA. Before `diagnostics` is built, only these are placed: a file
+        without its headers has thousands of errors, and placing each costs more than the rule's look."""
+        if "diagnostics" in self.__dict__:
+            return [d.offset for d in self.diagnostics if d.message == VLA_WARNING]
+        found = []
+        for diagnostic in self.tu.diagnostics:
+            if diagnostic.spelling == VLA_WARNING:
+                offset = self.char_offset(diagnostic.location)
+                if offset is not None:
+                    found.append(offset)
+        return found
 
     def error_signature(self) -> Counter:
         """Clang's error messages, without positions: what a rewrite must not add to.

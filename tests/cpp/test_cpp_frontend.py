@@ -197,3 +197,14 @@ def test_the_spare_is_not_reparsed_while_its_unit_is_alive():
     assert first.tu is not second.tu
     assert [n.spelling for n in first.nodes if n.kind == "VAR_DECL"] == ["n"]
     assert "use of undeclared identifier 'n'" in {d.message for d in second.diagnostics}
+
+
+def test_vla_warnings_are_placed_the_same_alone_or_among_all_diagnostics():
+    """`warned_vla` places only clang's VLA warnings until the file's diagnostics are needed anyway."""
+    code = "void f(int n) {\n  int a[n];\n  undeclared_t x;\n  float b[n + 1];\n}\n"
+    alone, full = unit_of(code), unit_of(code)
+    assert full.diagnostics and "diagnostics" not in alone.__dict__
+    a, b, x = code.index("int a"), code.index("float b"), code.index("undeclared_t")
+    for start, end in [(0, len(code)), (a, a + 8), (x, b), (b, b + 15)]:
+        assert alone.warned_vla(start, end) == full.warned_vla(start, end), (start, end)
+    assert alone.warned_vla(a, a + 8) and alone.warned_vla(b, b + 15) and not alone.warned_vla(x, b)
