@@ -343,23 +343,27 @@ def source_offsets(generated: str, text: str) -> list[int]:
     return offsets
 
 
+def _cpython_parse(source: SourceFile) -> ast.Module | Exception:
+    """CPython's `ast` of the file, or the error its parser raised."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes and the like: CPython's business, not ours
+            return compile(source.text, source.rel, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:  # ValueError: NUL bytes
+        return error
+
+
 def _refuse_what_cpython_cannot_nest(source: SourceFile) -> None:
     """A file nested deeper than CPython accepts is refused before libcst sees it.
 
     Any other syntax error is left to libcst, which also reads syntax newer
-    than the Python running optpatch.
+    than the Python running optpatch (and reports NUL bytes with a position).
     """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escapes and the like: CPython's business, not ours
-            compile(source.text, source.rel, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as error:
-        if error.msg in _CPYTHON_NESTING_ERRORS:
-            raise PythonParseError(FileError(source.rel, f"syntax error: {error.msg}", error.lineno)) from None
-    except (MemoryError, RecursionError):  # CPython's parser stack ran out: the same nesting, deeper
-        raise PythonParseError(FileError(source.rel, "nested too deeply for Python's own parser")) from None
-    except ValueError:  # NUL bytes: libcst reports them with a position
-        pass
+    parsed = _cpython_parse(source)
+    if isinstance(parsed, SyntaxError) and parsed.msg in _CPYTHON_NESTING_ERRORS:
+        raise PythonParseError(FileError(source.rel, f"syntax error: {parsed.msg}", parsed.lineno))
+    if isinstance(parsed, (MemoryError, RecursionError)):  # CPython's parser stack ran out: the same nesting, deeper
+        raise PythonParseError(FileError(source.rel, "nested too deeply for Python's own parser"))
 
 
 def rewrite_error(original: SourceFile, rewritten: SourceFile, changed_lines: Iterable[int]) -> str | None:
@@ -373,12 +377,12 @@ def rewrite_error(original: SourceFile, rewritten: SourceFile, changed_lines: It
     the large ones.) Where CPython takes neither text (syntax newer than
     the running Python), libcst must take all of it.
     """
-    tree = _cpython_tree(rewritten)
-    if tree is not None:
+    tree = _cpython_parse(rewritten)
+    if isinstance(tree, ast.Module):
         from optpatch.python_outline import outline
 
         text = outline(rewritten.text, tree, changed_lines) or rewritten.text
-    elif _cpython_tree(original) is not None:
+    elif isinstance(_cpython_parse(original), ast.Module):
         return "Python's own parser refuses it"
     else:
         text = rewritten.text
@@ -391,25 +395,11 @@ def rewrite_error(original: SourceFile, rewritten: SourceFile, changed_lines: It
     return None
 
 
-def _cpython_tree(source: SourceFile) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escapes and the like: CPython's business, not ours
-            return compile(source.text, source.rel, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
 def _syntax_error(source: SourceFile, error: cst.ParserSyntaxError) -> FileError:
     """CPython's message when it has one: libcst's positions can trail the real mistake."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a warning elsewhere in the file would print beside the real error
-            compile(source.text, source.rel, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as python_error:
-        return FileError(source.rel, f"syntax error: {python_error.msg}", python_error.lineno)
-    except ValueError:
-        pass
+    parsed = _cpython_parse(source)
+    if isinstance(parsed, SyntaxError):
+        return FileError(source.rel, f"syntax error: {parsed.msg}", parsed.lineno)
     message = str(error).splitlines()[0]
     return FileError(source.rel, f"syntax error (libcst): {message}", error.raw_line)
 
