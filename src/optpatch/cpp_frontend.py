@@ -205,9 +205,8 @@ class CppUnit:
     def __init__(self, source: SourceFile):
         self.source = source
         self._data = source.text.encode("utf-8")
-        self._main_name = _MAIN_NAME
         self.tu = _parse(self._data, source.rel, self)
-        self._main_file_address = _address(_clang().conf.lib.clang_getFile(self.tu, self._main_name.encode()))
+        self._main_file_address = _address(_clang().conf.lib.clang_getFile(self.tu, _MAIN_NAME.encode()))
         self._char_of, self._byte_of = _offset_maps(source.text, self._data)
 
     # -- positions -------------------------------------------------------------------
@@ -252,7 +251,7 @@ class CppUnit:
         seen: set[tuple] = set()
         for cursor in self.tu.cursor.get_children():
             location = cursor.location
-            if location.file is None or location.file.name != self._main_name:
+            if location.file is None or location.file.name != _MAIN_NAME:
                 continue
             node = self._build(cursor, seen)
             if node is not None:
@@ -322,7 +321,7 @@ class CppUnit:
 
     @cached_property
     def _main_file(self):
-        return _clang().File.from_name(self.tu, self._main_name)
+        return _clang().File.from_name(self.tu, _MAIN_NAME)
 
     def detached(self, cursor) -> Node | None:
         """The subtree of `cursor` alone, without its ancestors (`parent` is None).
@@ -446,10 +445,8 @@ class CppUnit:
 
     @cached_property
     def _vla_warnings(self) -> list[int]:
-        """Where clang warned of a VLA. Before `diagnostics` is built, only these are placed: a file
-        without its headers has thousands of errors, and placing each costs more than the rule's look."""
-        if "diagnostics" in self.__dict__:
-            return [d.offset for d in self.diagnostics if d.message == VLA_WARNING]
+        """Where clang warned of a VLA. Only these are placed, not every diagnostic: a file without its
+        headers has thousands of errors, and placing each costs more than the rule's look."""
         found = []
         for diagnostic in self.tu.diagnostics:
             if diagnostic.spelling == VLA_WARNING:
@@ -717,8 +714,7 @@ def _parse(data: bytes, rel: str, owner: "CppUnit"):
             unit = call_with_large_stack(parse)
     except clang.TranslationUnitLoadError as error:
         raise CppParseError(FileError(rel, f"libclang could not parse the file: {error}")) from None
-    if _Spare.unit is None or _Spare.pid != os.getpid():
-        _Spare.lend(unit, owner)
+    _Spare.lend(unit, owner)  # a spare still in use stays with its own CppUnit
     return unit
 
 
@@ -737,7 +733,7 @@ class _Spare:
 
     @classmethod
     def take(cls):
-        if cls.unit is None or cls.pid != os.getpid() or (cls.owner is not None and cls.owner() is not None):
+        if cls.unit is None or cls.pid != os.getpid() or cls.owner() is not None:
             return None
         return cls.unit
 
