@@ -509,7 +509,7 @@ def _outline(rules: list[type[Rule]], calls: "CallIndex | None", source: SourceF
         names = bound_outside(binding)
         if names & resolved:
             needed.append(binding.lineno)
-        elif names:
+        else:
             bindings.append((binding.lineno, names))
     return outline(source.text, calls.tree, needed, bindings, calls.reads() if bindings else None)
 

@@ -30,8 +30,9 @@ class CallIndex:
         self.torch_names: set[str] = set()  # `torch`, `th` in `import torch as th`, `zeros` in `from torch import zeros`
         self.torch_imports: list[ast.ImportFrom] = []  # `from torch[.x] import ...`, in any scope
         self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}  # by name, in any scope
-        # `global`, `nonlocal` and `:=`: a function holding one may bind a name outside itself
-        self.outer_bindings: list[ast.AST] = []
+        # `global` and `:=`: a def or class holding one may bind a name outside itself (`bound_outside`). Not
+        # `nonlocal`: it binds in a function that encloses it, and python_outline.py stubs no def inside a function.
+        self.outer_bindings: list[ast.Global | ast.NamedExpr] = []
         self.imported_names: set[str] = set()  # every name an import binds, in any scope (`a` for `import a.b`)
         self.star_import = False  # a `from m import *` anywhere
         self._functions_around: dict[int, _FunctionFacts] = {}  # id(outermost def) -> its facts, on demand
@@ -63,7 +64,7 @@ class CallIndex:
                     self.torch_imports.append(node)
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 self.functions.setdefault(node.name, []).append(node)
-            elif kind is ast.Global or kind is ast.Nonlocal or kind is ast.NamedExpr:
+            elif kind is ast.Global or kind is ast.NamedExpr:
                 self.outer_bindings.append(node)
 
     @classmethod
@@ -219,19 +220,15 @@ _NOT_NODES = frozenset(
 )
 
 
-def bound_outside(binding: ast.Global | ast.Nonlocal | ast.NamedExpr) -> frozenset[str]:
+def bound_outside(binding: ast.Global | ast.NamedExpr) -> frozenset[str]:
     """The names one of `CallIndex.outer_bindings` may bind outside the outermost def or class holding it.
 
     `global a, b`: both. `x := ...`: `x` (only in a decorator, a default or
-    an annotation does it bind outside, but any counts). `nonlocal`: none,
-    since it binds in a function that encloses it, and a def or class that
-    python_outline.py may stub is never inside a function.
+    an annotation does it bind outside, but any counts).
     """
     if type(binding) is ast.Global:
         return frozenset(binding.names)
-    if type(binding) is ast.NamedExpr and type(binding.target) is ast.Name:
-        return frozenset((binding.target.id,))
-    return frozenset()
+    return frozenset((binding.target.id,))  # the grammar allows only a name
 
 
 def _is_torch(module: str) -> bool:
