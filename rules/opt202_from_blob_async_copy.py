@@ -330,13 +330,13 @@ def _may_chain_a_copy(unit: CppUnit) -> bool:
             close = matching_bracket(tokens, 1)
             # clang hands out whole tokens that start in the window: a call that closes with two tokens after it
             # is judged at once; otherwise a wider window, and the widest judges as the screen always did.
-            if close is not None and close + 2 < len(tokens) or window >= _WINDOW or end == len(text):
-                if close is None or close + 2 >= len(tokens):
-                    return True
-                if tokens[close + 1].spelling in (".", "->") and tokens[close + 2].spelling in ("to", "cuda"):
-                    return True
-                break
-            window *= 4
+            judged = close is not None and close + 2 < len(tokens)
+            if not judged and window < _WINDOW and end < len(text):
+                window *= 4
+                continue
+            if not judged or (tokens[close + 1].spelling in (".", "->") and tokens[close + 2].spelling in ("to", "cuda")):
+                return True
+            break
     return False
 
 
