@@ -291,6 +291,7 @@ class FromBlobAsyncCopy(Rule):
 
 _MENTION = re.compile(r"\bfrom_blob\b")
 _MOVE = re.compile(r"(?:\.|->)\s*(?:to|cuda)\b")
+_ARROWS, _MOVES = (".", "->"), ("to", "cuda")  # the tokens of `_MOVE`
 _WINDOW = 4000  # characters lexed after a mention, at most, to find the end of its call
 _FIRST_WINDOW = 250  # then 1,000 and 4,000: most calls close within the first (each token costs two clang calls)
 
@@ -334,7 +335,7 @@ def _may_chain_a_copy(unit: CppUnit) -> bool:
             if not judged and window < _WINDOW and end < len(text):
                 window *= 4
                 continue
-            if not judged or (tokens[close + 1].spelling in (".", "->") and tokens[close + 2].spelling in ("to", "cuda")):
+            if not judged or (tokens[close + 1].spelling in _ARROWS and tokens[close + 2].spelling in _MOVES):
                 return True
             break
     return False
