@@ -41,8 +41,12 @@ def test_rule_facts_read_from_source_match_the_imported_rules():
         "from optpatch.rule import Rule\nclass R(Rule):\n    code = 'OPT990'\n    name = 'n'\n    language = 'python'\n"
         "    @classmethod\n    def wants(cls, source):\n        return True\n",
         "from optpatch.rule import Rule as Base\nclass R(Base):\n    code = 'OPT990'\n    name = 'n'\n    language = 'python'\n",
+        "try:\n    import x\nexcept ImportError:\n    if True:\n        from optpatch.rule import Rule as Base\n"
+        "class R(Base):\n    code = 'OPT990'\n    name = 'n'\n    language = 'python'\n",
+        "def _bind():\n    global Base\n    from optpatch.rule import Rule as Base\n_bind()\n"
+        "class R(Base):\n    code = 'OPT990'\n    name = 'n'\n    language = 'python'\n",
     ],
-    ids=["computed-trigger-words", "own-wants", "renamed-base"],
+    ids=["computed-trigger-words", "own-wants", "renamed-base", "renamed-base-in-a-handler", "renamed-base-by-global"],
 )
 def test_rules_whose_facts_are_not_literal_are_imported(tmp_path, source):
     rules = tmp_path / "rules"

