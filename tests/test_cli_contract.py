@@ -195,3 +195,42 @@ def test_explain_with_a_malformed_target_is_a_usage_error(example, suffix):
     result = run_cli("explain", str(example) + suffix)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "REPO:FILE:LINE" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("raised", "status", "stderr"),
+    [(SystemExit(3), 3, ""), (SystemExit(None), 0, ""), (SystemExit("no luck"), 1, "no luck\n")],
+    ids=["status", "none", "message"],
+)
+def test_the_console_script_exits_with_mains_status_after_flushing(monkeypatch, capsys, raised, status, stderr):
+    from optpatch import cli
+
+    def main():
+        print("report")
+        raise raised
+
+    exits = []
+    monkeypatch.setattr(cli, "main", main)
+    monkeypatch.setattr("os._exit", exits.append)
+    cli.entry()
+    assert exits == [status]
+    assert capsys.readouterr() == ("report\n", stderr)
+
+
+def test_the_console_script_exits_120_when_its_output_cannot_be_flushed(monkeypatch):
+    """As the interpreter does when flushing stdout fails at exit (a full disk, a closed pipe)."""
+    from optpatch import cli
+
+    class Full:
+        def flush(self):
+            raise OSError(28, "No space left on device")
+
+    def main():
+        raise SystemExit(0)
+
+    exits = []
+    monkeypatch.setattr(cli, "main", main)
+    monkeypatch.setattr("os._exit", exits.append)
+    monkeypatch.setattr("sys.stdout", Full())
+    cli.entry()
+    assert exits == [120]

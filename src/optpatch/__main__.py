@@ -1,3 +1,3 @@
-from optpatch.cli import main
+from optpatch.cli import entry
 
-main()
+entry()
