@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, run_cli, run_cli_hooked
 
 EXAMPLE = REPO_ROOT / "examples" / "minivllm"
 
@@ -234,3 +234,13 @@ def test_the_console_script_exits_120_when_its_output_cannot_be_flushed(monkeypa
     monkeypatch.setattr("sys.stdout", Full())
     cli.entry()
     assert exits == [120]
+
+
+def test_a_quiet_run_in_a_machine_format_does_without_rich(example):
+    """rich (30 ms of imports) is for the text report and the progress bar: CI bots reading JSON never wait for it."""
+    hook = "import atexit, sys\natexit.register(lambda: print('rich imported:', 'rich' in sys.modules, file=sys.stderr))"
+    machine = run_cli_hooked(hook, "check", str(example), "--no-cache", "-q", "--format", "json")
+    text = run_cli_hooked(hook, "check", str(example), "--no-cache", "-q")
+    assert json.loads(machine.stdout)["findings"], machine.stderr
+    assert "rich imported: False" in machine.stderr
+    assert "rich imported: True" in text.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from functools import cached_property
 from pathlib import Path
 
 import click
@@ -88,9 +89,16 @@ class Session:
         self._check_codes()
         self.report_to_stderr = report_to_stderr
         self.patch_path: str | None = None  # the patch file `apply` wrote, for the JSON report
-        self.console = _console(stderr=report_to_stderr)
         self.scope_note: str | None = None
-        self.stderr = _console(stderr=True, fixed_width=False)
+
+    @cached_property
+    def console(self):
+        """Where the text report goes. Made on first use: a quiet run in a machine format never imports rich."""
+        return _console(stderr=self.report_to_stderr)
+
+    @cached_property
+    def stderr(self):
+        return _console(stderr=True, fixed_width=False)
 
     def _check_codes(self) -> None:
         from optpatch.rule_facts import rule_facts  # not the rules themselves: importing them costs 0.2 s
@@ -110,7 +118,7 @@ class Session:
             raise click.UsageError(str(error)) from None
         policy = FixPolicy(unsafe_fixes=self.settings.unsafe_fixes, tiers=self.settings.tiers, screens=scope.screens)
         progress = None
-        if self.stderr.is_terminal and not self.options["quiet"]:
+        if not self.options["quiet"] and self.stderr.is_terminal:
             progress = _ProgressBar(self.stderr)
         try:
             result = run(
@@ -124,8 +132,6 @@ class Session:
         return result
 
     def report(self, result, patch_note: str | None = None, title: str | None = None) -> None:
-        from optpatch.reporters.text import render_text
-
         fmt = self.options["output_format"]
         if fmt != "text":  # beside a patch on stdout (`-o -`), the report goes to stderr like the text one
             from optpatch.reporters import MACHINE_FORMATS
@@ -134,6 +140,8 @@ class Session:
             report = render_json(result, self.patch_path) if fmt == "json" else MACHINE_FORMATS[fmt](result)
             click.echo(report, nl=False, err=self.report_to_stderr)
             return
+        from optpatch.reporters.text import render_text
+
         patch_note = "\n".join(note for note in (self.scope_note, patch_note) if note) or None
         if self.options["quiet"]:
             result_findings = result.findings
