@@ -229,7 +229,7 @@ def entry() -> None:
     """The console script: `main`, then an exit that skips tearing the interpreter down.
 
     Freeing libcst's classes and a scan's objects one by one at interpreter
-    exit cost 20-50 ms a run, a sixth of a one-file pre-commit run
+    exit cost 20-40 ms a run, a sixth of a one-file pre-commit run
     (docs/benchmarks.md). Every file a command writes is closed and replaced
     before `main` returns, the validation copy is removed in a `finally`, and
     the process pool is shut down, so only the output streams are left to
@@ -240,8 +240,8 @@ def entry() -> None:
     try:
         main()
         status = EXIT_OK  # click's standalone mode always raises SystemExit; this is in case it stops doing so
-    except SystemExit as exit:
-        status = exit.code
+    except SystemExit as stop:
+        status = stop.code
     if status is None:
         status = EXIT_OK
     elif not isinstance(status, int):
