@@ -1,8 +1,10 @@
 """CONTRACT.md, pinned down through the real command line."""
 
 import json
+import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -244,3 +246,12 @@ def test_a_quiet_run_in_a_machine_format_does_without_rich(example):
     assert json.loads(machine.stdout)["findings"], machine.stderr
     assert "rich imported: False" in machine.stderr
     assert "rich imported: True" in text.stderr
+
+
+def test_the_console_script_runs_with_its_output_closed(tmp_path):
+    """`optpatch ... >&-`: Python starts with sys.stdout None; the exit must not trip over it."""
+    closed = subprocess.run(
+        f"{shlex.quote(sys.executable)} -m optpatch --version >&- 2>{shlex.quote(str(tmp_path / 'err'))}",
+        shell=True, cwd=REPO_ROOT,
+    )
+    assert closed.returncode == 0, (tmp_path / "err").read_text()

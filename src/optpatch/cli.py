@@ -249,7 +249,8 @@ def entry() -> None:
         status = 1
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:  # None when the descriptor was closed before Python started (`>&-`)
+                stream.flush()
         except (OSError, ValueError):
             status = 120
     os._exit(status)
