@@ -11,7 +11,7 @@ from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
 from optpatch.planner import preview
 from optpatch.overwrite import OverwriteProof, Step, prove_full_overwrite
 from optpatch.python_frontend import PythonModule, ast_context, dotted_name, walk
-from optpatch.python_screen import CallIndex, callee_name, dotted_names, root_name
+from optpatch.python_screen import CallIndex, ast_dotted_name, callee_name, root_name
 from optpatch.rule import Example, Rule
 from optpatch.torch_api import INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
 
@@ -248,7 +248,7 @@ class ZerosToEmpty(Rule):
         func = call.func
         if type(func) is ast.Attribute and func.attr == "new_zeros":
             return "new_zeros" not in calls.functions  # the receiver names no import (`_judged_alone`)
-        return module.callee_in_a_function_refers_to(dotted_names(func), _TORCH_ZEROS) is not None
+        return module.callee_in_a_function_refers_to(ast_dotted_name(func), _TORCH_ZEROS) is not None
 
     # -- recognising the allocation ---------------------------------------------------
 
@@ -436,7 +436,7 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
         if root is not None and root in calls.imported_names:
             return None
     else:
-        spelled = dotted_names(func)
+        spelled = ast_dotted_name(func)
         if spelled is None or calls.binds_anywhere(function, spelled.partition(".")[0]):
             return None
         if type(func) is ast.Name and calls.star_import:

@@ -242,12 +242,12 @@ def root_name(node: ast.expr) -> str | None:
     return node.id if type(node) is ast.Name else None
 
 
-def dotted_names(node: ast.expr) -> str | None:
-    """`a.b.c` for a chain of names, else None."""
+def ast_dotted_name(node: ast.expr) -> str | None:
+    """`python_frontend.dotted_name` for the `ast`: `a.b.c` for a chain of names, else None."""
     if type(node) is ast.Name:
         return node.id
     if type(node) is ast.Attribute:
-        base = dotted_names(node.value)
+        base = ast_dotted_name(node.value)
         return f"{base}.{node.attr}" if base else None
     return None
 
