@@ -32,7 +32,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from optpatch import kernel_validation as kv
+from optpatch import kernel_check as kv
 
 out, repo = Path(sys.argv[1]), Path(sys.argv[2])
 workdir = Path("/tmp/optpatch-gpu-check")

@@ -9,11 +9,11 @@ import libcst as cst
 
 from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
 from optpatch.planner import preview
-from optpatch.overwrite import OverwriteProof, Step, prove_full_overwrite
+from optpatch.analysis.overwrite import OverwriteProof, Step, prove_full_overwrite
 from optpatch.python_frontend import PythonModule, ast_context, dotted_name, walk
 from optpatch.python_screen import CallIndex, ast_dotted_name, callee_name, root_name
 from optpatch.rule import Example, Rule
-from optpatch.torch_api import INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
+from optpatch.analysis.torch_api import INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
 
 _REPLACEMENT = {"zeros": "empty", "zeros_like": "empty_like", "new_zeros": "new_empty"}
 _TORCH_ZEROS = frozenset({"torch.zeros", "torch.zeros_like"})

@@ -11,7 +11,7 @@ from optpatch.planner import preview
 from optpatch.python_frontend import PythonModule, walk
 from optpatch.python_screen import CallIndex, callee_name
 from optpatch.rule import Example, Rule
-from optpatch.torch_api import (
+from optpatch.analysis.torch_api import (
     CONSTANT_FACTORIES,
     DATA_FACTORIES,
     LIKE_FACTORIES,
@@ -20,7 +20,7 @@ from optpatch.torch_api import (
     exact_in,
     keyword_arg,
 )
-from optpatch.torch_values import Kind, Move, classify, factory_name, move_method, on_cpu, parse_move, torch_callee
+from optpatch.analysis.torch_values import Kind, Move, classify, factory_name, move_method, on_cpu, parse_move, torch_callee
 
 DEVICE_BASIS = (
     "generates the values on the device instead of on the host plus a blocking copy: `arange(1e6).cuda()` -> "

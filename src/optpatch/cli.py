@@ -393,7 +393,7 @@ def _run_validation(session: Session, paths: list[Path] | None = None):
             session.stderr.print(message, style="dim", markup=False, soft_wrap=True)
 
     from optpatch.scope import ScopeError, drop_screened, narrow
-    from optpatch.validation import ValidationSetupError, validate
+    from optpatch.poisoned_tests import ValidationSetupError, validate
 
     try:
         scope = narrow(session.root, session.settings.exclude, paths, options)
@@ -427,7 +427,7 @@ def _report_validation(session: Session, result, note: str | None, validation) -
 
     from optpatch.reporters import MACHINE_FORMATS
     from optpatch.reporters.json_report import SCHEMA_VERSION
-    from optpatch.validation import render_validation
+    from optpatch.poisoned_tests import render_validation
     fmt = session.options["output_format"]
     if fmt == "json":
         document = json.loads(MACHINE_FORMATS["json"](result)) if result is not None else {"schema_version": SCHEMA_VERSION}
@@ -581,6 +581,6 @@ def validate(output_format: str, workdir: Path | None) -> None:
     sweep, then timings. Without one: nvcc compiles of both versions and the
     reference checks on the CPU, with every skip stated. Exit 4 when a check fails.
     """
-    from optpatch.kernel_validation import run_validate
+    from optpatch.kernel_check import run_validate
 
     sys.exit(run_validate(output_format, workdir))

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-import optpatch.overwrite
+import optpatch.analysis.overwrite
 from fuzz.campaign import run_campaign
 from fuzz.oracle import DifferentialFailure, assert_same_results
 from fuzz.programs import FACTORIES, FULL_WRITES, USES
@@ -24,7 +24,7 @@ def test_rewrites_never_change_a_result():
 
 def test_a_planted_unsound_proof_is_found_and_shrunk(monkeypatch):
     """The fuzzer can fail: a prover that takes every read for a metadata use is caught, with a minimal program."""
-    monkeypatch.setattr(optpatch.overwrite._Prover, "_is_metadata_use", lambda self, use: True)
+    monkeypatch.setattr(optpatch.analysis.overwrite._Prover, "_is_metadata_use", lambda self, use: True)
     with pytest.raises(DifferentialFailure) as failure:
         run_campaign(CI_PROGRAMS)
     message = str(failure.value)

@@ -28,7 +28,7 @@ def test_an_installed_optpatch_finds_its_rules_and_kernels(tmp_path):
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
     asked = subprocess.run(
         [sys.executable, "-c",
-         "from optpatch.kernel_validation import default_kernels_dir\n"
+         "from optpatch.kernel_check import default_kernels_dir\n"
          "from optpatch.rule import builtin_rules_dir\n"
          "print(default_kernels_dir()); print(builtin_rules_dir())"],
         cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site")}, capture_output=True, text=True, timeout=60,

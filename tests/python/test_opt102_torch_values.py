@@ -7,7 +7,7 @@ import pytest
 
 from optpatch.python_frontend import PythonModule
 from optpatch.source import SourceFile
-from optpatch.torch_values import Kind, classify, factory_name, move_method, on_cpu, parse_move
+from optpatch.analysis.torch_values import Kind, classify, factory_name, move_method, on_cpu, parse_move
 
 PRELUDE = '''\
 import torch

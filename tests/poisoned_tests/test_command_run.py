@@ -3,7 +3,7 @@
 import os
 
 from validation_helpers import stops
-from optpatch.validation import TAIL_LINES, run_command
+from optpatch.poisoned_tests import TAIL_LINES, run_command
 
 
 def run(tmp_path, command, timeout_s=60.0):

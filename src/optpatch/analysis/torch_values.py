@@ -27,7 +27,7 @@ import libcst as cst
 from libcst.metadata import Assignment, BuiltinAssignment
 
 from optpatch.python_frontend import PythonModule, dotted_name
-from optpatch.torch_api import (
+from optpatch.analysis.torch_api import (
     DEVICE_CALLS,
     DEVICE_TYPES,
     DTYPE_CALLS,

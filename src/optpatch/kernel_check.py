@@ -105,7 +105,7 @@ def default_kernels_dir() -> Path:
     packaged = Path(__file__).parent / "bundled_kernels"
     if packaged.is_dir():
         return packaged
-    # A source checkout: src/optpatch/kernel_validation.py -> <repo>/kernels.
+    # A source checkout: src/optpatch/kernel_check.py -> <repo>/kernels.
     return Path(__file__).resolve().parents[2] / "kernels"
 
 

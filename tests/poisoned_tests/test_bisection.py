@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from optpatch.validation import CommandRun, Probe, bisect_fixes
+from optpatch.poisoned_tests import CommandRun, Probe, bisect_fixes
 
 
 class FakeRunner:

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from optpatch.model import Context, Finding, Impact, Tier, Verdict
-from optpatch.validation import ValidationRun, ValidationSetupError, Workspace, fix_id
+from optpatch.poisoned_tests import ValidationRun, ValidationSetupError, Workspace, fix_id
 
 # The poison oracle is checked by looking for processes that reported being poisoned; these
 # fake test commands report themselves instead of importing torch, which keeps them fast.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from optpatch import kernel_validation as kv
+from optpatch import kernel_check as kv
 
 KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
 
