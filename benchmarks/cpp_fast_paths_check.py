@@ -25,7 +25,8 @@ from pathlib import Path
 
 from optpatch import cpp_frontend
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.rule import load_rules, select_rules
 from optpatch.source import SourceFile, language_of, read_source
 

@@ -31,7 +31,7 @@ from mutants.campaign import Tally, run_campaign  # noqa: E402
 from mutants.oracle import POLICY  # noqa: E402
 from optpatch.config import Settings  # noqa: E402
 from optpatch.discovery import discover  # noqa: E402
-from optpatch.engine import analyse_file  # noqa: E402
+from optpatch.passes import analyse_file  # noqa: E402
 from optpatch.model import FileError  # noqa: E402
 from optpatch.rule import load_rules  # noqa: E402
 from optpatch.source import read_source  # noqa: E402

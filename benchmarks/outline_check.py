@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from optpatch import engine
 from optpatch.config import Settings
 from optpatch.discovery import discover
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.rule import load_rules
 from optpatch.source import SourceFile, read_source
 

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import libcst
 
-from optpatch import engine
+from optpatch import engine, passes
 from optpatch import python_frontend as frontend
 from optpatch.config import Settings
 from optpatch.discovery import discover
+from optpatch.policy import FixPolicy
 from optpatch.rule import load_rules
 
 SPENT: Counter = Counter()
@@ -48,15 +49,15 @@ def install_timers() -> None:
         return tree, timed("index (one code-generator pass)", frontend._TreeIndex.of)(tree)
 
     frontend._parse_and_index = parse_and_index
-    engine._screened = timed("ast screens", engine._screened)
-    make_unit = engine.make_unit
+    passes._screened = timed("ast screens", passes._screened)
+    parse = passes.parse
 
     def make_unit_timed(source, *args):
         if source.language == "cpp":
-            return timed("libclang parse", make_unit)(source, *args)
-        return make_unit(source, *args)
+            return timed("libclang parse", parse)(source, *args)
+        return parse(source, *args)
 
-    engine.make_unit = make_unit_timed
+    passes.parse = make_unit_timed
     for rule in load_rules():
         check = rule.check
         rule.check = lambda self, unit, check=check, code=rule.code: iter(timed(f"rule {code}", lambda: list(check(self, unit)))())
@@ -68,7 +69,7 @@ def main() -> None:
     args = parser.parse_args()
     install_timers()
     rules = load_rules()
-    task = engine._FileTask(codes=tuple(rule.code for rule in rules), settings=Settings(), policy=engine.FixPolicy())
+    task = engine._FileTask(codes=tuple(rule.code for rule in rules), settings=Settings(), policy=FixPolicy())
     gc.set_threshold(50_000)  # as engine.run does
     for tree in args.trees:
         SPENT.clear()

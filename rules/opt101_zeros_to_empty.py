@@ -7,12 +7,11 @@ from typing import Iterator, NamedTuple
 
 import libcst as cst
 
-from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
 from optpatch.planner import preview
 from optpatch.analysis.overwrite import OverwriteProof, Step, prove_full_overwrite
 from optpatch.python_frontend import PythonModule, ast_context, dotted_name, walk
 from optpatch.python_screen import CallIndex, ast_dotted_name, callee_name, root_name
-from optpatch.rule import Example, Rule
+from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 from optpatch.analysis.torch_api import INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
 
 _REPLACEMENT = {"zeros": "empty", "zeros_like": "empty_like", "new_zeros": "new_empty"}
@@ -241,7 +240,8 @@ class ZerosToEmpty(Rule):
             if not self._allocation_kind_alone(module, calls, call):
                 continue
             reason = judged.reason.format(module.ast_text(judged.callee) if judged.callee else "")
-            yield self._keep_at(module.ast_start(call), module, ast_context(judged.ancestors), reason)
+            yield self.keep(module, module.ast_start(call), reason=reason, category=judged.category,
+                            context=ast_context(judged.ancestors))
 
     def _allocation_kind_alone(self, module: PythonModule, calls: CallIndex, call: ast.Call) -> bool:
         """`_allocation_kind` for a call `_judged_alone` accepted: no name of its callee is bound in its function."""
@@ -272,19 +272,20 @@ class ZerosToEmpty(Rule):
     def _examine(self, module: PythonModule, call: cst.Call, kind: str) -> Finding:
         context = module.context(call)
         if keyword_arg(call, "out") is not None:
-            return self._keep(module, call, context, FILLS_OUT)
+            return self._keep(module, call, context, *FILLS_OUT)
         star = self.facts.star_import
         if isinstance(call.func, cst.Name) and star:
-            return self._keep(module, call, context, f"`{star}` may rebind `{call.func.value}`: it may not be torch's")
+            return self._keep(module, call, context, f"`{star}` may rebind `{call.func.value}`: it may not be torch's",
+                              KeepCategory.NOT_TORCH)
         allocation = _moved_result(module, call)
         parent = module.parent(allocation)
         target = _bound_target(parent, allocation)
         if target is None:
-            return self._keep(module, call, context, _unbound_reason(module, parent))
+            return self._keep(module, call, context, *_unbound_reason(module, parent))
         if isinstance(target, cst.Attribute):
             return self._examine_attribute(module, call, kind, parent, target, context)
         if not isinstance(target, cst.Name):
-            return self._keep(module, call, context, UNPACKED)
+            return self._keep(module, call, context, *UNPACKED)
         proof = prove_full_overwrite(module, parent, target.value)
         if proof.proven:
             return self._fix(module, call, kind, context, Tier.SAFE, _proof_reason(target.value, proof), proof.steps)
@@ -296,23 +297,25 @@ class ZerosToEmpty(Rule):
             )
             return self._fix(module, call, kind, context, Tier.VALIDATE, reason, proof.steps)
         assert proof.blocker is not None
-        label = self._always_keep(module, call, target.value)
-        reason = f"L{proof.blocker.line}: {proof.blocker.text}" + (f" ({label})" if label else "")
-        return self._keep(module, call, context, reason, proof.steps + [proof.blocker])
+        always = self._always_keep(module, call, target.value)
+        reason = f"L{proof.blocker.line}: {proof.blocker.text}" + (f" ({always[0]})" if always else "")
+        category = always[1] if always else proof.blocker.category or KeepCategory.OTHER
+        return self._keep(module, call, context, reason, category, proof.steps + [proof.blocker])
 
     def _examine_attribute(self, module, call, kind, statement, target: cst.Attribute, context) -> Finding:
         owner = target.value
         if not (isinstance(owner, cst.Name) and owner.value == "self"):
-            return self._keep(module, call, context, ANOTHER_OBJECT)
+            return self._keep(module, call, context, *ANOTHER_OBJECT)
         attribute = target.attr.value
-        label = self._always_keep(module, call, attribute)
-        if label:
-            return self._keep(module, call, context, f"attribute buffer `self.{attribute}`: {label}")
+        always = self._always_keep(module, call, attribute)
+        if always:
+            return self._keep(module, call, context, f"attribute buffer `self.{attribute}`: {always[0]}", always[1])
         writer = _attribute_writer(module, call, attribute)
         if writer is None:
             return self._keep(
                 module, call, context,
                 f"attribute buffer `self.{attribute}` has no full or prefix `copy_` in its class; other methods may read the zeros",
+                KeepCategory.ATTRIBUTE_BUFFER,
             )
         reason = (
             f"attribute buffer `self.{attribute}` is filled by {writer}; other methods may read elements "
@@ -320,18 +323,20 @@ class ZerosToEmpty(Rule):
         )
         return self._fix(module, call, kind, context, Tier.VALIDATE, reason, [])
 
-    def _always_keep(self, module: PythonModule, call: cst.Call, name: str) -> str | None:
-        """RULES.md's "Always keep" cases, recognised by their usual shapes."""
+    def _always_keep(self, module: PythonModule, call: cst.Call, name: str) -> tuple[str, KeepCategory] | None:
+        """RULES.md's "Always keep" cases, recognised by their usual shapes: why, and which."""
         padding = padded_size_call(call)
         if padding:
-            return f"padded or tiled size from `{padding}(...)`: a writer bounded by lengths leaves the padding unwritten"
+            return (f"padded or tiled size from `{padding}(...)`: a writer bounded by lengths leaves the padding unwritten",
+                    KeepCategory.PADDED)
         dtype = keyword_arg(call, "dtype")
         if dtype is not None and dotted_name(dtype.value) in INTEGER_DTYPES and _INDEX_NAME.search(name.lower()):
-            return "integer index or id tensor: garbage indices reach an embedding or gather"
+            return "integer index or id tensor: garbage indices reach an embedding or gather", KeepCategory.INDEX_TENSOR
         if _DUMMY_NAME.search(name.lower()):
-            return "dummy input for warm-up or CUDA-graph capture: its values flow through the model"
+            return "dummy input for warm-up or CUDA-graph capture: its values flow through the model", KeepCategory.DUMMY_INPUT
         if _in_test(module, call):
-            return "test fixture: compared in full against a reference, where unwritten elements must be zero"
+            return ("test fixture: compared in full against a reference, where unwritten elements must be zero",
+                    KeepCategory.TEST_FIXTURE)
         return None
 
     # -- findings -----------------------------------------------------------------------------
@@ -339,26 +344,17 @@ class ZerosToEmpty(Rule):
     def _fix(self, module, call, kind, context, tier: Tier, reason: str, steps: list[Step]) -> Finding:
         edits = _rewrite_edits(module, call, kind, self.facts.torch_imports)
         if isinstance(edits, str):
-            return self._keep(module, call, context, edits, steps)
-        line, col = module.start(call)
+            return self._keep(module, call, context, edits, KeepCategory.CANNOT_SPELL, steps)
         impact, basis = _impact(call, kind, context)
         start, end = module.span(call)
-        replacement = preview(module.source.text, start, end, edits)
-        return Finding(
-            self.code, self.name, module.source.rel, line, col, Verdict.FIX, reason, context, impact, basis,
-            tier=tier, edits=tuple(edits), replacement=replacement,
-            proof=tuple(f"L{s.line}: {s.text}" for s in steps),
+        return self.fix(
+            module, module.start(call), reason=reason, tier=tier, edits=edits, context=context, impact=impact, basis=basis,
+            replacement=preview(module.source.text, start, end, edits), proof=[f"L{s.line}: {s.text}" for s in steps],
         )
 
-    def _keep(self, module, call, context, reason: str, steps: list[Step] = ()) -> Finding:
-        return self._keep_at(module.start(call), module, context, reason, steps)
-
-    def _keep_at(self, position: tuple[int, int], module, context, reason: str, steps: list[Step] = ()) -> Finding:
-        line, col = position
-        return Finding(
-            self.code, self.name, module.source.rel, line, col, Verdict.KEEP, reason, context, Impact.NONE,
-            "kept: no rewrite, no change", proof=tuple(f"L{s.line}: {s.text}" for s in steps),
-        )
+    def _keep(self, module, call, context, reason: str, category: KeepCategory, steps: list[Step] = ()) -> Finding:
+        return self.keep(module, module.start(call), reason=reason, category=category, context=context,
+                         proof=[f"L{s.line}: {s.text}" for s in steps])
 
 
 # -- helpers (module level: they need no rule state) -----------------------------------------
@@ -384,25 +380,26 @@ def _bound_target(parent: cst.CSTNode | None, call: cst.Call) -> cst.BaseExpress
     return None
 
 
-# Why an allocation is kept whatever follows it; `_unbound_reason` and `_judged_alone` say the same.
-FILLS_OUT = "`out=` fills an existing tensor, which may be read elsewhere"
-RETURNED = "returned to the caller, who may read the zeros"
-PASSED = "passed straight to `{}(...)`, which may read it"
-USED_THROUGH = "used at once through `.{}`"
-SEVERAL_NAMES = "assigned to several names at once"
-IN_AN_EXPRESSION = "used directly in an expression, not bound to a local name"
-ANOTHER_OBJECT = "stored on another object, which other code may read"
-UNPACKED = "the result is unpacked or stored, not bound to one name"
+# Why an allocation is kept whatever follows it, and which kind of use that is; `_unbound_reason` and
+# `_judged_alone` say the same.
+FILLS_OUT = ("`out=` fills an existing tensor, which may be read elsewhere", KeepCategory.OUT_TARGET)
+RETURNED = ("returned to the caller, who may read the zeros", KeepCategory.RETURNED)
+PASSED = ("passed straight to `{}(...)`, which may read it", KeepCategory.PASSED)
+USED_THROUGH = ("used at once through `.{}`", KeepCategory.READ_BEFORE_WRITE)
+SEVERAL_NAMES = ("assigned to several names at once", KeepCategory.STORED)
+IN_AN_EXPRESSION = ("used directly in an expression, not bound to a local name", KeepCategory.READ_BEFORE_WRITE)
+ANOTHER_OBJECT = ("stored on another object, which other code may read", KeepCategory.STORED)
+UNPACKED = ("the result is unpacked or stored, not bound to one name", KeepCategory.STORED)
 
 
-def _unbound_reason(module: PythonModule, parent: cst.CSTNode | None) -> str:
+def _unbound_reason(module: PythonModule, parent: cst.CSTNode | None) -> tuple[str, KeepCategory]:
     if isinstance(parent, cst.Return):
         return RETURNED
     if isinstance(parent, cst.Arg):
         call = module.parent(parent)
-        return PASSED.format(module.text(call.func) if isinstance(call, cst.Call) else "a call")
+        return PASSED[0].format(module.text(call.func) if isinstance(call, cst.Call) else "a call"), PASSED[1]
     if isinstance(parent, cst.Attribute):
-        return USED_THROUGH.format(parent.attr.value)
+        return USED_THROUGH[0].format(parent.attr.value), USED_THROUGH[1]
     if isinstance(parent, cst.Assign):
         return SEVERAL_NAMES
     return IN_AN_EXPRESSION
@@ -410,6 +407,7 @@ def _unbound_reason(module: PythonModule, parent: cst.CSTNode | None) -> str:
 
 class _Judged(NamedTuple):
     reason: str  # with `{}` for the callee's text when `callee` is set
+    category: KeepCategory
     callee: ast.expr | None
     ancestors: list[ast.AST]  # the allocation's, up to its outermost function: its context
 
@@ -445,7 +443,7 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
     if any(type(node) is ast.Call and callee_name(node) in ("TypeVar", "NewType") for node in ancestors):
         return None  # python_scope gives the first argument of these no meaning
     if any(keyword.arg == "out" for keyword in call.keywords):
-        return _Judged(FILLS_OUT, None, ancestors)
+        return _Judged(*FILLS_OUT, None, ancestors)
     result, at = call, 0  # `_moved_result`: `torch.zeros(n).cuda()` is as fresh as the zeros
     while (type(ancestors[at]) is ast.Attribute and ancestors[at].attr in ("to", "cuda")
            and type(ancestors[at + 1]) is ast.Call and ancestors[at + 1].func is ancestors[at]):
@@ -455,24 +453,24 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
     kind = type(parent)
     if kind is ast.Assign and parent.value is result:
         if len(parent.targets) > 1:
-            return _Judged(SEVERAL_NAMES, None, ancestors)
+            return _Judged(*SEVERAL_NAMES, None, ancestors)
         target = parent.targets[0]
         if type(target) is ast.Name:
             return None
         if type(target) is ast.Attribute:
-            return None if type(target.value) is ast.Name and target.value.id == "self" else _Judged(ANOTHER_OBJECT, None, ancestors)
-        return _Judged(UNPACKED, None, ancestors)
+            return None if type(target.value) is ast.Name and target.value.id == "self" else _Judged(*ANOTHER_OBJECT, None, ancestors)
+        return _Judged(*UNPACKED, None, ancestors)
     if kind is ast.Return:
-        return _Judged(RETURNED, None, ancestors)
+        return _Judged(*RETURNED, None, ancestors)
     if kind is ast.Call and any(argument is result for argument in parent.args):
-        return _Judged(PASSED, parent.func, ancestors)
+        return _Judged(*PASSED, parent.func, ancestors)
     if kind is ast.keyword or kind is ast.Starred and type(owner) is ast.Call and any(a is parent for a in owner.args):
-        return _Judged(PASSED, owner.func, ancestors) if type(owner) is ast.Call else None  # a class's keywords: no Call
+        return _Judged(*PASSED, owner.func, ancestors) if type(owner) is ast.Call else None  # a class's keywords: no Call
     if kind is ast.Attribute:
-        return _Judged(USED_THROUGH.format(parent.attr), None, ancestors)
+        return _Judged(USED_THROUGH[0].format(parent.attr), USED_THROUGH[1], None, ancestors)
     if kind in (ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) or type(owner) is ast.ClassDef:
         return None
-    return _Judged(IN_AN_EXPRESSION, None, ancestors)
+    return _Judged(*IN_AN_EXPRESSION, None, ancestors)
 
 
 def _receiver_root(node: ast.expr) -> str | None:

@@ -2,15 +2,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import libcst as cst
 
-from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
 from optpatch.planner import preview
 from optpatch.python_frontend import PythonModule, walk
 from optpatch.python_screen import CallIndex, callee_name
-from optpatch.rule import Example, Rule
+from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 from optpatch.analysis.torch_api import (
     CONSTANT_FACTORIES,
     DATA_FACTORIES,
@@ -39,7 +38,6 @@ FROM_NUMPY_BASIS = (
 )
 ONCE_BASIS = "one-time creation (module level, __init__, set-up): the saving is paid once, not per step"
 CPU_BASIS = "moves to the CPU, where the tensor already is: `.to('cpu')` returns it unchanged, nothing to save"
-KEEP_BASIS = "kept: no rewrite, no change"
 
 
 class CreateOnDevice(Rule):
@@ -294,13 +292,16 @@ class CreateOnDevice(Rule):
             if _is_method(inner, "pin_memory"):
                 site = Site(inner, move_call, "pin_memory", parse_move(module, move_call))
                 if site.move.blocker is None:
-                    return self._keep(module, site, "`x.pin_memory().to(...)`: a pinned staging buffer for an asynchronous copy is deliberate")
+                    return self._keep(module, site, Kept(
+                        "`x.pin_memory().to(...)`: a pinned staging buffer for an asynchronous copy is deliberate",
+                        KeepCategory.DELIBERATE))
             return None
         site = Site(inner, move_call, callee, parse_move(module, move_call))
         if factory is None and callee != "torch.from_numpy":
             if site.move.blocker is not None or not _is_function(callee):
                 return None  # a conversion of some other tensor, or a module or legacy class: not this rule's business
-            return self._keep(module, site, f"`{callee}` is not a factory: it has no `device=` to create its result on the device")
+            return self._keep(module, site, Kept(
+                f"`{callee}` is not a factory: it has no `device=` to create its result on the device", KeepCategory.NOT_A_FACTORY))
         return self._judge(module, site)
 
     def _two_statement(self, module: PythonModule, move_call: cst.Call, receiver: cst.Name) -> Finding | None:
@@ -328,7 +329,7 @@ class CreateOnDevice(Rule):
                     return None
                 site = Site(inner, move_call, callee, parse_move(module, move_call), second=line)
                 if name in device_names:
-                    return self._keep(module, site, f"the device expression reads `{name}` itself")
+                    return self._keep(module, site, Kept(f"the device expression reads `{name}` itself", KeepCategory.OTHER))
                 if blocker is not None:
                     return self._keep(module, site, blocker)
                 return self._judge(module, site)
@@ -341,9 +342,9 @@ class CreateOnDevice(Rule):
     def _judge(self, module: PythonModule, site: Site) -> Finding:
         move = site.move
         if move.blocker is not None:
-            return self._keep(module, site, move.blocker)
+            return self._keep(module, site, Kept(move.blocker, move.blocker_category))
         device = _device_spelling(module, move)
-        if isinstance(device, str):
+        if isinstance(device, Kept):
             return self._keep(module, site, device)
         factory_problem = _factory_blocker(module, site)
         if factory_problem is not None:
@@ -353,20 +354,19 @@ class CreateOnDevice(Rule):
         tier, reasons = device.tier, [device.reason]
         for check in (_dtype_merge, _value_tier, _autograd_tier):
             outcome = check(module, site)
-            if isinstance(outcome, str):
+            if isinstance(outcome, Kept):
                 return self._keep(module, site, outcome)
             if outcome is not None:
-                tier = max(tier, outcome[0], key=_TIER_ORDER.index)
+                tier = max(tier, outcome[0], key=lambda t: t.strictness)
                 reasons.append(outcome[1])
         edits = _edits(module, site, device)
-        if isinstance(edits, str):
+        if isinstance(edits, Kept):
             return self._keep(module, site, edits)
         return self._fix(module, site, device, tier, reasons, edits)
 
     # -- findings --------------------------------------------------------------------------------
 
     def _fix(self, module, site: Site, device: DeviceSpelling, tier: Tier, reasons: list[str], edits: list[Edit]) -> Finding:
-        line, col = module.start(site.factory)
         context = module.context(site.factory)
         impact, basis = _impact(site, device, context)
         start, end = module.span(site.factory)
@@ -377,34 +377,32 @@ class CreateOnDevice(Rule):
         else:
             form = f"`{module.text(site.second.body[0])}` on L{module.start(site.second)[0]}"
         reason = f"`{site.callee}(...)` then {form}: create it on the device instead; " + "; ".join(reasons)
-        return Finding(
-            self.code, self.name, module.source.rel, line, col, Verdict.FIX, reason, context, impact, basis,
-            tier=tier, edits=tuple(edits), replacement=replacement, proof=tuple(reasons),
-        )
+        return self.fix(module, module.start(site.factory), reason=reason, tier=tier, edits=edits, context=context,
+                        impact=impact, basis=basis, replacement=replacement, proof=reasons)
 
     def _advice(self, module, site: Site) -> Finding:
-        line, col = module.start(site.factory)
         reason = (
             f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured). To stop the copy "
             "from waiting for queued GPU work, create it with `pin_memory=True` and move it with "
             "`.to(device, non_blocking=True)` (measured 17x with 5 ms of GPU work queued)"
         )
-        return Finding(
-            self.code, self.name, module.source.rel, line, col, Verdict.ADVICE, reason, module.context(site.factory),
-            Impact.NONE, DATA_BASIS,
-        )
+        return self.advice(module, module.start(site.factory), reason=reason, context=module.context(site.factory),
+                           basis=DATA_BASIS)
 
-    def _keep(self, module, site: Site, reason: str) -> Finding:
-        line, col = module.start(site.factory)
-        return Finding(
-            self.code, self.name, module.source.rel, line, col, Verdict.KEEP, reason, module.context(site.factory),
-            Impact.NONE, KEEP_BASIS,
-        )
+    def _keep(self, module, site: Site, kept: "Kept") -> Finding:
+        return self.keep(module, module.start(site.factory), reason=kept.reason, category=kept.category,
+                         context=module.context(site.factory))
+
+
+class Kept(NamedTuple):
+    """Why a site is kept, and which kind of reason that is."""
+
+    reason: str
+    category: KeepCategory
 
 
 # -- what a site is -----------------------------------------------------------------------------------
 
-_TIER_ORDER = [Tier.SAFE, Tier.VALIDATE, Tier.UNSAFE]
 _ALL_SOURCES = CONSTANT_FACTORIES | LIKE_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES | {
     "torch.arange", "torch.linspace", "torch.logspace", "torch.from_numpy"}
 
@@ -428,21 +426,21 @@ class DeviceSpelling:
     device_type: str | None
 
 
-def _device_spelling(module: PythonModule, move: Move) -> DeviceSpelling | str:
+def _device_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
     """`device=` text for the move, or why it cannot be written."""
     if move.method == "cuda":
         return _cuda_spelling(module, move)
     value = move.device_value
     assert value is not None and move.device is not None
     if value.kind is Kind.NONE:
-        return "`.to(None)` moves nothing"
+        return Kept("`.to(None)` moves nothing", KeepCategory.NOT_A_DEVICE)
     text = _expression_text(module, move.device)
     if value.proven:
         return DeviceSpelling(text, Tier.SAFE, f"`{text}` is a device: {value.evidence}", value.device_type)
     return DeviceSpelling(text, Tier.VALIDATE, f"`{text}` may not be a device: {value.evidence}", value.device_type)
 
 
-def _cuda_spelling(module: PythonModule, move: Move) -> DeviceSpelling | str:
+def _cuda_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
     value = move.device_value
     if move.device is None or (value is not None and value.kind is Kind.NONE):
         return DeviceSpelling('"cuda"', Tier.SAFE, "`.cuda()` means the current CUDA device, as `device=\"cuda\"` does", "cuda")
@@ -452,7 +450,7 @@ def _cuda_spelling(module: PythonModule, move: Move) -> DeviceSpelling | str:
         return DeviceSpelling(f'"cuda:{move.device.evaluated_value}"', Tier.SAFE, f"`.cuda({text})` is CUDA device {text}", "cuda")
     if value.kind is Kind.INTEGER:
         if any(c in text for c in "\"\\\n{}") or "'" in text:
-            return f"cannot spell `.cuda({text})` as an f-string device"
+            return Kept(f"cannot spell `.cuda({text})` as an f-string device", KeepCategory.CANNOT_SPELL)
         tier = Tier.SAFE if value.proven else Tier.VALIDATE
         return DeviceSpelling(f'f"cuda:{{{text}}}"', tier, f"`{text}` is a device index: {value.evidence}", "cuda")
     if value.kind is Kind.DEVICE and value.proven and value.device_type == "cuda":
@@ -463,7 +461,7 @@ def _cuda_spelling(module: PythonModule, move: Move) -> DeviceSpelling | str:
             f"`.cuda({text})` raises unless `{text}` names a CUDA device, `device={text}` would not ({value.evidence})",
             value.device_type,
         )
-    return f"`.cuda({text})`: {value.evidence}"
+    return Kept(f"`.cuda({text})`: {value.evidence}", KeepCategory.NOT_A_DEVICE)
 
 
 def _expression_text(module: PythonModule, node: cst.BaseExpression) -> str:
@@ -471,33 +469,34 @@ def _expression_text(module: PythonModule, node: cst.BaseExpression) -> str:
     return f"({text})" if isinstance(node, (cst.NamedExpr, cst.Lambda, cst.IfExp)) and not text.startswith("(") else text
 
 
-def _factory_blocker(module: PythonModule, site: Site) -> str | None:
+def _factory_blocker(module: PythonModule, site: Site) -> Kept | None:
     """Why the factory call itself cannot take `device=`."""
     call = site.factory
-    for keyword, reason in (
-        ("device", "already has `device=`: `.{m}()` moves it afterwards; change that `device=` instead (never a second one)"),
-        ("out", "`out=` writes into an existing tensor, whose device is fixed"),
-        ("generator", "`generator=` names a generator, which is tied to one device"),
+    for keyword, reason, category in (
+        ("device", "already has `device=`: `.{m}()` moves it afterwards; change that `device=` instead (never a second one)",
+         KeepCategory.DEVICE_ALREADY_SET),
+        ("out", "`out=` writes into an existing tensor, whose device is fixed", KeepCategory.OUT_TARGET),
+        ("generator", "`generator=` names a generator, which is tied to one device", KeepCategory.OTHER),
     ):
         if keyword_arg(call, keyword) is not None:
-            return reason.format(m=site.move.method)
+            return Kept(reason.format(m=site.move.method), category)
     if any(arg.star == "**" for arg in call.args):
-        return "`**kwargs` may already carry `device=`"
+        return Kept("`**kwargs` may already carry `device=`", KeepCategory.OTHER)
     pinned = keyword_arg(call, "pin_memory")
     if pinned is not None and not _is_false(pinned.value):
-        return ("`pin_memory=True`: a pinned staging buffer for an asynchronous copy is deliberate, and "
-                "`pin_memory=True` with a CUDA `device=` is an error")
+        return Kept("`pin_memory=True`: a pinned staging buffer for an asynchronous copy is deliberate, and "
+                    "`pin_memory=True` with a CUDA `device=` is an error", KeepCategory.DELIBERATE)
     positional = [arg for arg in call.args if arg.keyword is None]
     if site.callee == "torch.as_tensor" and len(positional) > 1:
-        return "`as_tensor` with positional dtype or device arguments"
+        return Kept("`as_tensor` with positional dtype or device arguments", KeepCategory.CANNOT_SPELL)
     if site.callee == "torch.from_numpy" and (len(call.args) != 1 or positional != list(call.args)):
-        return "`from_numpy` with other than one positional argument"
+        return Kept("`from_numpy` with other than one positional argument", KeepCategory.CANNOT_SPELL)
     if site.callee in LIKE_FACTORIES | {"torch.rand_like", "torch.randn_like", "torch.randint_like"}:
         template = positional[0].value if positional else getattr(keyword_arg(call, "input"), "value", None)
         evidence = on_cpu(module, template) if template is not None else None
         if evidence is None:
-            return ("the template's device is unknown: if it is already on the device, `.to()` is free and "
-                    "`device=` saves nothing")
+            return Kept("the template's device is unknown: if it is already on the device, `.to()` is free and "
+                        "`device=` saves nothing", KeepCategory.UNKNOWN_TEMPLATE)
     return None
 
 
@@ -509,16 +508,18 @@ def _dtype_merge(module: PythonModule, site: Site):
     dtype_text = module.text(move.dtype)
     value = move.dtype_value
     if keyword_arg(site.factory, "dtype") is not None:
-        return f"the factory has `dtype=` and the move converts to `{dtype_text}`: two conversions, kept"
+        return Kept(f"the factory has `dtype=` and the move converts to `{dtype_text}`: two conversions, kept",
+                    KeepCategory.INEXACT_CONVERSION)
     if site.callee in ZERO_ONE_FACTORIES and value is not None and value.kind is Kind.DTYPE:
         return Tier.SAFE, f"every value of `{site.callee}` is 0 or 1 (or unset), exact in any dtype ({value.evidence})"
     if value is None or value.kind is not Kind.DTYPE or value.dtype is None:
-        return f"`.to(..., {dtype_text})`: the dtype is not known exactly ({value.evidence if value else 'unknown'})"
+        return Kept(f"`.to(..., {dtype_text})`: the dtype is not known exactly ({value.evidence if value else 'unknown'})",
+                    KeepCategory.INEXACT_CONVERSION)
     source = _integer_source_dtype(module, site)
     if source is not None and exact_in(source, value.dtype):
         return Tier.SAFE, f"`{site.callee}` makes {source} values here, exact in `{value.dtype}`"
-    return (f"`{site.callee}` computes its values in its own dtype before `.to(..., {dtype_text})` converts them; "
-            "computing them in the new dtype is not proven to give the same values")
+    return Kept(f"`{site.callee}` computes its values in its own dtype before `.to(..., {dtype_text})` converts them; "
+                "computing them in the new dtype is not proven to give the same values", KeepCategory.INEXACT_CONVERSION)
 
 
 def _integer_source_dtype(module: PythonModule, site: Site) -> str | None:
@@ -583,7 +584,7 @@ def _is_false(node: cst.BaseExpression) -> bool:
 # -- the edits ----------------------------------------------------------------------------------------
 
 
-def _edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edit] | str:
+def _edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edit] | Kept:
     """Insert `device=` (and `dtype=`) into the factory, and remove the move."""
     call = site.factory
     added = f"device={device.text}"
@@ -591,7 +592,7 @@ def _edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edi
         added += f", dtype={module.text(site.move.dtype)}"
     edits = []
     if call.lpar:
-        return "the factory call is in parentheses of its own: the edit would have to move them"
+        return Kept("the factory call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
     if call.args:
         _, end = module.span(call.args[-1])  # the Arg's span includes parentheses around its value
         edits.append(Edit(end, end, f", {added}"))
@@ -600,7 +601,7 @@ def _edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edi
         edits.append(Edit(end - 1, end - 1, added))
     if site.callee == "torch.from_numpy":
         if not isinstance(call.func, cst.Attribute):
-            return "`from_numpy` imported by name: cannot spell `torch.as_tensor` here"
+            return Kept("`from_numpy` imported by name: cannot spell `torch.as_tensor` here", KeepCategory.CANNOT_SPELL)
         edits.append(module.replace(call.func.attr, "as_tensor"))
     if site.second is None:
         _, factory_end = module.span(call)
@@ -670,15 +671,16 @@ def _factory_assignment(statement, name: str) -> cst.Call | None:
     return None
 
 
-def _intervening_blocker(module: PythonModule, statement, device_names: set[str]) -> str | None:
+def _intervening_blocker(module: PythonModule, statement, device_names: set[str]) -> Kept | None:
     """Why moving the device expression above `statement` could change what it means."""
     line = module.start(statement)[0]
     if not isinstance(statement, cst.SimpleStatementLine):
-        return f"L{line}: a compound statement between the two may leave early or change the device"
+        return Kept(f"L{line}: a compound statement between the two may leave early or change the device", KeepCategory.OTHER)
     if any(isinstance(node, cst.Call) for node in walk(statement)):
-        return f"L{line}: a call between the two may change the current device or the names in the device expression"
+        return Kept(f"L{line}: a call between the two may change the current device or the names in the device expression",
+                    KeepCategory.OTHER)
     bound = {n.value for small in statement.body for n in walk(small) if isinstance(n, cst.Name)
              and isinstance(module.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))}
     if bound & device_names:
-        return f"L{line}: rebinds `{sorted(bound & device_names)[0]}`, which the device expression reads"
+        return Kept(f"L{line}: rebinds `{sorted(bound & device_names)[0]}`, which the device expression reads", KeepCategory.OTHER)
     return None

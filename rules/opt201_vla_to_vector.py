@@ -5,8 +5,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from optpatch.cpp_frontend import CppUnit, Node, Place, is_callee
-from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
-from optpatch.rule import Example, Rule
+from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 
 _ARRAY_KINDS = frozenset({"VARIABLEARRAY", "DEPENDENTSIZEDARRAY"})
 _NESTED_ARRAY_KINDS = frozenset({"CONSTANTARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY", "INCOMPLETEARRAY"})
@@ -68,6 +67,7 @@ class Use:
     node: Node
     edit: Edit | None = None
     blocker: str = ""
+    category: KeepCategory = KeepCategory.WHOLE_ARRAY_USED  # what kind of blocker, when there is one
 
 
 class VlaToVector(Rule):
@@ -206,7 +206,8 @@ class VlaToVector(Rule):
                 return None
             where = unit.where(declaration)
             context = unit.run_context(declaration, where.function)
-            return self._keep(unit, declaration, context, "multi-dimensional array: std::vector<std::vector<T>> would change its layout")
+            return self._keep(unit, declaration, context, "multi-dimensional array: std::vector<std::vector<T>> would change its layout",
+                              KeepCategory.CANNOT_SPELL)
         bound = _bound(declaration)
         if bound is None:
             return None
@@ -220,20 +221,26 @@ class VlaToVector(Rule):
         where = unit.where(declaration)
         context = unit.run_context(declaration, where.function)
         if where.place is Place.DEVICE:
-            return self._keep(unit, declaration, context, f"device code ({where.reason}): std::vector cannot be used there")
+            return self._keep(unit, declaration, context, f"device code ({where.reason}): std::vector cannot be used there",
+                              KeepCategory.DEVICE_CODE)
         if where.place is Place.UNKNOWN:
-            return self._keep(unit, declaration, context, f"cannot tell host from device code: {where.reason}")
+            return self._keep(unit, declaration, context, f"cannot tell host from device code: {where.reason}",
+                              KeepCategory.UNRESOLVED)
         if not proof.runtime:
             return self._unproven(unit, declaration, bound, proof, context)
         if not dependent and not unit.warned_vla(declaration.start, declaration.end):
-            return self._keep(unit, declaration, context, "clang did not warn that this is a variable-length array")
+            return self._keep(unit, declaration, context, "clang did not warn that this is a variable-length array",
+                              KeepCategory.UNRESOLVED)
         shape = _declaration_shape(unit, declaration)
         if isinstance(shape, str):
-            return self._keep(unit, declaration, context, shape)
+            return self._keep(unit, declaration, context, shape, KeepCategory.CANNOT_SPELL)
         uses = [_classify(unit, declaration, reference) for reference in unit.references_to(declaration)]
-        blocker = next((u.blocker for u in uses if u.blocker), "") or _unseen_use(unit, declaration, uses)
-        if blocker:
-            return self._keep(unit, declaration, context, blocker)
+        blocking = next((u for u in uses if u.blocker), None)
+        if blocking is not None:
+            return self._keep(unit, declaration, context, blocking.blocker, blocking.category)
+        unseen = _unseen_use(unit, declaration, uses)
+        if unseen:
+            return self._keep(unit, declaration, context, unseen, KeepCategory.UNRESOLVED)
         return self._fix(unit, declaration, shape, uses, proof, context)
 
     def _unproven(self, unit, declaration: Node, bound: Node, proof: BoundProof, context: Context) -> Finding:
@@ -245,12 +252,9 @@ class VlaToVector(Rule):
                 f"the bound `{bound_text}` is {origin}: a constant-size array, not a VLA, so nothing to rewrite; "
                 f"if a container is wanted, use `std::array<{_element_text(unit, declaration)}, {bound_text}>`"
             )
-            line, col = unit.position(declaration.start)
-            return Finding(
-                self.code, self.name, unit.source.rel, line, col, Verdict.ADVICE, reason, context, Impact.NONE, ADVICE_BASIS,
-            )
+            return self.advice(unit, unit.position(declaration.start), reason=reason, context=context, basis=ADVICE_BASIS)
         reason = f"bound `{bound_text}` is not proven to be a run-time value: " + "; ".join(proof.unresolved)
-        return self._keep(unit, declaration, context, reason)
+        return self._keep(unit, declaration, context, reason, KeepCategory.UNRESOLVED)
 
     # -- findings ---------------------------------------------------------------------------
 
@@ -269,18 +273,11 @@ class VlaToVector(Rule):
         )
         steps = [f"bound `{bound_text}` depends on {w}" for w in proof.witnesses]
         steps += [f"L{unit.line_of(u.node.start)}: `{u.node.spelling}` -> `{u.edit.text}`" for u in uses if u.edit]
-        line, col = unit.position(declaration.start)
-        return Finding(
-            self.code, self.name, unit.source.rel, line, col, Verdict.FIX, reason, context, Impact.LOW, PORTABILITY_BASIS,
-            tier=Tier.SAFE, edits=tuple(sorted(edits)), replacement=replacement + ";", proof=tuple(steps),
-        )
+        return self.fix(unit, unit.position(declaration.start), reason=reason, tier=Tier.SAFE, edits=sorted(edits),
+                        context=context, impact=Impact.LOW, basis=PORTABILITY_BASIS, replacement=replacement + ";", proof=steps)
 
-    def _keep(self, unit: CppUnit, declaration: Node, context: Context, reason: str) -> Finding:
-        line, col = unit.position(declaration.start)
-        return Finding(
-            self.code, self.name, unit.source.rel, line, col, Verdict.KEEP, reason, context, Impact.NONE,
-            "kept: no rewrite, no change",
-        )
+    def _keep(self, unit: CppUnit, declaration: Node, context: Context, reason: str, category: KeepCategory) -> Finding:
+        return self.keep(unit, unit.position(declaration.start), reason=reason, category=category, context=context)
 
 
 # -- the bound ------------------------------------------------------------------------------------
@@ -622,7 +619,7 @@ def _classify(unit: CppUnit, declaration: Node, reference: Node) -> Use:
     line = unit.line_of(reference.start)
     token = unit.token_at(reference.start)
     if token is None or token.spelling != name:
-        return Use(reference, blocker=f"L{line}: `{name}` is used through a macro")
+        return Use(reference, blocker=f"L{line}: `{name}` is used through a macro", category=KeepCategory.UNRESOLVED)
     before, after = unit.token_before(token.start), unit.token_after(token.end)
     if reference.kind == "VARIABLE_REF":  # a lambda capture
         if before is not None and before.spelling == "&":
@@ -638,7 +635,7 @@ def _classify(unit: CppUnit, declaration: Node, reference: Node) -> Use:
     while parent is not None and parent.kind == "PAREN_EXPR":
         parent = parent.parent
     if parent is None:
-        return Use(reference, blocker=f"L{line}: a use the parser did not place")
+        return Use(reference, blocker=f"L{line}: a use the parser did not place", category=KeepCategory.UNRESOLVED)
     if parent.kind == "CXX_FOR_RANGE_STMT":
         return Use(reference)  # a std::vector is a range with the same elements
     decay = Edit(token.start, token.end, f"{name}.data()")

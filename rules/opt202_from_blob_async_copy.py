@@ -5,8 +5,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from optpatch.cpp_frontend import CppUnit, Node, Place, Token, matching_bracket, split_top_level, unwrap
-from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
-from optpatch.rule import Example, Rule
+from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 from optpatch.source import LINE_BREAK
 
 # The C++ element type of each dtype spelling (torch::kInt64, at::kLong, at::ScalarType::Long, ...).
@@ -46,7 +45,11 @@ ONCE_BASIS = "one-time copy: the saving (tens of us, or the wait for queued GPU 
 
 
 class NotRewritable(Exception):
-    """The site cannot be rewritten; the message says why (a keep)."""
+    """The site cannot be rewritten; the message says why (a keep), `category` which kind of reason it is."""
+
+    def __init__(self, reason: str, category: KeepCategory = KeepCategory.CANNOT_SPELL):
+        super().__init__(reason)
+        self.category = category
 
 
 @dataclass(frozen=True)
@@ -215,14 +218,15 @@ class FromBlobAsyncCopy(Rule):
         where = unit.where(from_blob)
         context = unit.run_context(from_blob, where.function)
         if where.place is not Place.HOST:
-            return self._keep(unit, from_blob, context, f"not host code: {where.reason}")
+            category = KeepCategory.DEVICE_CODE if where.place is Place.DEVICE else KeepCategory.UNRESOLVED
+            return self._keep(unit, from_blob, context, f"not host code: {where.reason}", category)
         try:
             site = _site(unit, from_blob, to_call, where.function)
             host_function = _outermost_function(from_blob)
             _check_other_streams(unit, host_function)
             tier, proof = _tier(unit, site, host_function)
         except NotRewritable as blocked:
-            return self._keep(unit, from_blob, context, str(blocked))
+            return self._keep(unit, from_blob, context, str(blocked), blocked.category)
         return self._fix(unit, site, context, tier, proof)
 
     def _unparsed(self, unit: CppUnit, analysed: set[int]) -> Iterator[Finding]:
@@ -246,10 +250,7 @@ class FromBlobAsyncCopy(Rule):
                     if token.end in dependent
                     else "this statement does not parse without the project's headers (unknown types in it); not analysed"
                 )
-                yield Finding(
-                    self.code, self.name, unit.source.rel, line, col, Verdict.KEEP, reason,
-                    Context.CALL, Impact.NONE, "kept: no rewrite, no change",
-                )
+                yield self.keep(unit, (line, col), reason=reason, category=KeepCategory.UNRESOLVED, context=Context.CALL)
 
     # -- findings ---------------------------------------------------------------------------
 
@@ -270,20 +271,14 @@ class FromBlobAsyncCopy(Rule):
         include = unit.include_edit("ATen/cuda/CUDAContext.h")
         if include is not None:
             edits.append(include)
-        reason = "; ".join(proof)
-        line, col = unit.position(site.from_blob.start)
         impact, basis = (Impact.LOW, ONCE_BASIS) if context is Context.ONCE else (Impact.HIGH, IMPACT_BASIS)
-        return Finding(
-            self.code, self.name, unit.source.rel, line, col, Verdict.FIX, reason, context, impact, basis,
-            tier=tier, edits=tuple(sorted(edits)), replacement=" ".join(f"{allocation}; {copy}".split()), proof=tuple(proof),
+        return self.fix(
+            unit, unit.position(site.from_blob.start), reason="; ".join(proof), tier=tier, edits=sorted(edits),
+            context=context, impact=impact, basis=basis, replacement=" ".join(f"{allocation}; {copy}".split()), proof=proof,
         )
 
-    def _keep(self, unit: CppUnit, node: Node, context: Context, reason: str) -> Finding:
-        line, col = unit.position(node.start)
-        return Finding(
-            self.code, self.name, unit.source.rel, line, col, Verdict.KEEP, reason, context, Impact.NONE,
-            "kept: no rewrite, no change",
-        )
+    def _keep(self, unit: CppUnit, node: Node, context: Context, reason: str, category: KeepCategory) -> Finding:
+        return self.keep(unit, unit.position(node.start), reason=reason, category=category, context=context)
 
 
 # -- recognising the call ---------------------------------------------------------------------------
@@ -394,13 +389,13 @@ def _site(unit: CppUnit, from_blob: Node, to_call: Node, function: Node) -> Site
             name = match.group("k") or match.group("s")
             element = _ELEMENT_TYPES.get(name)
             if element is None:
-                raise NotRewritable(f"element type of `{options_text}` is not known to optpatch")
+                raise NotRewritable(f"element type of `{options_text}` is not known to optpatch", KeepCategory.UNKNOWN_SIZE)
             return Site(
                 statement, result, from_blob, to_call, _namespace(unit, from_blob),
                 unit.node_text(pointer), buffer, size_texts, options_text, form, element, device, device_is_type,
             )
     raise NotRewritable(
-        f"options `{options_text}` do not name just a dtype: the element type is unknown, and a device in them would mean device memory"
+        f"options `{options_text}` do not name just a dtype: the element type is unknown, and a device in them would mean device memory", KeepCategory.UNKNOWN_SIZE
     )
 
 
@@ -438,23 +433,23 @@ def _device(unit: CppUnit, to_call: Node) -> tuple[str, bool]:
     parameters = [t.get_canonical().spelling for t in method.type.argument_types()] if method is not None else []
     arguments = to_call.arguments()
     if not parameters or not arguments:
-        raise NotRewritable("the `.to()` overload did not resolve")
+        raise NotRewritable("the `.to()` overload did not resolve", KeepCategory.UNRESOLVED)
     first = parameters[0]
     if "ScalarType" in first or "TensorOptions" in first:
-        raise NotRewritable("`.to()` converts the dtype or takes options: not a plain device copy")
+        raise NotRewritable("`.to()` converts the dtype or takes options: not a plain device copy", KeepCategory.OTHER)
     if len(arguments) > 1 and "ScalarType" in parameters[1]:
-        raise NotRewritable("`.to(device, dtype)` also converts: not a plain copy")
+        raise NotRewritable("`.to(device, dtype)` also converts: not a plain copy", KeepCategory.OTHER)
     for extra in arguments[1:]:
         text = unit.node_text(extra).strip()
         if text == "true":
-            raise NotRewritable("`.to(..., non_blocking=true)` is already asynchronous")
+            raise NotRewritable("`.to(..., non_blocking=true)` is already asynchronous", KeepCategory.DELIBERATE)
         if text != "false":
-            raise NotRewritable(f"`.to()` argument `{text}` is not a literal `false`")
+            raise NotRewritable(f"`.to()` argument `{text}` is not a literal `false`", KeepCategory.OTHER)
     device = arguments[0]
     text = " ".join(unit.node_text(device).split())
     if "DeviceType" in first:
         if not re.fullmatch(rf"{_NAMESPACE}(kCUDA|DeviceType::CUDA)", text.replace(" ", "")):
-            raise NotRewritable(f"`.to({text})` is not a CUDA device")
+            raise NotRewritable(f"`.to({text})` is not a CUDA device", KeepCategory.NOT_A_DEVICE)
         return text, True
     if not _is_pure_device(unwrap(device)):
         raise NotRewritable(f"device `{text}` is not a variable or `x.device()`: it would be evaluated twice")
@@ -494,7 +489,7 @@ def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> str:
             return f"`{variable.spelling}` is a local array (pageable stack memory)"
     raise NotRewritable(
         f"`{text}` is not a local array or std::vector of this function: it may be pinned memory "
-        "(read by the copy after this call returns) or device memory"
+        "(read by the copy after this call returns) or device memory", KeepCategory.DEVICE_MEMORY
     )
 
 
@@ -515,7 +510,7 @@ def _sizes(unit: CppUnit, sizes: Node) -> list[str]:
     tokens = unit.tokens_in(sizes.start, sizes.end)
     text = unit.node_text(sizes)
     if len(tokens) < 3 or tokens[0].spelling != "{" or tokens[-1].spelling != "}":
-        raise NotRewritable(f"sizes `{text}` are not a braced list: the byte count cannot be written down")
+        raise NotRewritable(f"sizes `{text}` are not a braced list: the byte count cannot be written down", KeepCategory.UNKNOWN_SIZE)
     elements = split_top_level(tokens[1:-1])
     for element in elements:
         if not element or not _is_plain_size(element):
@@ -556,7 +551,7 @@ def _check_other_streams(unit: CppUnit, function: Node) -> None:
         if token.spelling in _OTHER_STREAM_WORDS:
             raise NotRewritable(
                 f"L{unit.line_of(token.start)}: `{token.spelling}`: this function uses another stream, "
-                "device or pinned registration"
+                "device or pinned registration", KeepCategory.OTHER_STREAM
             )
 
 
@@ -655,7 +650,7 @@ def _result_uses(unit: CppUnit, site: Site, function: Node) -> tuple[list[str], 
                     continue
                 same_stream, description = launch
                 if not same_stream:
-                    raise NotRewritable(f"L{line}: {description}")
+                    raise NotRewritable(f"L{line}: {description}", KeepCategory.OTHER_STREAM)
                 fine.append(f"L{line}: `{name}.{method}` goes to {description}")
                 continue
             fine.append(f"L{line}: `{name}.{method}` runs on the tensor's current stream")

@@ -12,7 +12,8 @@ import pytest
 
 from conftest import run_cli, run_cli_hooked
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, run
+from optpatch.engine import run
+from optpatch.policy import FixPolicy
 from optpatch.source import read_source
 from optpatch.writer import write_fixes
 

@@ -1,4 +1,5 @@
-"""The result cache (src/optpatch/cache.py): same results as a cold run, and invalidated by what it depends on."""
+"""The result cache (src/optpatch/cache.py): same results as a cold run, invalidated by what the analysis depends on,
+and never carrying a decision (tiers, --unsafe-fixes, validation, narrowing) from one run to another."""
 
 import dataclasses
 import sys
@@ -8,9 +9,10 @@ import pytest
 
 from conftest import REPO_ROOT, run_cli
 from optpatch import cache as result_cache
-from optpatch import engine
+from optpatch import engine, passes
 from optpatch.config import Settings
-from optpatch.engine import FileResult, FixPolicy
+from optpatch.passes import Analysis, FileRecord
+from optpatch.policy import FixPolicy
 from optpatch.rule_facts import rule_facts
 
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
@@ -32,21 +34,22 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 class AnalysisCounter:
-    """Counts the files the engine analyses for real (cache misses)."""
+    """Counts the texts the engine analyses for real (cache misses): first passes and later ones."""
 
     def __init__(self, monkeypatch):
         self.files: list[str] = []
-        original = engine.analyse_file
+        original = passes.analyse_text
 
         def counting(source, *args, **kwargs):
             self.files.append(source.rel)
             return original(source, *args, **kwargs)
 
-        monkeypatch.setattr(engine, "analyse_file", counting)
+        monkeypatch.setattr(engine, "analyse_text", counting)
+        monkeypatch.setattr(passes, "analyse_text", counting)
 
 
-def _run(root, settings=Settings(), policy=FixPolicy(), use_cache=True):
-    return engine.run(root, settings, policy, jobs=1, use_cache=use_cache)
+def _run(root, settings=Settings(), policy=FixPolicy(), use_cache=True, filters=()):
+    return engine.run(root, settings, policy, jobs=1, use_cache=use_cache, filters=filters)
 
 
 def _outcome(result) -> tuple:
@@ -93,36 +96,76 @@ def test_a_new_rule_version_invalidates_every_result(tree, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "settings, policy",
-    [
-        (Settings(per_file_ignores=(("synthetic/pkg0/**", ("OPT101",)),)), FixPolicy()),
-        (Settings(tiers=(("OPT101", "validate"),)), FixPolicy(tiers=(("OPT101", "validate"),))),
-        (Settings(), FixPolicy(unsafe_fixes=True)),
-        (Settings(select=("OPT101",)), FixPolicy()),
-    ],
-    ids=["per-file-ignores", "tiers", "unsafe-fixes", "select"],
+    "settings",
+    [Settings(per_file_ignores=(("synthetic/pkg0/**", ("OPT101",)),)), Settings(select=("OPT101",))],
+    ids=["per-file-ignores", "select"],
 )
-def test_other_settings_or_policy_are_not_served_from_the_cache(tree, monkeypatch, settings, policy):
+def test_settings_that_change_the_analysis_are_not_served_from_the_cache(tree, monkeypatch, settings):
     _run(tree)
     counter = AnalysisCounter(monkeypatch)
-    changed = _run(tree, settings, policy)
+    changed = _run(tree, settings)
     assert counter.files, "nothing was analysed again"
-    assert _outcome(changed) == _outcome(_run(tree, settings, policy, use_cache=False))
+    assert _outcome(changed) == _outcome(_run(tree, settings, use_cache=False))
 
 
-def test_the_key_covers_code_rules_settings_and_policy(tmp_path):
+@pytest.mark.parametrize(
+    "settings, policy",
+    [
+        (Settings(tiers=(("OPT101", "validate"),)), FixPolicy(tiers=(("OPT101", "validate"),))),
+        (Settings(unsafe_fixes=True), FixPolicy(unsafe_fixes=True)),
+    ],
+    ids=["tiers", "unsafe-fixes"],
+)
+def test_a_policy_flip_reuses_the_analysis_and_decides_afresh(tree, monkeypatch, settings, policy):
+    """The cache holds analysis only: another fix policy re-analyses no file it has seen, and gives the cold
+    run's outcome (a later pass over a text no run produced before is the only analysis left to do)."""
+    (tree / "random_numbers.py").write_text("import torch\n\ndef noise(n):\n    return torch.randn(n).cuda()\n")
+    default = _run(tree)
+    counter = AnalysisCounter(monkeypatch)
+    flipped = _run(tree, settings, policy)
+    assert set(counter.files) <= _rewritten(flipped), "a file the default run analysed was analysed again"
+    assert _outcome(flipped) == _outcome(_run(tree, settings, policy, use_cache=False))
+    assert _outcome(flipped) != _outcome(default), "the two policies should decide differently on this tree"
+    counter.files.clear()
+    assert _outcome(_run(tree)) == _outcome(default)  # and back: nothing of the flipped run's decisions stays
+    assert counter.files == []
+
+
+def _rewritten(result) -> set[str]:
+    return {rel for rel, _, _ in result.changes}
+
+
+def test_narrowing_applies_after_the_cache(tree, monkeypatch):
+    """A filter (--changed-lines, --baseline) marks findings in every run, from cached analyses too."""
+
+    class EvenLinesOnly:
+        def mark(self, findings):
+            for finding in findings:
+                if finding.line % 2:
+                    finding.out_of_scope = "odd line"
+
+    _run(tree)
+    counter = AnalysisCounter(monkeypatch)
+    narrowed = _run(tree, filters=(EvenLinesOnly(),))
+    assert counter.files == [] or set(counter.files) <= _rewritten(narrowed)
+    assert _outcome(narrowed) == _outcome(_run(tree, filters=(EvenLinesOnly(),), use_cache=False))
+    assert all(f.out_of_scope for f in narrowed.findings if f.line % 2)
+    assert not any(f.applied for f in narrowed.findings if f.line % 2)
+    assert _outcome(_run(tree)) == _outcome(_run(tree, use_cache=False))
+
+
+def test_the_key_covers_code_rules_and_analysis_settings_only(tmp_path):
     facts = rule_facts()
-    key = result_cache.pack_key(tmp_path, facts, Settings(), FixPolicy(), "code")
-    assert key == result_cache.pack_key(tmp_path, facts, Settings(source="elsewhere"), FixPolicy(), "code")
-    assert key != result_cache.pack_key(tmp_path, facts, Settings(), FixPolicy(), "other code")
-    assert key != result_cache.pack_key(tmp_path / "other", facts, Settings(), FixPolicy(), "code")
-    assert key != result_cache.pack_key(tmp_path, facts[:1], Settings(), FixPolicy(), "code")
-    assert key != result_cache.pack_key(tmp_path, facts, Settings(max_file_size=10), FixPolicy(), "code")
-    assert key != result_cache.pack_key(tmp_path, facts, Settings(), FixPolicy(validated=frozenset({"a"})), "code")
-    many = frozenset(f"f{i}.py:1:1:OPT101" for i in range(50))  # set order varies between processes
-    assert result_cache.pack_key(tmp_path, facts, Settings(), FixPolicy(validated=many), "code") == (
-        result_cache.pack_key(tmp_path, facts, Settings(), FixPolicy(validated=frozenset(sorted(many))), "code")
-    )
+    key = result_cache.pack_key(tmp_path, facts, Settings(), "code")
+    assert key == result_cache.pack_key(tmp_path, facts, Settings(source="elsewhere"), "code")
+    assert key == result_cache.pack_key(tmp_path, facts, Settings(unsafe_fixes=True), "code")
+    assert key == result_cache.pack_key(tmp_path, facts, Settings(tiers=(("OPT1", "unsafe"),)), "code")
+    assert key == result_cache.pack_key(tmp_path, facts, Settings(validate_command="pytest"), "code")
+    assert key != result_cache.pack_key(tmp_path, facts, Settings(), "other code")
+    assert key != result_cache.pack_key(tmp_path / "other", facts, Settings(), "code")
+    assert key != result_cache.pack_key(tmp_path, facts[:1], Settings(), "code")
+    assert key != result_cache.pack_key(tmp_path, facts, Settings(max_file_size=10), "code")
+    assert key != result_cache.pack_key(tmp_path, facts, Settings(per_file_ignores=(("a/**", ("OPT1",)),)), "code")
 
 
 def test_editing_a_rule_source_changes_the_code_fingerprint(tmp_path):
@@ -140,8 +183,8 @@ def test_an_entry_is_refused_when_another_file_it_read_changed(tmp_path):
     header = tmp_path / "kernel.cuh"
     header.write_text("#define N 4\n")
     store = result_cache.ResultCache.open("k" * 64, tmp_path / "cache")
-    result = FileResult("kernel.cu", inputs=((str(header), result_cache.digest(header.read_bytes())),))
-    store.put("kernel.cu", "d1", result)
+    record = FileRecord("d1", {"d1": Analysis(inputs=((str(header), result_cache.digest(header.read_bytes())),))})
+    store.put("kernel.cu", record)
     store.save()
     reopened = result_cache.ResultCache.open("k" * 64, tmp_path / "cache")
     assert reopened.get("kernel.cu", "d1") is not None
@@ -155,15 +198,6 @@ def test_a_damaged_pack_is_ignored(tmp_path, tree, cache_dir):
     (pack,) = cache_dir.rglob("*.pickle")
     pack.write_bytes(b"not a pickle")
     assert _outcome(_run(tree)) == _outcome(_run(tree, use_cache=False))
-
-
-def test_runs_with_screens_do_not_use_the_cache(tree, cache_dir):
-    class Nothing:
-        def screen(self, findings):
-            pass
-
-    _run(tree, policy=FixPolicy(screens=(Nothing(),)))
-    assert not cache_dir.exists()
 
 
 def test_no_cache_writes_nothing_and_apply_leaves_the_repository_untouched(tree, tmp_path, cache_dir):

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.rule import DOC_SECTIONS, load_rules
 from optpatch.source import SourceFile
 
@@ -20,7 +21,7 @@ def _analyse(rule, code: str, tier: str = "safe"):
     result = analyse_file(source, [rule], Settings(), policy)
     assert result.error is None, result.error
     if tier == "validate":  # a validation run would accept exactly these
-        from optpatch.engine import fix_id
+        from optpatch.policy import fix_id
 
         accepted = frozenset(fix_id(f) for f in result.findings if f.fixable)
         result = analyse_file(source, [rule], Settings(), FixPolicy(validated=accepted))

@@ -7,7 +7,8 @@ import pytest
 
 from conftest import REPO_ROOT, run_cli
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.rule import Rule, load_rules
 from optpatch.rule_facts import RuleFacts, rule_facts
 from optpatch.source import SourceFile
@@ -73,12 +74,10 @@ class _ScreenedRule(Rule):
         return bool(calls.named("zeros"))
 
     def check(self, module):
-        from optpatch.model import Context, Finding, Impact, Verdict
+        from optpatch.model import Context, KeepCategory
 
         for call in module.calls():
-            line, col = module.start(call)
-            yield Finding(self.code, self.name, module.source.rel, line, col, Verdict.KEEP, "seen", Context.ONCE,
-                          Impact.NONE, "test")
+            yield self.keep(module, module.start(call), reason="seen", category=KeepCategory.OTHER, context=Context.ONCE)
 
 
 def _python(code: str) -> SourceFile:
@@ -86,12 +85,12 @@ def _python(code: str) -> SourceFile:
 
 
 def test_a_screen_that_rejects_a_file_spares_the_parse(monkeypatch):
-    from optpatch import engine
+    from optpatch import passes
 
-    def no_parse(source, cpython_parsed=False):
+    def no_parse(source, calls=None, outline=None):
         raise AssertionError("libcst parsed a file the screen rejected")
 
-    monkeypatch.setattr(engine, "make_unit", no_parse)
+    monkeypatch.setattr(passes, "parse", no_parse)
     result = analyse_file(_python("# zeros only in a comment\nprint(1)\n"), [_ScreenedRule], Settings(), FixPolicy())
     assert result.findings == [] and result.error is None
 
@@ -115,11 +114,11 @@ class _BreakingRule(Rule):
     default_tier = "safe"
 
     def check(self, unit):
-        from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
+        from optpatch.model import Context, Edit, Impact, Tier
 
         end = unit.source.text.rindex(";")
-        yield Finding(self.code, self.name, unit.source.rel, 1, 1, Verdict.FIX, "deletes a ;", Context.ONCE, Impact.LOW,
-                      "test", tier=Tier.SAFE, edits=(Edit(end, end + 1, ""),))
+        yield self.fix(unit, (1, 1), reason="deletes a ;", tier=Tier.SAFE, edits=[Edit(end, end + 1, "")],
+                       context=Context.ONCE, impact=Impact.LOW, basis="test")
 
 
 @pytest.mark.parametrize(
@@ -140,11 +139,11 @@ class _TabRule(_BreakingRule):
     language = "python"
 
     def check(self, unit):
-        from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
+        from optpatch.model import Context, Edit, Impact, Tier
 
         start = unit.source.text.index("        g = 1")
-        yield Finding(self.code, self.name, unit.source.rel, 4, 1, Verdict.FIX, "re-indents", Context.ONCE, Impact.LOW,
-                      "test", tier=Tier.SAFE, edits=(Edit(start, start + 8, "   \t     "),))
+        yield self.fix(unit, (4, 1), reason="re-indents", tier=Tier.SAFE, edits=[Edit(start, start + 8, "   \t     ")],
+                       context=Context.ONCE, impact=Impact.LOW, basis="test")
 
 
 def test_a_fix_only_libcst_cannot_parse_is_withheld_too():
@@ -160,7 +159,7 @@ def test_a_fix_only_libcst_cannot_parse_is_withheld_too():
 
 def test_the_lines_a_rewrite_wrote_follow_every_pass():
     """What the safety net hands libcst: each pass's edits, carried through the passes after it."""
-    from optpatch.engine import _written_lines
+    from optpatch.offsets import written_lines
     from optpatch.model import Edit
     from optpatch.planner import apply_edits
 
@@ -172,4 +171,4 @@ def test_the_lines_a_rewrite_wrote_follow_every_pass():
     assert final == "z\na\nb\nc\nd\ne\nF1\nF2\ng\n"
     source = SourceFile("f.py", Path("f.py"), final.encode(), final, "utf-8", False, "python")
     # z (up to where a starts), F1 and F2 (moved down a line by z), g and the end (either side of the deleted h)
-    assert _written_lines(source, [first, second]) == {1, 2, 7, 8, 9, 10}
+    assert written_lines(source, [first, second]) == {1, 2, 7, 8, 9, 10}

@@ -7,7 +7,8 @@ from optpatch.suppression import apply_suppressions, find_suppressions
 
 
 def _finding(line: int, code: str = "OPT201") -> Finding:
-    return Finding(code, "rule", "f.cpp", line, 3, Verdict.KEEP, "why", Context.CALL, Impact.NONE, "basis")
+    return Finding(code=code, name="rule", path="f.cpp", line=line, col=3, verdict=Verdict.KEEP, reason="why",
+                   context=Context.CALL, impact=Impact.NONE, impact_basis="basis")
 
 
 def _silenced(text: str, language: str, lines: list[int], code: str = "OPT201") -> tuple[list[int], list[int]]:

@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from optpatch.locations import line_text_of
 from optpatch.model import Finding, Verdict
-from optpatch.scope import ScopeError, screen_out
 
 FORMAT_VERSION = 1
 
@@ -32,7 +30,7 @@ Key = tuple[str, str, str]  # (code, path, fingerprint)
 
 def fingerprint(finding: Finding) -> str:
     """A hash of the finding's line text with all whitespace removed: stable under reindentation."""
-    normalised = "".join(line_text_of(finding).split())
+    normalised = "".join(finding.line_text.split())
     return hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:16]
 
 
@@ -45,19 +43,23 @@ def recordable(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.verdict is not Verdict.KEEP]
 
 
+class BaselineError(Exception):
+    """The baseline file cannot be used; the message says how to record one."""
+
+
 @dataclass(frozen=True)
 class Baseline:
-    """A screen: the first `count` findings with a recorded key in each file are out of scope."""
+    """A filter: the first `count` findings with a recorded key in each file are out of scope."""
 
     counts: tuple[tuple[Key, int], ...]
 
-    def screen(self, findings: list[Finding]) -> None:
+    def mark(self, findings: list[Finding]) -> None:
         remaining = Counter(dict(self.counts))
         for finding in sorted(recordable(findings), key=lambda f: f.sort_key):
             key = key_of(finding)
             if remaining[key] > 0:
                 remaining[key] -= 1
-                screen_out(finding, "recorded in the baseline (--baseline)")
+                finding.out_of_scope = "recorded in the baseline (--baseline)"
 
 
 def baseline_document(findings: Iterable[Finding]) -> str:
@@ -73,15 +75,15 @@ def load_baseline(path: Path) -> Baseline:
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ScopeError(f"{path}: no such baseline; record one with `optpatch check --write-baseline {path}`") from None
+        raise BaselineError(f"{path}: no such baseline; record one with `optpatch check --write-baseline {path}`") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ScopeError(f"{path}: not a readable optpatch baseline: {error}") from None
+        raise BaselineError(f"{path}: not a readable optpatch baseline: {error}") from None
     if not isinstance(document, dict) or document.get("optpatch_baseline") != FORMAT_VERSION:
-        raise ScopeError(f"{path}: not an optpatch baseline of format {FORMAT_VERSION}; record it again")
+        raise BaselineError(f"{path}: not an optpatch baseline of format {FORMAT_VERSION}; record it again")
     try:
         counts = tuple(
             ((entry["code"], entry["path"], entry["fingerprint"]), int(entry["count"])) for entry in document["findings"]
         )
     except (KeyError, TypeError, ValueError) as error:
-        raise ScopeError(f"{path}: malformed baseline entry ({error}); record it again") from None
+        raise BaselineError(f"{path}: malformed baseline entry ({error}); record it again") from None
     return Baseline(counts)

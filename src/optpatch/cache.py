@@ -6,16 +6,20 @@ promises to leave untouched (and a cache there would show up in its `git
 status`). `--no-cache` neither reads nor writes it; deleting the directory
 is always safe.
 
-What: one pack per (scanned root, optpatch's code, rules, settings, fix
-policy), holding for every analysed file the SHA-256 of its bytes and its
-`FileResult`. The pack's key changes with the optpatch version, the bytes
-of every file of the package and of the rules (so an edited rule or C++
-prelude invalidates its results even before a `version` is bumped), the
-selected rules' codes and versions, every setting that can change a
-result, and the fix policy. A file's entry is used only when its bytes
-hash the same; a frontend that read other files (C++ headers) lists them
-in `FileResult.inputs`, and those must hash the same too. Results are
-language-agnostic: the cache never looks inside them.
+What: analysis only, never a decision. One pack per (scanned root,
+optpatch's code, rules, analysis settings), holding for every analysed file
+the SHA-256 of its bytes and its `FileRecord` (passes.py): the rules'
+findings for each text the file went through, and the safety net's verdict
+on each rewrite. The fix policy (tiers, --unsafe-fixes, validated fixes)
+and narrowing (--changed-lines, --baseline) are applied after the cache, in
+every run, so a decision never carries from one kind of run to another and
+flipping `--unsafe-fixes` re-analyses nothing. The pack's key changes with
+the optpatch version, the bytes of every file of the package and of the
+rules (so an edited rule or C++ prelude invalidates its results even before
+a `version` is bumped), the selected rules' codes and versions, and every
+setting that can change an analysis. A file's entry is used only when its
+bytes hash the same; a frontend that read other files (C++ headers) lists
+them in the analysis's `inputs`, and those must hash the same too.
 
 Packs are written atomically (a temporary file renamed over the old one),
 so concurrent runs cannot corrupt one: the last writer wins. Packs unused
@@ -39,12 +43,13 @@ from optpatch import __version__
 
 if TYPE_CHECKING:
     from optpatch.config import Settings
-    from optpatch.engine import FileResult, FixPolicy
+    from optpatch.passes import FileRecord
 
-FORMAT = 1  # bumped when the pack layout changes
+FORMAT = 2  # bumped when the pack layout changes
 STALE_AFTER_DAYS = 30
-# Settings that cannot change one file's result: which files are found, and where they came from.
-_NOT_IN_KEY = frozenset({"exclude", "source"})
+# Settings that cannot change one file's analysis: which files are found, where the settings came from,
+# and the fix policy and commands, which are applied after the cache.
+_NOT_IN_KEY = frozenset({"exclude", "force_exclude", "source", "tiers", "unsafe_fixes", "validate_command"})
 
 
 def cache_dir() -> Path:
@@ -72,13 +77,11 @@ def code_fingerprint(*directories: Path) -> str:
     return hasher.hexdigest()
 
 
-def pack_key(root: Path, rules: Iterable, settings: "Settings", policy: "FixPolicy", code: str) -> str:
-    """What a cached result depends on besides the file itself.
+def pack_key(root: Path, rules: Iterable, settings: "Settings", code: str) -> str:
+    """What a cached analysis depends on besides the file itself.
 
-    Every field of the settings and of the fix policy is in it (fields added
-    later included), except those that cannot change one file's result. A
-    policy with screens (`--changed-lines`, `--baseline`) is never cached:
-    see `cacheable`.
+    Every field of the settings is in it (fields added later included),
+    except those that cannot change one file's analysis.
     """
     parts = {
         "format": FORMAT,
@@ -87,14 +90,8 @@ def pack_key(root: Path, rules: Iterable, settings: "Settings", policy: "FixPoli
         "root": str(root),
         "rules": sorted((rule.code, rule.version) for rule in rules),
         "settings": _fields(settings, _NOT_IN_KEY),
-        "policy": _fields(policy, frozenset({"screens"})),
     }
     return digest(json.dumps(parts, sort_keys=True, default=repr).encode())
-
-
-def cacheable(policy: "FixPolicy") -> bool:
-    """Screens mark findings by what changed in the repository, which a file's bytes do not tell."""
-    return not getattr(policy, "screens", ())
 
 
 def _fields(instance, left_out: frozenset[str]) -> dict:
@@ -115,7 +112,7 @@ def _canonical(value):
 
 
 class ResultCache:
-    """The pack of one (root, code, rules, settings, policy): relative path -> (digest, inputs, result)."""
+    """The pack of one (root, code, rules, settings): relative path -> (digest, inputs, record)."""
 
     def __init__(self, path: Path, entries: dict):
         self.path = path
@@ -135,17 +132,18 @@ class ResultCache:
             entries = {}  # missing, unreadable or from incompatible code: start afresh
         return cls(path, entries)
 
-    def get(self, rel: str, file_digest: str) -> "FileResult | None":
+    def get(self, rel: str, file_digest: str) -> "FileRecord | None":
         entry = self.entries.get(rel)
         if entry is None:
             return None
-        cached_digest, inputs, result = entry
+        cached_digest, inputs, record = entry
         if cached_digest != file_digest or not _inputs_unchanged(inputs):
             return None
-        return result
+        return record
 
-    def put(self, rel: str, file_digest: str, result: "FileResult") -> None:
-        self.entries[rel] = (file_digest, tuple(result.inputs), result)
+    def put(self, rel: str, record: "FileRecord") -> None:
+        record.changed = False
+        self.entries[rel] = (record.digest, record.inputs, record)
         self.changed = True
 
     def save(self) -> None:

@@ -16,14 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optpatch.model import Finding
-from optpatch.scope import ScopeError, screen_out
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
+class ChangesError(Exception):
+    """What changed cannot be told: not a git tree, an unknown revision, no git."""
+
+
 @dataclass(frozen=True)
 class ChangedLines:
-    """A screen: findings on lines the change did not touch are out of scope."""
+    """A filter: findings on lines the change did not touch are out of scope."""
 
     lines: frozenset[tuple[str, int]]  # (path relative to the root, 1-based line)
     whole_files: frozenset[str]  # untracked files: every line is new
@@ -31,10 +34,10 @@ class ChangedLines:
     def touches(self, path: str, line: int) -> bool:
         return path in self.whole_files or (path, line) in self.lines
 
-    def screen(self, findings: list[Finding]) -> None:
+    def mark(self, findings: list[Finding]) -> None:
         for finding in findings:
             if not self.touches(finding.path, finding.line):
-                screen_out(finding, "not on a changed line (--changed-lines)")
+                finding.out_of_scope = "not on a changed line (--changed-lines)"
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class Changes:
 def changes_since(root: Path, ref: str) -> Changes:
     """Files and lines under ROOT changed since REF (see the module docstring)."""
     if ref.startswith("-"):
-        raise ScopeError(f"--changed-since {ref}: not a git revision")
+        raise ChangesError(f"--changed-since {ref}: not a git revision")
     _git(root, "rev-parse", "--is-inside-work-tree", what=f"{root} is not inside a git work tree")
     branched = f"--changed-since {ref}: cannot find where HEAD branched from it"
     base = _git(root, "merge-base", ref, "HEAD", what=branched).strip()
@@ -92,8 +95,8 @@ def _git(root: Path, *args: str, what: str) -> str:
             ["git", *args], cwd=root, capture_output=True, text=True, encoding="utf-8", errors="replace"
         )
     except FileNotFoundError:
-        raise ScopeError("--changed-since needs git, which is not installed") from None
+        raise ChangesError("--changed-since needs git, which is not installed") from None
     if completed.returncode != 0:
         detail = completed.stderr.strip().splitlines()
-        raise ScopeError(f"{what}: {detail[-1] if detail else 'git failed'}")
+        raise ChangesError(f"{what}: {detail[-1] if detail else 'git failed'}")
     return completed.stdout

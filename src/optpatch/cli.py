@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from optpatch import __version__
+from optpatch.reporters import FORMATS
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILE_ERRORS, EXIT_VALIDATION = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130  # Ctrl-C during --validate, as a shell reports SIGINT
@@ -34,7 +35,7 @@ def common_options(function):
         click.option("--force-exclude", is_flag=True, default=None,
                      help="Apply `exclude` also to files named on the command line (the pre-commit hooks pass it)."),
         click.option(
-            "--format", "output_format", type=click.Choice(["text", "json", "sarif", "github", "markdown", "github-annotations"]),
+            "--format", "output_format", type=click.Choice(FORMATS),
             default="text", show_default=True,
         ),
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
@@ -109,35 +110,43 @@ class Session:
                 raise click.UsageError(f"unknown rule code or prefix `{code}` (see `optpatch rules`)")
 
     def run(self, paths: list[Path] | None = None):
-        from optpatch.engine import FixPolicy, run
-        from optpatch.scope import ScopeError, drop_screened, narrow
+        from optpatch.engine import run
+        from optpatch.narrowing import drop_out_of_scope
+        from optpatch.policy import FixPolicy
 
-        try:
-            scope = narrow(self.root, self.settings.exclude, paths, self.options)
-        except ScopeError as error:
-            raise click.UsageError(str(error)) from None
-        policy = FixPolicy(unsafe_fixes=self.settings.unsafe_fixes, tiers=self.settings.tiers, screens=scope.screens)
+        narrowing = self.narrowing(paths)
+        policy = FixPolicy(unsafe_fixes=self.settings.unsafe_fixes, tiers=self.settings.tiers)
         progress = None
         if not self.options["quiet"] and self.stderr.is_terminal:
             progress = _ProgressBar(self.stderr)
         try:
             result = run(
-                self.root, self.settings, policy, scope.paths, self.options["jobs"], progress,
-                use_cache=not self.options["no_cache"],
+                self.root, self.settings, policy, narrowing.paths, self.options["jobs"], progress,
+                use_cache=not self.options["no_cache"], filters=narrowing.filters,
             )
         finally:
             if progress:
                 progress.close()
-        self.scope_note = scope.note(drop_screened(result))
+        self.scope_note = narrowing.note(drop_out_of_scope(result))
         return result
+
+    def narrowing(self, paths: list[Path] | None):
+        """The files and finding filters that --changed-since, --changed-lines and --baseline ask for."""
+        from optpatch.narrowing import NarrowingError, NarrowingRequest, narrow
+
+        options = self.options
+        request = NarrowingRequest(options.get("changed_since"), bool(options.get("changed_lines")), options.get("baseline"))
+        try:
+            return narrow(self.root, self.settings.exclude, paths, request)
+        except NarrowingError as error:
+            raise click.UsageError(str(error)) from None
 
     def report(self, result, patch_note: str | None = None, title: str | None = None) -> None:
         fmt = self.options["output_format"]
         if fmt != "text":  # beside a patch on stdout (`-o -`), the report goes to stderr like the text one
-            from optpatch.reporters import MACHINE_FORMATS
-            from optpatch.reporters.json_report import render_json
+            from optpatch.reporters import machine_renderer
 
-            report = render_json(result, self.patch_path) if fmt == "json" else MACHINE_FORMATS[fmt](result)
+            report = machine_renderer(fmt)(result, self.patch_path) if fmt == "json" else machine_renderer(fmt)(result)
             click.echo(report, nl=False, err=self.report_to_stderr)
             return
         from optpatch.reporters.text import render_text
@@ -392,20 +401,18 @@ def _run_validation(session: Session, paths: list[Path] | None = None):
         if not options["quiet"]:
             session.stderr.print(message, style="dim", markup=False, soft_wrap=True)
 
-    from optpatch.scope import ScopeError, drop_screened, narrow
+    from optpatch.narrowing import drop_out_of_scope
     from optpatch.poisoned_tests import ValidationSetupError, validate
 
-    try:
-        scope = narrow(session.root, session.settings.exclude, paths, options)
-    except ScopeError as error:
-        raise click.UsageError(str(error)) from None
+    narrowing = session.narrowing(paths)
     try:
         outcome = validate(
-            session.root, session.settings, command, paths=scope.paths, screens=scope.screens, jobs=options["jobs"],
-            build_command=options["build_command"], timeout_s=options["validate_timeout"], progress=progress,
+            session.root, session.settings, command, paths=narrowing.paths, filters=narrowing.filters,
+            jobs=options["jobs"], build_command=options["build_command"], timeout_s=options["validate_timeout"],
+            progress=progress, use_cache=not options["no_cache"],
         )
         if outcome.result is not None:
-            session.scope_note = scope.note(drop_screened(outcome.result))
+            session.scope_note = narrowing.note(drop_out_of_scope(outcome.result))
         return outcome
     except ValidationSetupError as error:
         session.stderr.print(f"error: {error}", markup=False, soft_wrap=True)
@@ -425,12 +432,11 @@ def _report_validation(session: Session, result, note: str | None, validation) -
         return
     import json
 
-    from optpatch.reporters import MACHINE_FORMATS
-    from optpatch.reporters.json_report import SCHEMA_VERSION
+    from optpatch.reporters.json_report import SCHEMA_VERSION, render_json
     from optpatch.poisoned_tests import render_validation
     fmt = session.options["output_format"]
     if fmt == "json":
-        document = json.loads(MACHINE_FORMATS["json"](result)) if result is not None else {"schema_version": SCHEMA_VERSION}
+        document = json.loads(render_json(result)) if result is not None else {"schema_version": SCHEMA_VERSION}
         document["validation"] = validation.to_dict()
         click.echo(json.dumps(document, indent=2))
         return
@@ -483,11 +489,12 @@ def rules(code: str | None, write_docs: Path | None) -> None:
     from rich.table import Table
 
     from optpatch.rule import load_rules
+    from optpatch.rule_docs import rule_docs, rule_page, write_rule_docs
 
     console = _console()
     known = load_rules()
     if write_docs:
-        _write_rule_docs(write_docs, rule_docs(known))
+        write_rule_docs(write_docs, rule_docs(known))
         console.print(f"Wrote {len(known)} rule page(s) and README.md to {write_docs}.")
         return
     if code is None:
@@ -500,40 +507,6 @@ def rules(code: str | None, write_docs: Path | None) -> None:
     if not matches:
         raise click.UsageError(f"unknown rule `{code}` (see `optpatch rules`)")
     console.print(Markdown(rule_page(matches[0])))
-
-
-def rule_page(rule) -> str:
-    """A rule's documentation page, as Markdown (also what docs/rules/*.md hold)."""
-    sections = rule.documentation()
-    lines = [f"# {rule.code} {rule.name}", "", sections.pop("Summary", rule.summary), ""]
-    lines.append(f"Language: {rule.language} · default tier: `{rule.default_tier}` · tags: {', '.join(rule.tags) or '-'}")
-    for heading, body in sections.items():
-        lines += ["", f"## {heading}", "", body]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def rule_docs(known) -> dict[str, str]:
-    """docs/rules/: file name -> Markdown, one page per rule plus a README.md index."""
-    index = ["# Rules", "", "Generated by `optpatch rules --write-docs docs/rules` from the rule files; do not edit.", ""]
-    index += ["| code | name | language | default tier | summary |", "|---|---|---|---|---|"]
-    pages = {}
-    for rule in known:
-        pages[f"{rule.code}.md"] = rule_page(rule)
-        summary = rule.summary.replace("|", "\\|")
-        index.append(f"| [{rule.code}]({rule.code}.md) | {rule.name} | {rule.language} | `{rule.default_tier}` | {summary} |")
-    pages["README.md"] = "\n".join(index) + "\n"
-    return pages
-
-
-def _write_rule_docs(directory: Path, pages: dict[str, str]) -> None:
-    import re
-
-    directory.mkdir(parents=True, exist_ok=True)
-    for stale in directory.glob("*.md"):
-        if re.fullmatch(r"[A-Z]+\d+\.md", stale.name) and stale.name not in pages:
-            stale.unlink()
-    for name, text in pages.items():
-        (directory / name).write_text(text, encoding="utf-8", newline="\n")
 
 
 @main.command()

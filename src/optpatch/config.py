@@ -8,13 +8,12 @@ not execute what the fork asks for.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from optpatch.discovery import pattern_error
+from optpatch.model import Tier
 from optpatch.source import DEFAULT_MAX_BYTES
-
-TIER_ORDER = ("safe", "validate", "unsafe")
 
 
 class ConfigError(Exception):
@@ -33,13 +32,6 @@ class Settings:
     unsafe_fixes: bool = False
     validate_command: str | None = None
     source: str = "defaults"  # where the settings came from, for messages
-    extra: dict = field(default_factory=dict, compare=False)
-
-    def tier_override(self, code: str) -> str | None:
-        for prefix, tier in self.tiers:
-            if code.startswith(prefix):
-                return tier
-        return None
 
 
 _KEYS = {
@@ -95,8 +87,8 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
     if "tiers" in values:
         tiers = _table(values["tiers"], "tiers", origin)
         for code, tier in tiers.items():
-            if tier not in TIER_ORDER:
-                raise ConfigError(f"{origin}: tiers.{code} = {tier!r}; use one of {', '.join(TIER_ORDER)}")
+            if tier not in {t.value for t in Tier}:
+                raise ConfigError(f"{origin}: tiers.{code} = {tier!r}; use one of {', '.join(Tier)}")
         settings = replace(settings, tiers=tuple(sorted(tiers.items())))
     if "max_file_size" in values:
         size = values["max_file_size"]

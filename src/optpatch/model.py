@@ -3,20 +3,36 @@
 Offsets in an `Edit` are indices into the decoded text of one file (a `str`),
 so Python and C++ frontends speak the same unit and the patch writer never
 has to think about bytes until it encodes the result.
+
+Meaning lives in fields, never in sentences: a finding's status, tier, keep
+category, code area, pass and regions are typed values. Its `reason` is for
+people; no stage reads it back (tests/test_reasons_are_prose.py rewords
+every reason and checks that nothing else changes).
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+
+class Language(enum.StrEnum):
+    """The frontend that parses a file."""
+
+    PYTHON = "python"
+    CPP = "cpp"  # C++ and CUDA, through libclang
 
 
 class Tier(enum.StrEnum):
-    """How much proof stands behind a fix (RULES.md, "Fix tiers")."""
+    """How much proof stands behind a fix (docs/rules/README.md, "Fix tiers")."""
 
     SAFE = "safe"  # proof obligations hold statically: applied by default
-    VALIDATE = "validate"  # plausible: applied only after a passing validation run
+    VALIDATE = "validate"  # plausible: applied only after a passing --validate run
     UNSAFE = "unsafe"  # a semantic change the user must accept: --unsafe-fixes
+
+    @property
+    def strictness(self) -> int:
+        return list(Tier).index(self)
 
 
 class Verdict(enum.StrEnum):
@@ -28,9 +44,9 @@ class Verdict(enum.StrEnum):
 
 
 class Context(enum.StrEnum):
-    """Where a site runs: what a saving there is worth (RULES.md, principle 2)."""
+    """Where a site runs: what a saving there is worth."""
 
-    HOT = "hot"  # inside a loop, forward(), a per-step method
+    HOT = "hot"  # a model's per-step path: inside a loop, forward(), a per-step method
     CALL = "per-call"  # an ordinary function: runs as often as it is called
     ONCE = "one-time"  # __init__, module level, set-up code
 
@@ -42,6 +58,100 @@ class Impact(enum.StrEnum):
     NONE = "none"
 
 
+class CodeArea(enum.StrEnum):
+    """Which part of a project a file belongs to (areas.py): where a saving lands."""
+
+    LIBRARY = "library"  # the code users run
+    TESTS = "tests"
+    BENCHMARKS = "benchmarks"  # benchmarks, examples, scripts, docs and tools around the library
+
+
+class KeepCategory(enum.StrEnum):
+    """Why a site was kept, as a closed set: what the summary counts and filters on.
+
+    A rule picks one for every keep (`Rule.keep`); its reason sentence says
+    the details. The value is the label the text summary prints.
+    """
+
+    # The value may be read before it is written (OPT101)
+    READ_BEFORE_WRITE = "read before written"
+    PARTIAL_WRITE = "partial write"
+    READ_MODIFY_WRITE = "read-modify-write"
+    VIEW_TAKEN = "view or slice taken"
+    PASSED = "passed to a call"
+    RETURNED = "returned or yielded"
+    STORED = "stored elsewhere"
+    LOOP = "loop may not run / loop-carried"
+    EXCEPTION_PATH = "exception path"
+    CAPTURED = "captured or read by name"
+    CONDITION = "read in a condition"
+    OUT_TARGET = "out= target"
+    ATTRIBUTE_BUFFER = "attribute buffer without writer"
+    # RULES.md's "always keep" shapes (OPT101)
+    PADDED = "padded buffer"
+    INDEX_TENSOR = "index/id tensor"
+    DUMMY_INPUT = "dummy input"
+    TEST_FIXTURE = "test fixture"
+    # Behaviour beyond the values
+    DISCARDED = "result never read"
+    EXPECTED_EXCEPTION = "inside an exception check"
+    DELIBERATE = "deliberate as written"
+    # What the call or its target is (Python)
+    NOT_TORCH = "not torch's"
+    NOT_A_FACTORY = "not a factory"
+    NOT_A_DEVICE = "target not a device"
+    DEVICE_ALREADY_SET = "device already set"
+    UNKNOWN_TEMPLATE = "template's device unknown"
+    INEXACT_CONVERSION = "conversion not exact"
+    NO_GAIN = "nothing to gain"
+    # C++/CUDA
+    CONSTANT_BOUND = "constant bound"
+    DEVICE_CODE = "device code"
+    WHOLE_ARRAY_USED = "whole array used"
+    UNRESOLVED = "not visible to the parser"
+    UNKNOWN_SIZE = "element type or size unknown"
+    DEVICE_MEMORY = "may be device memory"
+    OTHER_STREAM = "another stream"
+    # The edit itself
+    CANNOT_SPELL = "the edit cannot be written"
+    OTHER = "other use"
+
+
+class Hold(enum.StrEnum):
+    """Why a fix that was found is not applied in this run."""
+
+    OVERLAP = "overlap"  # deferred: re-derived from the rewritten text on the next pass
+    UNSAFE_TIER = "unsafe-tier"
+    VALIDATE_TIER = "validate-tier"
+    OUT_OF_SCOPE = "out-of-scope"  # --changed-lines, --baseline
+    BACKED_OUT = "backed-out"  # --validate ran the tests with it, and they failed
+    NOT_BUILT = "not-built"  # --validate without --build cannot validate C++/CUDA
+    NOT_CHOSEN = "not-chosen"  # a step of --validate's bisection left it out
+
+
+_HOLD_MESSAGES = {
+    Hold.OVERLAP: "overlaps another fix; re-examined on the next pass",
+    Hold.UNSAFE_TIER: "unsafe tier: applied only with --unsafe-fixes",
+    Hold.VALIDATE_TIER: "validate tier: applied only after a passing --validate run",
+    Hold.OUT_OF_SCOPE: "outside the run's scope",
+    Hold.BACKED_OUT: "backed out: the --validate command failed with this fix",
+    Hold.NOT_BUILT: "not validated: no --build (a C++/CUDA fix is validated only by a run that rebuilt it)",
+    Hold.NOT_CHOSEN: "not part of this validation step",
+}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A hold, with the run's details for people (which command failed, which scope)."""
+
+    hold: Hold
+    detail: str = ""
+
+    @property
+    def message(self) -> str:
+        return self.detail or _HOLD_MESSAGES[self.hold]
+
+
 @dataclass(frozen=True, order=True)
 class Edit:
     """Replace text[start:end] with `text`. An insertion has start == end."""
@@ -51,9 +161,29 @@ class Edit:
     text: str
 
 
-@dataclass
+@dataclass(frozen=True)
+class Region:
+    """One edit as lines and columns of the file as the user has it, all 1-based.
+
+    Columns count characters (code points). The end is the position just
+    after the replaced text, as in SARIF: an insertion has start == end.
+    """
+
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+    inserted: str
+
+
+@dataclass(kw_only=True)
 class Finding:
-    """One examined site: a fix with its proof, or a keep with its blocking use."""
+    """One examined site: a fix with its proof, a keep with its blocking use, or advice.
+
+    Rules build findings through `Rule.fix`, `Rule.keep` and `Rule.advice`.
+    The engine then fills in where the finding sits (line text, regions,
+    pass), and the fix policy whether it is applied.
+    """
 
     code: str
     name: str
@@ -61,22 +191,37 @@ class Finding:
     line: int  # 1-based
     col: int  # 1-based, in characters
     verdict: Verdict
-    reason: str  # the one-line proof (fix) or blocking use (keep)
+    reason: str  # for people: the proof (fix) or blocking use (keep), in one line
     context: Context
     impact: Impact
     impact_basis: str  # the measurement the impact class rests on
+    area: CodeArea = CodeArea.LIBRARY
     tier: Tier | None = None  # set for verdict FIX
+    keep_category: KeepCategory | None = None  # set for verdict KEEP
     edits: tuple[Edit, ...] = ()
     replacement: str = ""  # the rewritten source of the site, for humans
     proof: tuple[str, ...] = ()  # the full argument, step by step, for `explain`
-    # Filled in by the planner:
+    # Where it sits, filled in by the engine while the file's text is at hand:
+    line_text: str = ""  # the finding's line, for baselines and suggestions
+    regions: tuple[Region, ...] = ()  # the edits in lines and columns of the original file
+    analysis_pass: int = 0  # 0, or the later pass that re-derived it after an overlapping fix
+    # Filled in by narrowing and the fix policy:
+    out_of_scope: str | None = None  # why --changed-lines or --baseline hides it
     applied: bool = False
-    not_applied_because: str = ""
-    extra: dict = field(default_factory=dict)
+    refusal: Refusal | None = None  # why a fix is not applied
 
     @property
     def fixable(self) -> bool:
         return self.verdict is Verdict.FIX
+
+    @property
+    def deferred(self) -> bool:
+        """Held back by an overlapping fix, to be re-derived on the next pass."""
+        return self.refusal is not None and self.refusal.hold is Hold.OVERLAP
+
+    @property
+    def not_applied_because(self) -> str:
+        return self.refusal.message if self.refusal is not None else ""
 
     @property
     def sort_key(self) -> tuple:

@@ -2,33 +2,67 @@
 
 A fix is all of its edits or none of them. Fixes are taken in a fixed order
 (position, then rule code), so the outcome never depends on the order rules
-ran in or on --jobs; a fix that overlaps one already taken waits for the next
-round, when it is re-derived from the rewritten text (see engine).
+ran in or on --jobs; a fix that overlaps one already taken is held back
+(`Hold.OVERLAP`) and re-derived from the rewritten text on the next pass
+(passes.py).
+
+Edits already taken are kept sorted, so a new edit is compared only with
+its neighbours: planning costs O(n log n) in the number of edits, not a
+comparison of every pair.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from typing import Callable, Iterable
 
-from optpatch.model import Edit, Finding
+from optpatch.model import Edit, Finding, Hold, Refusal
 
 
-def plan_edits(findings: Iterable[Finding], refuse: Callable[[Finding], str | None]) -> list[Edit]:
+def plan_edits(findings: Iterable[Finding], refuse: Callable[[Finding], Refusal | None]) -> list[Edit]:
     """Mark each fix applied or not (with why), and return the accepted edits in order.
 
-    `refuse(finding)` returns the reason a fix must not be applied in this
-    run (its tier, a flag), or None.
+    `refuse(finding)` returns why a fix must not be applied in this run (its
+    tier, a flag, the run's scope), or None.
     """
-    taken: list[Edit] = []
+    taken = _TakenEdits()
     for finding in sorted((f for f in findings if f.fixable), key=_fix_order):
-        reason = refuse(finding)
-        if reason is None and any(_conflicts(edit, other) for edit in finding.edits for other in taken):
-            reason = "overlaps another fix; re-examined on the next pass"
-        finding.applied = reason is None
-        finding.not_applied_because = reason or ""
+        refusal = refuse(finding)
+        if refusal is None and any(taken.conflicts(edit) for edit in finding.edits):
+            refusal = Refusal(Hold.OVERLAP)
+        finding.applied = refusal is None
+        finding.refusal = refusal
         if finding.applied:
-            taken.extend(e for e in finding.edits if e not in taken)
-    return sorted(taken)
+            for edit in finding.edits:
+                taken.add(edit)
+    return taken.edits
+
+
+class _TakenEdits:
+    """Edits accepted so far, sorted; none conflicts with another."""
+
+    def __init__(self) -> None:
+        self.edits: list[Edit] = []
+
+    def add(self, edit: Edit) -> None:
+        index = bisect_left(self.edits, edit)
+        if index == len(self.edits) or self.edits[index] != edit:  # the same edit offered twice is one edit
+            insort(self.edits, edit)
+
+    def conflicts(self, edit: Edit) -> bool:
+        """Whether `edit` conflicts with a taken one: only neighbours by position can.
+
+        Taken edits are disjoint, so at most the two that start before
+        `edit.start` can reach into it, and every one that starts inside it
+        conflicts, ending the scan at once.
+        """
+        index = bisect_left(self.edits, Edit(edit.start, edit.start, ""))
+        for other in self.edits[max(0, index - 2):]:
+            if other.start > edit.end:
+                return False
+            if _conflicts(edit, other):
+                return True
+        return False
 
 
 def apply_edits(text: str, edits: list[Edit]) -> str:

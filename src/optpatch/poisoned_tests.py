@@ -29,6 +29,7 @@ reports being poisoned, and refused.
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import re
 import shutil
@@ -44,21 +45,36 @@ from typing import Callable, Generic, Sequence, TypeVar
 
 from optpatch import poison
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, RunResult, analyse_file, effective_tier, fix_id, run
-from optpatch.model import Finding, Tier
+from optpatch.engine import run
+from optpatch.model import Finding, Hold, Language, Refusal, Tier
+from optpatch.passes import FileRecord, FindingFilter, rules_for, settle, text_digest
+from optpatch.policy import FixPolicy, effective_tier, fix_id
+from optpatch.results import RunResult
 from optpatch.rule import load_rules, select_rules
-from optpatch.scope import screened_out
-from optpatch.source import SourceFile, read_source
+from optpatch.source import SourceFile, language_of, read_source
 
 DEFAULT_TIMEOUT_S = 1800
 TAIL_LINES = 40
 TAIL_BYTES = 64 * 1024
 STOP_GRACE_S = 5  # how long a stopped command may take to exit before it is killed
-STATUSES = ("passed", "nothing to validate", "baseline failed", "none survived", "not confirmed")
 # Failing tests as pytest ("FAILED path::test - ...") and unittest ("FAIL: test (module.Case.test)") name them.
 _FAILED_TEST = re.compile(r"^(?:FAILED |ERROR |FAIL: |ERROR: )(\S+(?: \([\w.]+\))?)", re.MULTILINE)
 
 T = TypeVar("T")
+
+
+class ValidationStatus(enum.StrEnum):
+    """How a validation ended; the last three fail it (exit status 4)."""
+
+    PASSED = "passed"
+    NOTHING_TO_VALIDATE = "nothing to validate"
+    BASELINE_FAILED = "baseline failed"
+    NONE_SURVIVED = "none survived"
+    NOT_CONFIRMED = "not confirmed"
+
+    @property
+    def failed(self) -> bool:
+        return self in (ValidationStatus.BASELINE_FAILED, ValidationStatus.NONE_SURVIVED, ValidationStatus.NOT_CONFIRMED)
 
 
 # -- which fixes a run applies ------------------------------------------------------------
@@ -68,24 +84,24 @@ T = TypeVar("T")
 class CandidateFixes(FixPolicy):
     """Every fix a validation run may accept: the validate tier too, unsafe only with --unsafe-fixes."""
 
-    def refuse(self, finding: Finding) -> str | None:
-        if effective_tier(finding, self.tiers) is Tier.VALIDATE and screened_out(finding) is None:
+    def refuse(self, finding: Finding) -> Refusal | None:
+        if effective_tier(finding, self.tiers) is Tier.VALIDATE and finding.out_of_scope is None:
             return None
         return super().refuse(finding)
 
 
 @dataclass(frozen=True)
 class ChosenFixes(FixPolicy):
-    """Exactly the fixes in `chosen`; `dropped` says why each backed-out fix was refused."""
+    """Exactly the fixes in `chosen`; `held` says why each fix validation set aside was refused."""
 
     chosen: frozenset[str] = frozenset()
-    dropped: tuple[tuple[str, str], ...] = ()
+    held: tuple[tuple[str, Refusal], ...] = ()
 
-    def refuse(self, finding: Finding) -> str | None:
+    def refuse(self, finding: Finding) -> Refusal | None:
         key = fix_id(finding)
         if key in self.chosen:
             return None
-        return dict(self.dropped).get(key) or super().refuse(finding) or "not part of this validation step"
+        return dict(self.held).get(key) or super().refuse(finding) or Refusal(Hold.NOT_CHOSEN)
 
 
 # -- running the command ------------------------------------------------------------------
@@ -340,7 +356,12 @@ class ValidationSetupError(Exception):
 
 
 class FixRenderer:
-    """Each candidate file's bytes with a given set of its fixes applied (memoised per file and set)."""
+    """Each candidate file's bytes with a given set of its fixes applied (memoised per file and set).
+
+    Every set is settled from one analysis of the file (passes.FileRecord),
+    so fixes that overlap (applied over several passes) are handled exactly
+    as a normal run would, and no file is analysed twice for the same text.
+    """
 
     def __init__(self, root: Path, settings: Settings, policy: FixPolicy, analysis: RunResult, candidates: list[Finding]):
         self.settings = settings
@@ -350,12 +371,14 @@ class FixRenderer:
         for finding in candidates:
             self.ids_by_file[finding.path] = self.ids_by_file.get(finding.path, frozenset()) | {fix_id(finding)}
         self.sources: dict[str, SourceFile] = {}
+        self.records: dict[str, FileRecord] = {}
         analysed = {r.rel: r.old for r in analysis.files}
         for rel in self.ids_by_file:
             source = read_source(root / rel, rel, settings.max_file_size)
             if not isinstance(source, SourceFile) or source.raw != analysed.get(rel):
                 raise ValidationSetupError(f"{root / rel}: changed while optpatch was reading it; run optpatch again")
             self.sources[rel] = source
+            self.records[rel] = FileRecord(text_digest(source.raw))
         self._memo: dict[tuple[str, frozenset[str]], bytes] = {}
 
     @property
@@ -367,12 +390,15 @@ class FixRenderer:
         key = (rel, own)
         if key not in self._memo:
             policy = ChosenFixes(unsafe_fixes=self.policy.unsafe_fixes, tiers=self.policy.tiers, chosen=own)
-            result = analyse_file(self.sources[rel], self.rules, self.settings, policy)
-            self._memo[key] = result.new if result.new is not None else self.sources[rel].raw
+            source, record = self.sources[rel], self.records[rel]
+            rules = rules_for(rel, self.rules, self.settings)
+            record.analysis_of(source, lambda: rules)
+            result = settle(record, lambda: source, lambda: rules, policy, rel=rel)
+            self._memo[key] = result.new if result.new is not None else source.raw
         return self._memo[key]
 
     def is_cpp(self, rel: str) -> bool:
-        return self.sources[rel].language != "python"
+        return self.sources[rel].language is not Language.PYTHON
 
 
 # -- the validation -----------------------------------------------------------------------
@@ -381,7 +407,7 @@ class FixRenderer:
 @dataclass
 class ValidationOutcome:
     command: str
-    status: str  # one of STATUSES; the last three fail (exit status 4)
+    status: ValidationStatus
     message: str
     result: RunResult | None  # the final analysis (None when the baseline failed)
     candidates: list[Finding] = field(default_factory=list)
@@ -394,7 +420,7 @@ class ValidationOutcome:
     @property
     def failed(self) -> bool:
         """Exit status 4 (CONTRACT.md): the baseline failed, or no fix survived."""
-        return self.status in STATUSES[2:]
+        return self.status.failed
 
     @property
     def validated_passed(self) -> list[Finding]:
@@ -412,7 +438,7 @@ class ValidationOutcome:
 
         return {
             "command": self.command,
-            "status": self.status,
+            "status": self.status.value,
             "message": self.message,
             "runs": len(self.runs),
             "candidates": len(self.candidates),
@@ -433,11 +459,12 @@ def validate(
     command: str,
     *,
     paths: list[Path] | None = None,
-    screens: tuple = (),
+    filters: tuple[FindingFilter, ...] = (),
     jobs: int | None = None,
     build_command: str | None = None,
     timeout_s: float | None = None,
     progress: Progress | None = None,
+    use_cache: bool = True,
 ) -> ValidationOutcome:
     """Analyse ROOT, validate every candidate fix with COMMAND, and return the final analysis.
 
@@ -448,11 +475,17 @@ def validate(
     """
     started = time.monotonic()
     timeout_s = timeout_s or DEFAULT_TIMEOUT_S
-    policy = CandidateFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, screens=screens)
-    analysis = run(root, settings, policy, paths, jobs)
-    candidates = [f for f in analysis.findings if f.applied]
+    policy = CandidateFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers)
+    analysis = run(root, settings, policy, paths, jobs, use_cache=use_cache, filters=filters)
+    unbuilt = tuple(
+        (fix_id(f), Refusal(Hold.NOT_BUILT)) for f in analysis.findings if f.applied and _needs_a_build(f, settings, build_command)
+    )
+    candidates = [f for f in analysis.findings if f.applied and fix_id(f) not in dict(unbuilt)]
     if not candidates:
-        return ValidationOutcome(command, "nothing to validate", f"no fix to validate: `{command}` was not run", analysis)
+        if unbuilt:  # the candidate run applied them; the result must not
+            analysis = run(root, settings, ChosenFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, held=unbuilt),
+                           paths, jobs, use_cache=use_cache, filters=filters)
+        return ValidationOutcome(command, ValidationStatus.NOTHING_TO_VALIDATE, f"no fix to validate: `{command}` was not run", analysis)
     report = progress or (lambda message: None)
     files = len({f.path for f in candidates})
     report(f"validate: {len(candidates)} candidate fixes in {files} files; copying {root} to a temporary directory")
@@ -464,16 +497,22 @@ def validate(
             outcome = validation_run.validate(candidates)
         finally:
             workspace.remove()
-    if outcome.status in ("passed", "none survived"):
+    if outcome.status in (ValidationStatus.PASSED, ValidationStatus.NONE_SURVIVED):
         chosen = frozenset(fix_id(f) for f in outcome.kept)
-        reasons = tuple((fix_id(f), _dropped_reason(r)) for f, r in outcome.dropped)
-        final_policy = ChosenFixes(
-            unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, screens=screens, chosen=chosen, dropped=reasons
-        )
-        outcome.result = run(root, settings, final_policy, paths, jobs)
+        held = tuple((fix_id(f), Refusal(Hold.BACKED_OUT, _dropped_reason(r))) for f, r in outcome.dropped) + unbuilt
+        final_policy = ChosenFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, chosen=chosen, held=held)
+        outcome.result = run(root, settings, final_policy, paths, jobs, use_cache=use_cache, filters=filters)
         _check_final_matches(outcome, validation_run.passed_tree())
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def _needs_a_build(finding: Finding, settings: Settings, build_command: str | None) -> bool:
+    """A validate-tier C++/CUDA fix is validated only by a run that rebuilt it: never without --build."""
+    return (
+        build_command is None and effective_tier(finding, settings.tiers) is Tier.VALIDATE
+        and language_of(finding.path) is not Language.PYTHON
+    )
 
 
 def _dropped_reason(failure: CommandRun | None) -> str:
@@ -487,7 +526,7 @@ def _check_final_matches(outcome: ValidationOutcome, passed: dict[str, tuple[byt
     final = {rel: new for rel, _, new in outcome.result.changes}
     for rel, (original, expected) in passed.items():
         if final.get(rel, original) != expected:
-            outcome.status, outcome.result = "not confirmed", None
+            outcome.status, outcome.result = ValidationStatus.NOT_CONFIRMED, None
             outcome.message = (
                 f"the final rewrite of {rel} differs from the tree that passed (was the repository edited "
                 "during validation?); no fix is given"
@@ -514,15 +553,15 @@ class ValidationRun:
         self.poison_reports: list[tuple[str, Path]] = []  # (mode, file each poisoned process appends to)
 
     def validate(self, candidates: list[Finding]) -> ValidationOutcome:
-        outcome = ValidationOutcome(self.command, "passed", "", None, candidates, runs=self.runs)
+        outcome = ValidationOutcome(self.command, ValidationStatus.PASSED, "", None, candidates, runs=self.runs)
         baseline = self.probe([], "original tree")
         if not baseline.passed:
-            outcome.status, outcome.baseline_failure = "baseline failed", baseline.failure
+            outcome.status, outcome.baseline_failure = ValidationStatus.BASELINE_FAILED, baseline.failure
             outcome.message = _baseline_message(self.command, baseline.failure)
             return outcome
         unpoisoned = self._unpoisoned_modes()
         if unpoisoned:
-            outcome.status = "baseline failed"
+            outcome.status = ValidationStatus.BASELINE_FAILED
             outcome.message = (
                 f"`{self.command}` started no Python process that imported torch with the poison installed "
                 f"(pass {', '.join(unpoisoned)}): validation would prove nothing. Run the tests directly "
@@ -534,7 +573,7 @@ class ValidationRun:
         if bisection.kept and bisection.last_probed != bisection.kept:
             confirmation = self.probe(bisection.kept, f"confirming {len(bisection.kept)} of {total} fixes")
             if not confirmation.passed:
-                outcome.status = "not confirmed"
+                outcome.status = ValidationStatus.NOT_CONFIRMED
                 outcome.message = (
                     "the fixes the bisection kept failed together on the confirming run "
                     f"({confirmation.failure.describe()}): the tests may be flaky; no fix is given"
@@ -543,7 +582,7 @@ class ValidationRun:
         outcome.kept, outcome.dropped = bisection.kept, bisection.dropped
         self.kept = bisection.kept
         if not outcome.kept:
-            outcome.status = "none survived"
+            outcome.status = ValidationStatus.NONE_SURVIVED
             outcome.message = f"every one of the {total} fixes broke `{self.command}`: no fix survived"
         else:
             outcome.message = f"{len(outcome.kept)} of {total} fixes passed `{self.command}`"

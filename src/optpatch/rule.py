@@ -17,13 +17,15 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Iterable
 
-from optpatch.model import Finding
+from optpatch.model import CodeArea, Context, Edit, Finding, Impact, KeepCategory, Tier, Verdict
 
 if TYPE_CHECKING:
     import ast
 
     from optpatch.python_screen import CallIndex
     from optpatch.source import SourceFile
+
+__all__ = ["Context", "Edit", "Example", "Finding", "Impact", "KeepCategory", "Rule", "Tier"]
 
 DOC_SECTIONS = (
     "What it does",
@@ -55,14 +57,15 @@ class Rule:
 
     Subclasses set the class attributes below and implement `check`, which
     yields a `Finding` for every site it examined: fixes with their proof,
-    keeps with the use that blocked them.
+    keeps with the use that blocked them. Findings are built with `fix`,
+    `keep` and `advice`, never field by field.
     """
 
     code: ClassVar[str]  # "OPT101"
     name: ClassVar[str]  # "zeros-to-empty"
     summary: ClassVar[str]  # one line for `optpatch rules`
-    language: ClassVar[str]  # "python" or "cpp"
-    default_tier: ClassVar[str]
+    language: ClassVar[str]  # "python" or "cpp" (a `Language`)
+    default_tier: ClassVar[str]  # a `Tier`
     tags: ClassVar[tuple[str, ...]] = ()
     # Bumped whenever the rule's output may change: part of the cache key.
     version: ClassVar[int] = 1
@@ -75,6 +78,35 @@ class Rule:
 
     def check(self, unit) -> Iterable[Finding]:  # pragma: no cover - interface
         raise NotImplementedError
+
+    # -- building findings ------------------------------------------------------------------
+
+    def fix(
+        self, unit, at: tuple[int, int], *, reason: str, tier: Tier, edits, context: Context, impact: Impact,
+        basis: str, replacement: str = "", proof=(),
+    ) -> Finding:
+        """A rewrite at `at` (1-based line and column of the parsed text), with its proof and its tier."""
+        return self._finding(unit, at, Verdict.FIX, reason, context, impact, basis, tier=tier, edits=tuple(edits),
+                             replacement=replacement, proof=tuple(proof))
+
+    def keep(self, unit, at: tuple[int, int], *, reason: str, category: KeepCategory, context: Context, proof=()) -> Finding:
+        """A site examined and left alone: `reason` names the blocking use, `category` is what the summary counts."""
+        return self._finding(unit, at, Verdict.KEEP, reason, context, Impact.NONE, "kept: no rewrite, no change",
+                             keep_category=category, proof=tuple(proof))
+
+    def advice(self, unit, at: tuple[int, int], *, reason: str, context: Context, basis: str,
+               impact: Impact = Impact.NONE) -> Finding:
+        """Worth a human look, with no mechanical fix."""
+        return self._finding(unit, at, Verdict.ADVICE, reason, context, impact, basis)
+
+    def _finding(self, unit, at: tuple[int, int], verdict: Verdict, reason: str, context: Context, impact: Impact,
+                 basis: str, **fields) -> Finding:
+        source = unit.source
+        line, col = at
+        if context is Context.HOT and source.area is not CodeArea.LIBRARY:
+            context = Context.CALL  # a loop in a test or a benchmark is no model's per-step path
+        return Finding(code=self.code, name=self.name, path=source.rel, line=line, col=col, verdict=verdict,
+                       reason=reason, context=context, impact=impact, impact_basis=basis, area=source.area, **fields)
 
     @classmethod
     def wants(cls, source: "SourceFile") -> bool:

@@ -17,7 +17,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from optpatch.model import FileError
+from optpatch.areas import area_of
+from optpatch.model import CodeArea, FileError, Language
 
 PYTHON_SUFFIXES = frozenset({".py"})
 CPP_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp"})
@@ -27,12 +28,12 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python's tokenizer, and so every 
 _CODING_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.M)  # PEP 263, on one of the first two lines
 
 
-def language_of(path: str | Path) -> str | None:
+def language_of(path: str | Path) -> Language | None:
     suffix = Path(path).suffix.lower()
     if suffix in PYTHON_SUFFIXES:
-        return "python"
+        return Language.PYTHON
     if suffix in CPP_SUFFIXES:
-        return "cpp"
+        return Language.CPP
     return None
 
 
@@ -44,12 +45,19 @@ class SourceFile:
     text: str
     encoding: str
     bom: bool
-    language: str
+    language: Language
     _line_starts: list[int] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.language = Language(self.language)  # "python" is Language.PYTHON
 
     @property
     def digest(self) -> str:
         return hashlib.sha256(self.raw).hexdigest()
+
+    @property
+    def area(self) -> CodeArea:
+        return area_of(self.rel)
 
     def encode(self, text: str) -> bytes:
         data = text.encode(self.encoding)
@@ -98,6 +106,13 @@ def read_source(path: Path, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sou
         return FileError(rel, "disappeared while optpatch was running")
     except OSError as error:
         return FileError(rel, f"cannot be read: {error.strerror or error}")
+    return source_from_bytes(path, rel, raw)
+
+
+def source_from_bytes(path: Path, rel: str, raw: bytes) -> SourceFile | FileError:
+    """Decode bytes already read from PATH (a source file, by its suffix)."""
+    language = language_of(path)
+    assert language is not None
     if b"\0" in raw:  # anywhere: a NUL past the first block makes the file no more Python or C++ than one in it
         return FileError(rel, "binary file (contains NUL bytes)")
     decoded = _decode(raw, language)
@@ -107,11 +122,11 @@ def read_source(path: Path, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sou
     return SourceFile(rel, path, raw, text, encoding, bom, language)
 
 
-def _decode(raw: bytes, language: str) -> tuple[str, str, bool] | FileError:
+def _decode(raw: bytes, language: Language) -> tuple[str, str, bool] | FileError:
     bom = raw.startswith(codecs.BOM_UTF8)
     body = raw[len(codecs.BOM_UTF8) :] if bom else raw
     encoding = "utf-8"
-    if language == "python":
+    if language is Language.PYTHON:
         try:
             detected, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         except SyntaxError as error:
@@ -124,5 +139,5 @@ def _decode(raw: bytes, language: str) -> tuple[str, str, bool] | FileError:
         return body.decode(encoding), encoding, bom
     except (UnicodeDecodeError, LookupError) as error:
         line = body[: getattr(error, "start", 0)].count(b"\n") + 1
-        hint = "add a coding cookie or re-encode as UTF-8" if language == "python" else "re-encode as UTF-8"
+        hint = "add a coding cookie or re-encode as UTF-8" if language is Language.PYTHON else "re-encode as UTF-8"
         return FileError("", f"not valid {encoding} text ({hint})", line)

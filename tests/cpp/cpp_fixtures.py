@@ -25,7 +25,9 @@ from pathlib import Path
 import pytest
 
 from optpatch.config import Settings
-from optpatch.engine import FileResult, FixPolicy, analyse_file, fix_id
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy, fix_id
+from optpatch.results import FileResult
 from optpatch.rule import load_rules
 from optpatch.source import SourceFile, read_source
 

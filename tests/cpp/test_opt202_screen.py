@@ -11,7 +11,8 @@ import pytest
 
 from optpatch.config import Settings
 from optpatch.cpp_frontend import CppUnit
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.rule import load_rules, select_rules
 from optpatch.source import SourceFile
 

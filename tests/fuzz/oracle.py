@@ -21,7 +21,8 @@ from pathlib import Path
 import torch
 
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.poison import MODES, poisoned
 from optpatch.rule import load_rules, select_rules
 from optpatch.source import SourceFile

@@ -2,7 +2,7 @@
 
 from conftest import REPO_ROOT, run_cli
 
-from optpatch.cli import rule_docs
+from optpatch.rule_docs import rule_docs
 from optpatch.rule import load_rules
 
 DOCS = REPO_ROOT / "docs" / "rules"

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from optpatch.config import Settings
 from optpatch.cpp_frontend import new_errors
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.model import FileError
 from optpatch.rule import load_rules
 from optpatch.source import SourceFile, read_source

@@ -16,7 +16,7 @@ from conftest import FIXTURES, REPO_ROOT
 from mutants.campaign import run_campaign
 from mutants.mutations import MUTATIONS, mutate
 from mutants.oracle import check_file
-from optpatch.engine import FileResult
+from optpatch.results import FileResult
 from optpatch.model import FileError
 from optpatch.source import language_of
 

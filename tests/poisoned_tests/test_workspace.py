@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from optpatch.model import Context, Finding, Impact, Tier, Verdict
-from optpatch.poisoned_tests import ValidationRun, ValidationSetupError, Workspace, fix_id
+from optpatch.poisoned_tests import ValidationRun, ValidationSetupError, Workspace
+from optpatch.policy import fix_id
 
 # The poison oracle is checked by looking for processes that reported being poisoned; these
 # fake test commands report themselves instead of importing torch, which keeps them fast.
@@ -73,7 +74,8 @@ def test_a_rewrite_of_equal_size_is_never_run_from_a_stale_pyc(tmp_path):
 
 
 def fix(path: str, line: int) -> Finding:
-    return Finding("OPT999", "fake", path, line, 1, Verdict.FIX, "fake fix", Context.CALL, Impact.LOW, "none", tier=Tier.VALIDATE)
+    return Finding(code="OPT999", name="fake", path=path, line=line, col=1, verdict=Verdict.FIX, reason="fake fix",
+                   context=Context.CALL, impact=Impact.LOW, impact_basis="none", tier=Tier.VALIDATE)
 
 
 class FakeRenderer:

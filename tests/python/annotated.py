@@ -39,7 +39,8 @@ import torch
 
 from cuda_on_cpu import device_of
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file, fix_id
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy, fix_id
 from optpatch.poison import MODES, poisoned
 from optpatch.rule import load_rules, select_rules
 from optpatch.source import SourceFile

@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.rule import load_rules
 from optpatch.source import read_source
 

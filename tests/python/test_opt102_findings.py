@@ -7,7 +7,8 @@ import pytest
 
 from conftest import run_cli
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.model import Context, Impact, Verdict
 from optpatch.rule import load_rules, select_rules
 from optpatch.source import SourceFile

@@ -5,7 +5,7 @@ import torch
 
 from annotated import analyse, assert_same, check_fixture, expectations
 from cuda_on_cpu import CudaOnCpu, device_of
-from optpatch.engine import FixPolicy
+from optpatch.policy import FixPolicy
 
 FIXTURE_DIR = Path(__file__).parents[1] / "fixtures" / "python" / "opt102"
 GOLDEN_SUFFIXES = (".fixed.py", ".validate.py", ".unsafe.py")

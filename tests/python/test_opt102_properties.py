@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from annotated import assert_same, load_module
 from cuda_on_cpu import CudaOnCpu
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file, fix_id
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy, fix_id
 from optpatch.rule import load_rules, select_rules
 from optpatch.source import SourceFile
 

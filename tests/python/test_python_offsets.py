@@ -14,7 +14,8 @@ import libcst as cst
 import pytest
 
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.python_frontend import PythonModule, _TextLost, source_offsets, walk
 from optpatch.rule import load_rules
 from optpatch.source import read_source

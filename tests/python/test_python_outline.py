@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from optpatch import engine
+from optpatch import passes
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.python_frontend import PythonModule
 from optpatch.python_outline import outline
 from optpatch.python_screen import CallIndex
@@ -94,8 +95,8 @@ GLOBALS = {
 
 def _stubbed_functions(text: str) -> set[str]:
     source = _source("m.py", text)
-    wanted, calls = engine._screened([rule for rule in PYTHON_RULES if rule.wants(source)], source)
-    outlined = ast.parse(engine._outline(wanted, calls, source) or text)
+    wanted, calls = passes._screened([rule for rule in PYTHON_RULES if rule.wants(source)], source)
+    outlined = ast.parse(passes._outline(wanted, calls, source) or text)
     return {node.name for node in outlined.body if isinstance(node, ast.FunctionDef) and _is_stub(node)}
 
 
@@ -179,7 +180,7 @@ def _findings(rules, name: str, text: str) -> list[tuple]:
 
 
 def _whole_module(monkeypatch) -> None:
-    monkeypatch.setattr(engine, "_outline", lambda rules, calls, source: None)
+    monkeypatch.setattr(passes, "_outline", lambda rules, calls, source: None)
 
 
 def test_the_outline_changes_no_finding(monkeypatch):
@@ -202,8 +203,8 @@ def test_the_corpus_is_really_outlined():
     stubbed = 0
     for name, text in TEXTS:
         source = _source(name, text)
-        wanted, calls = engine._screened([rule for rule in PYTHON_RULES if rule.wants(source)], source)
-        if wanted and engine._outline(wanted, calls, source) is not None:
+        wanted, calls = passes._screened([rule for rule in PYTHON_RULES if rule.wants(source)], source)
+        if wanted and passes._outline(wanted, calls, source) is not None:
             stubbed += 1
     assert stubbed >= len(ELSEWHERE) + 5
 
@@ -232,8 +233,8 @@ def test_each_need_is_needed(case, monkeypatch):
 def _stubbed_sites(text: str) -> list[int]:
     """The lines of the allocations OPT101 (run alone) judged from the `ast`: the outline stubbed their function."""
     source = _source("m.py", text)
-    wanted, calls = engine._screened([RULE["OPT101"]], source)
-    module = engine.make_unit(source, calls, engine._outline(wanted, calls, source))
+    wanted, calls = passes._screened([RULE["OPT101"]], source)
+    module = passes.parse(source, calls, passes._outline(wanted, calls, source))
     allocations = sys.modules[RULE["OPT101"].__module__]._allocations(calls)
     return [call.lineno for call in allocations if module.stubbed(call)]
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.model import Verdict
 from optpatch.rule import load_rules
 from optpatch.source import SourceFile

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from optpatch.config import Settings
-from optpatch.engine import FixPolicy, analyse_file
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
 from optpatch.python_screen import CallIndex
 from optpatch.rule import Rule, load_rules
 from optpatch.source import SourceFile

@@ -26,6 +26,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from optpatch.model import KeepCategory
 from optpatch.python_frontend import PythonModule, walk
 from optpatch.python_scope import full_name_of
 
@@ -88,12 +89,26 @@ class Step:
     line: int
     text: str
     on_path: bool = False  # the text already says which path reaches this step
+    category: KeepCategory | None = None  # set on a blocking use: what kind of use it is
+    writes: bool = False  # the step overwrites every element (or the value dies): what the proof rests on
 
-    def reached(self, path: str) -> "Step":
-        """This step, saying it is reached only along `path` (e.g. when a loop runs zero times)."""
-        if not path or self.on_path:
+    def reached(self, path: "Via | None") -> "Step":
+        """This step, saying it is reached only along `path` (e.g. when a loop runs zero times).
+
+        A use reached only that way is blocking because of the path (the
+        loop that may not run), so the path's category replaces the use's.
+        """
+        if path is None or self.on_path:
             return self
-        return Step(self.line, f"{self.text}, reached {path}", True)
+        return Step(self.line, f"{self.text}, reached {path.text}", True, path.category)
+
+
+@dataclass(frozen=True)
+class Via:
+    """A special path that leaves the name untouched: a loop that runs zero times, a false condition, an exception."""
+
+    text: str
+    category: KeepCategory
 
 
 @dataclass
@@ -110,7 +125,7 @@ class PathResult:
     open: bool = True
     loop_exit: bool = False
     steps: list[Step] = field(default_factory=list)
-    via: str = ""
+    via: Via | None = None
 
 
 @dataclass
@@ -123,12 +138,15 @@ class OverwriteProof:
         if not self.proven:
             assert self.blocker
             return f"L{self.blocker.line}: {self.blocker.text}"
-        writes = [s for s in self.steps if s.text.startswith(("overwritten", "reassigned", "deleted"))]
+        writes = [s for s in self.steps if s.writes]
         return "; ".join(f"L{s.line}: {s.text}" for s in writes) or "the value is never read"
 
 
 class _Use:
     METADATA, WRITE, DEAD, BLOCK = "metadata", "write", "dead", "block"
+
+
+_K = KeepCategory
 
 
 def prove_full_overwrite(module: PythonModule, statement: cst.BaseSmallStatement, name: str) -> OverwriteProof:
@@ -150,7 +168,8 @@ class _Prover:
                 "a class attribute, read wherever the class is used" if scope
                 else "a module-level name, which any code run before the write may read"
             )
-            return OverwriteProof(False, [], Step(self._line(statement), f"`{self.name}` is not a local variable: it is {where}"))
+            return OverwriteProof(False, [], Step(self._line(statement), f"`{self.name}` is not a local variable: it is {where}",
+                                                  category=_K.STORED))
         early = self._scope_blocker(scope)
         if early:
             return OverwriteProof(False, [], early)
@@ -193,10 +212,10 @@ class _Prover:
             return PathResult(blocked=back, steps=inner.steps)
         # The last iteration's value leaves the loop: through its `else`, or past it by `break`.
         orelse = self._items_of_block(loop.orelse.body) if loop.orelse else []
-        via = inner.via if inner.open else f"when `break` or `continue` leaves the loop at L{self._line(loop)} before the write"
+        via = inner.via if inner.open else Via(f"when `break` or `continue` leaves the loop at L{self._line(loop)} before the write", _K.LOOP)
         exits = [self._scan(orelse + self._items_after(loop), via)]
         if orelse:
-            exits.append(self._scan(self._items_after(loop), f"when `break` skips the `else` of the loop at L{self._line(loop)}"))
+            exits.append(self._scan(self._items_after(loop), Via(f"when `break` skips the `else` of the loop at L{self._line(loop)}", _K.LOOP)))
         return _chain(PathResult(open=True, steps=inner.steps), _join(exits))
 
     def _leave_try(self, node: cst.Try | cst.TryStar, role: str, inner: PathResult) -> PathResult:
@@ -213,6 +232,7 @@ class _Prover:
                 blocked=Step(
                     self._line(node.finalbody),
                     f"`{self.name}` is used in `finally`, which also runs when an exception cuts the code before the write short",
+                    category=_K.EXCEPTION_PATH,
                 ),
                 steps=inner.steps,
             )
@@ -241,22 +261,26 @@ class _Prover:
         """Next iteration: only safe if the allocation is re-run before any use of the name."""
         body = self._items_of_block(loop.body)
         if item not in body:
-            return Step(self._line(loop), "the value may reach the next iteration of the loop")
+            return Step(self._line(loop), "the value may reach the next iteration of the loop", category=_K.LOOP)
         if not isinstance(item, cst.BaseSmallStatement):
-            return Step(self._line(item), "allocated conditionally inside a loop: the next iteration may use the old value")
+            return Step(self._line(item), "allocated conditionally inside a loop: the next iteration may use the old value",
+                        category=_K.LOOP)
         header = loop.test if isinstance(loop, cst.While) else loop.target
         if self._mentions(header):
-            return Step(self._line(loop), f"the loop header uses `{self.name}` before the next iteration re-allocates it")
+            return Step(self._line(loop), f"the loop header uses `{self.name}` before the next iteration re-allocates it",
+                        category=_K.LOOP)
         if self._reads_name(getattr(item, "value", None)):
-            return Step(self._line(item), f"the next iteration's allocation reads the old `{self.name}`: {self._code(item)}")
+            return Step(self._line(item), f"the next iteration's allocation reads the old `{self.name}`: {self._code(item)}",
+                        category=_K.LOOP)
         for earlier in body[: body.index(item)]:
             if self._mentions(earlier):
-                return Step(self._line(earlier), f"the next loop iteration uses `{self.name}` before re-allocating it")
+                return Step(self._line(earlier), f"the next loop iteration uses `{self.name}` before re-allocating it",
+                            category=_K.LOOP)
         return None
 
     # -- scanning statements forward -------------------------------------------
 
-    def _scan(self, items: list[cst.CSTNode], via: str = "") -> PathResult:
+    def _scan(self, items: list[cst.CSTNode], via: Via | None = None) -> PathResult:
         """Straight-line code entered along `via` (the plain path when empty)."""
         result = PathResult(via=via)
         for item in items:
@@ -287,8 +311,8 @@ class _Prover:
         if isinstance(item, _TRIES):
             return self._scan_try(item)
         if isinstance(item, (cst.FunctionDef, cst.ClassDef)):
-            return PathResult(blocked=Step(self._line(item), f"captured by the nested {self._kind(item)} here"))
-        return PathResult(blocked=Step(self._line(item), f"used in a `{type(item).__name__.lower()}` statement"))
+            return PathResult(blocked=Step(self._line(item), f"captured by the nested {self._kind(item)} here", category=_K.CAPTURED))
+        return PathResult(blocked=Step(self._line(item), f"used in a `{type(item).__name__.lower()}` statement", category=_K.OTHER))
 
     def _scan_small(self, statement: cst.BaseSmallStatement) -> PathResult:
         line = self._line(statement)
@@ -298,11 +322,11 @@ class _Prover:
             if isinstance(statement, (cst.Break, cst.Continue)):
                 return PathResult(open=False, loop_exit=True)
             return PathResult(open=True)
-        kind, text = self._classify(statement)
+        kind, text, category = self._classify(statement)
         if kind == _Use.BLOCK:
-            return PathResult(blocked=Step(line, text))
+            return PathResult(blocked=Step(line, text, category=category))
         if kind in (_Use.WRITE, _Use.DEAD):
-            return PathResult(open=False, steps=[Step(line, text)])
+            return PathResult(open=False, steps=[Step(line, text, writes=True)])
         steps = [Step(line, f"metadata only: {self._code(statement)}")]
         ends = isinstance(statement, (cst.Return, cst.Raise))
         return PathResult(open=not ends, steps=steps)
@@ -317,12 +341,12 @@ class _Prover:
         elif isinstance(node.orelse, cst.Else):
             branches.append(self._scan(self._items_of_block(node.orelse.body)))
         else:  # no else: the test may be false
-            branches.append(PathResult(open=True, via=f"when the condition at L{self._line(node)} is false"))
+            branches.append(PathResult(open=True, via=Via(f"when the condition at L{self._line(node)} is false", _K.PARTIAL_WRITE)))
         joined = _join(branches)
         if joined.open and not all(branch.open for branch in branches):
             open_branches = [branch for branch in branches if branch.open]
             joined.via = open_branches[0].via if len(open_branches) == 1 and open_branches[0].via else (
-                f"through a branch of the `if` at L{self._line(node)} that does not write it"
+                Via(f"through a branch of the `if` at L{self._line(node)} that does not write it", _K.PARTIAL_WRITE)
             )
         return joined
 
@@ -341,7 +365,7 @@ class _Prover:
         # Whatever the body writes, the loop may run zero times: the name is still untouched.
         # A `break` in the loop's `else` leaves the enclosing loop.
         note = Step(self._line(node), "note: a write inside this loop proves nothing (it may run zero times)")
-        via = "" if body.open else f"when the loop at L{self._line(node)} runs zero times"
+        via = None if body.open else Via(f"when the loop at L{self._line(node)} runs zero times", _K.LOOP)
         return PathResult(open=True, loop_exit=tail.loop_exit, steps=[note], via=via)
 
     def _scan_with(self, node: cst.With) -> PathResult:
@@ -377,16 +401,18 @@ class _Prover:
     def _may_suppress_step(self, node: cst.With) -> Step:
         return Step(self._line(node), f"the context manager may suppress an exception raised before the write: {self._code(node.items[0])}")
 
-    def _suppressed(self, node: cst.With) -> str:
-        return f"when the context manager at L{self._line(node)} suppresses an exception raised before the write"
+    def _suppressed(self, node: cst.With) -> Via:
+        return Via(f"when the context manager at L{self._line(node)} suppresses an exception raised before the write",
+                   _K.EXCEPTION_PATH)
 
-    def _caught(self, node: cst.Try | cst.TryStar) -> str:
-        return f"when an exception raised before the write is caught at L{self._line(node)} and the handler falls through"
+    def _caught(self, node: cst.Try | cst.TryStar) -> Via:
+        return Via(f"when an exception raised before the write is caught at L{self._line(node)} and the handler falls through",
+                   _K.EXCEPTION_PATH)
 
     def _exception_path_blocker(self, node: cst.Try | cst.TryStar) -> Step | None:
         for part in [*node.handlers, node.orelse, node.finalbody]:
             if part is not None and self._mentions(part):
-                return Step(self._line(part), f"`{self.name}` is used on an exception path of this try")
+                return Step(self._line(part), f"`{self.name}` is used on an exception path of this try", category=_K.EXCEPTION_PATH)
         return None
 
     def _may_suppress(self, node: cst.With) -> bool:
@@ -400,21 +426,21 @@ class _Prover:
 
     # -- one statement ------------------------------------------------------------
 
-    def _classify(self, statement: cst.BaseSmallStatement) -> tuple[str, str]:
-        """The effect of one simple statement on the name: its first blocking use, or its write."""
+    def _classify(self, statement: cst.BaseSmallStatement) -> tuple[str, str, KeepCategory | None]:
+        """The effect of one simple statement on the name: its first blocking use (and its kind), or its write."""
         uses = list(_names(self.module, statement, self.name))
-        write: tuple[str, str] | None = None
+        write: tuple[str, str, None] | None = None
         for use in uses:
-            kind, text = self._classify_use(use, statement)
+            kind, text, category = self._classify_use(use, statement)
             if kind == _Use.BLOCK:
-                return kind, text
+                return kind, text, category
             if kind in (_Use.WRITE, _Use.DEAD):
-                write = (kind, text)
-        return write or (_Use.METADATA, "")
+                write = (kind, text, None)
+        return write or (_Use.METADATA, "", None)
 
-    def _classify_use(self, use: cst.Name, statement: cst.BaseSmallStatement) -> tuple[str, str]:
+    def _classify_use(self, use: cst.Name, statement: cst.BaseSmallStatement) -> tuple[str, str, KeepCategory | None]:
         if self._is_metadata_use(use):
-            return _Use.METADATA, ""
+            return _Use.METADATA, "", None
         module = self.module
         parent = module.parent(use)
         grand = module.parent(parent) if parent is not None else None
@@ -424,74 +450,74 @@ class _Prover:
             if isinstance(grand, cst.Call) and grand.func is parent:
                 if attribute in FULL_WRITE_METHODS:
                     if not self._is_whole_statement(grand, statement):
-                        return _Use.BLOCK, f"the result of `{self.name}.{attribute}(...)` is used, so it escapes: {code}"
+                        return _Use.BLOCK, f"the result of `{self.name}.{attribute}(...)` is used, so it escapes: {code}", _K.STORED
                     if any(self._reads_name(arg.value) for arg in grand.args):
-                        return _Use.BLOCK, f"reads `{self.name}` while writing it: {code}"
-                    return _Use.WRITE, f"overwritten in full by {code}"
-                return _Use.BLOCK, self._method_blocker(attribute, code)
-            return _Use.BLOCK, f"`{self.name}.{attribute}` reads or aliases it: {code}"
+                        return _Use.BLOCK, f"reads `{self.name}` while writing it: {code}", _K.READ_BEFORE_WRITE
+                    return _Use.WRITE, f"overwritten in full by {code}", None
+                return (_Use.BLOCK, *self._method_blocker(attribute, code))
+            return _Use.BLOCK, f"`{self.name}.{attribute}` reads or aliases it: {code}", _K.READ_BEFORE_WRITE
         if isinstance(parent, cst.Subscript) and parent.value is use:
             return self._classify_subscript(parent, statement, code)
         if isinstance(parent, cst.AssignTarget) or (
             isinstance(parent, (cst.Tuple, cst.List, cst.Element)) and self._is_assign_target(parent)
         ):
             if self._reads_name(statement.value):
-                return _Use.BLOCK, f"reads `{self.name}` to compute its new value: {code}"
-            return _Use.DEAD, f"reassigned by {code}: the zeros were never read"
+                return _Use.BLOCK, f"reads `{self.name}` to compute its new value: {code}", _K.READ_BEFORE_WRITE
+            return _Use.DEAD, f"reassigned by {code}: the zeros were never read", None
         if isinstance(parent, cst.AnnAssign) and parent.target is use:
             if parent.value is None:
-                return _Use.METADATA, ""
+                return _Use.METADATA, "", None
             if self._reads_name(parent.value):
-                return _Use.BLOCK, f"reads `{self.name}` to compute its new value: {code}"
-            return _Use.DEAD, f"reassigned by {code}: the zeros were never read"
+                return _Use.BLOCK, f"reads `{self.name}` to compute its new value: {code}", _K.READ_BEFORE_WRITE
+            return _Use.DEAD, f"reassigned by {code}: the zeros were never read", None
         if isinstance(parent, cst.AugAssign) and parent.target is use:
-            return _Use.BLOCK, f"read-modify-write: {code}"
+            return _Use.BLOCK, f"read-modify-write: {code}", _K.READ_MODIFY_WRITE
         if isinstance(parent, cst.Del) or (isinstance(parent, cst.Element) and isinstance(statement, cst.Del)):
-            return _Use.DEAD, f"deleted by {code}: the zeros were never read"
+            return _Use.DEAD, f"deleted by {code}: the zeros were never read", None
         if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
             return self._classify_argument(parent, grand, statement, code)
         if isinstance(parent, cst.Return):
-            return _Use.BLOCK, f"returned to the caller, who may read it: {code}"
+            return _Use.BLOCK, f"returned to the caller, who may read it: {code}", _K.RETURNED
         if isinstance(parent, cst.Yield):
-            return _Use.BLOCK, f"yielded to the caller, who may read it: {code}"
-        return _Use.BLOCK, f"read or stored: {code}"
+            return _Use.BLOCK, f"yielded to the caller, who may read it: {code}", _K.RETURNED
+        return _Use.BLOCK, f"read or stored: {code}", _K.READ_BEFORE_WRITE
 
-    def _classify_subscript(self, subscript: cst.Subscript, statement, code: str) -> tuple[str, str]:
+    def _classify_subscript(self, subscript: cst.Subscript, statement, code: str) -> tuple[str, str, KeepCategory | None]:
         parent = self.module.parent(subscript)
         full = all(_is_full_index(element.slice) for element in subscript.slice)
         if isinstance(parent, cst.AssignTarget) and isinstance(statement, cst.Assign):
             if len(statement.targets) != 1:
-                return _Use.BLOCK, f"chained assignment: {code}"
+                return _Use.BLOCK, f"chained assignment: {code}", _K.OTHER
             if not full:
-                return _Use.BLOCK, f"partial write (only the indexed elements): {code}"
+                return _Use.BLOCK, f"partial write (only the indexed elements): {code}", _K.PARTIAL_WRITE
             if self._reads_name(statement.value):
-                return _Use.BLOCK, f"reads `{self.name}` while writing it: {code}"
-            return _Use.WRITE, f"overwritten in full by {code}"
+                return _Use.BLOCK, f"reads `{self.name}` while writing it: {code}", _K.READ_BEFORE_WRITE
+            return _Use.WRITE, f"overwritten in full by {code}", None
         if isinstance(parent, cst.AugAssign) and parent.target is subscript:
-            return _Use.BLOCK, f"read-modify-write: {code}"
+            return _Use.BLOCK, f"read-modify-write: {code}", _K.READ_MODIFY_WRITE
         if isinstance(parent, cst.Attribute):
-            return _Use.BLOCK, f"a slice or view of it is used (writes through a view are partial): {code}"
-        return _Use.BLOCK, f"reads its elements: {code}"
+            return _Use.BLOCK, f"a slice or view of it is used (writes through a view are partial): {code}", _K.VIEW_TAKEN
+        return _Use.BLOCK, f"reads its elements: {code}", _K.READ_BEFORE_WRITE
 
-    def _classify_argument(self, arg: cst.Arg, call: cst.Call, statement, code: str) -> tuple[str, str]:
+    def _classify_argument(self, arg: cst.Arg, call: cst.Call, statement, code: str) -> tuple[str, str, KeepCategory | None]:
         if arg.keyword is not None and arg.keyword.value == "out":
             op = self.module.refers_to(call.func, FULL_OUT_OPS)
             if op is None:
-                return _Use.BLOCK, f"`out=` of a call not known to write its whole output: {code}"
+                return _Use.BLOCK, f"`out=` of a call not known to write its whole output: {code}", _K.OUT_TARGET
             if not self._is_whole_statement(call, statement):
-                return _Use.BLOCK, f"the result of the `out=` call is used, so it escapes: {code}"
+                return _Use.BLOCK, f"the result of the `out=` call is used, so it escapes: {code}", _K.STORED
             if any(self._reads_name(other.value) for other in call.args if other is not arg):
-                return _Use.BLOCK, f"`{self.name}` is both input and `out=`: {code}"
-            return _Use.WRITE, f"overwritten in full by {code} ({op} writes its whole `out=`)"
+                return _Use.BLOCK, f"`{self.name}` is both input and `out=`: {code}", _K.OUT_TARGET
+            return _Use.WRITE, f"overwritten in full by {code} ({op} writes its whole `out=`)", None
         callee = self.module.text(call.func)
-        return _Use.BLOCK, f"passed to `{callee}(...)`, which may read it: {code}"
+        return _Use.BLOCK, f"passed to `{callee}(...)`, which may read it: {code}", _K.PASSED
 
-    def _method_blocker(self, attribute: str, code: str) -> str:
+    def _method_blocker(self, attribute: str, code: str) -> tuple[str, KeepCategory]:
         if attribute.endswith("_") and not attribute.startswith("_"):
-            return f"in-place `{attribute}` reads before it writes, or writes only part: {code}"
+            return f"in-place `{attribute}` reads before it writes, or writes only part: {code}", _K.READ_MODIFY_WRITE
         if attribute in _VIEW_METHODS:
-            return f"a view of it is taken (writes through a view are partial): {code}"
-        return f"`{self.name}.{attribute}(...)` reads it: {code}"
+            return f"a view of it is taken (writes through a view are partial): {code}", _K.VIEW_TAKEN
+        return f"`{self.name}.{attribute}(...)` reads it: {code}", _K.READ_BEFORE_WRITE
 
     def _is_metadata_use(self, use: cst.Name) -> bool:
         """`x.shape`, `x.size()`, `len(x)`, `x is None`: uses that never read an element."""
@@ -521,7 +547,7 @@ class _Prover:
         """Compound-statement headers may only use metadata."""
         for use in _names(self.module, node, self.name):
             if not self._is_metadata_use(use):
-                return Step(self._line(use), f"read in a condition or header: {self.module.text(node)[:80]}")
+                return Step(self._line(use), f"read in a condition or header: {self.module.text(node)[:80]}", category=_K.CONDITION)
         return None
 
     # -- helpers ----------------------------------------------------------------------
@@ -532,13 +558,15 @@ class _Prover:
         for node in walk(function.body):
             kind = type(node)
             if kind in _DECLARATIONS and any(n.name.value == self.name for n in node.names):
-                return Step(self._line(node), f"`{self.name}` is declared {kind.__name__.lower()}: other code may read it")
+                return Step(self._line(node), f"`{self.name}` is declared {kind.__name__.lower()}: other code may read it",
+                            category=_K.CAPTURED)
             if kind in _NESTED_SCOPES and self._mentions(node):
-                return Step(self._line(node), f"`{self.name}` is captured by a nested {self._kind(node)}, which may read it at any time")
+                return Step(self._line(node), f"`{self.name}` is captured by a nested {self._kind(node)}, which may read it at any time",
+                            category=_K.CAPTURED)
             if kind is cst.Call and self._may_introspect(node) and self.module.qualified_names(node.func) & INTROSPECTION_CALLS:
-                return Step(self._line(node), f"{self._code(node)} can read `{self.name}` by name")
+                return Step(self._line(node), f"{self._code(node)} can read `{self.name}` by name", category=_K.CAPTURED)
             if kind is cst.Attribute and node.attr.value == "f_locals":
-                return Step(self._line(node), f"{self._code(node)} can read `{self.name}` by name")
+                return Step(self._line(node), f"{self._code(node)} can read `{self.name}` by name", category=_K.CAPTURED)
         return None
 
     def _may_introspect(self, call: cst.Call) -> bool:

@@ -27,6 +27,7 @@ import libcst as cst
 from libcst.metadata import Assignment, BuiltinAssignment
 
 from optpatch.python_frontend import PythonModule, dotted_name
+from optpatch.model import KeepCategory
 from optpatch.analysis.torch_api import (
     DEVICE_CALLS,
     DEVICE_TYPES,
@@ -474,6 +475,7 @@ class Move:
     dtype: cst.BaseExpression | None = None
     dtype_value: Value | None = None
     blocker: str | None = None
+    blocker_category: KeepCategory = KeepCategory.NOT_A_DEVICE  # what kind of blocker, when there is one
 
 
 _MOVE_KEYWORDS = {"to": ("device", "dtype", "non_blocking", "copy"), "cuda": ("device", "non_blocking")}
@@ -491,12 +493,13 @@ def parse_move(module: PythonModule, call: cst.Call) -> Move:
     method = move_method(call)
     assert method is not None
     if any(arg.star for arg in call.args):
-        return Move(method, blocker="`*args` / `**kwargs`: the arguments cannot be read")
+        return Move(method, blocker="`*args` / `**kwargs`: the arguments cannot be read", blocker_category=KeepCategory.OTHER)
     unknown = [arg.keyword.value for arg in call.args if arg.keyword and arg.keyword.value not in _MOVE_KEYWORDS[method]]
     if "memory_format" in unknown:
         return Move(method, blocker="`memory_format=` converts the layout, which `device=` cannot express")
     if unknown:
-        return Move(method, blocker=f"`{unknown[0]}=` is not an argument this rule can carry over")
+        return Move(method, blocker=f"`{unknown[0]}=` is not an argument this rule can carry over",
+                    blocker_category=KeepCategory.CANNOT_SPELL)
     positional = [arg.value for arg in call.args if arg.keyword is None]
     keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
     if method == "cuda":
@@ -506,7 +509,7 @@ def parse_move(module: PythonModule, call: cst.Call) -> Move:
 
 def _parse_cuda(module: PythonModule, positional, keywords) -> Move:
     if len(positional) > 2:
-        return Move("cuda", blocker="more positional arguments than `Tensor.cuda` takes")
+        return Move("cuda", blocker="more positional arguments than `Tensor.cuda` takes", blocker_category=KeepCategory.OTHER)
     device = positional[0] if positional else keywords.get("device")
     value = classify(module, device) if device is not None else None
     return Move("cuda", device=device, device_value=value)
@@ -514,7 +517,7 @@ def _parse_cuda(module: PythonModule, positional, keywords) -> Move:
 
 def _parse_to(module: PythonModule, positional, keywords) -> Move:
     if len(positional) > 4:
-        return Move("to", blocker="more positional arguments than `Tensor.to` takes")
+        return Move("to", blocker="more positional arguments than `Tensor.to` takes", blocker_category=KeepCategory.OTHER)
     if positional:
         first = classify(module, positional[0])
         if first.kind is Kind.DTYPE:
@@ -524,12 +527,13 @@ def _parse_to(module: PythonModule, positional, keywords) -> Move:
         if first.kind is Kind.MEMORY_FORMAT:
             return Move("to", blocker=f"`{module.text(positional[0])}` is a memory format")
         if "device" in keywords:
-            return Move("to", blocker="a positional argument beside `device=`: not a form `Tensor.to` accepts")
+            return Move("to", blocker="a positional argument beside `device=`: not a form `Tensor.to` accepts",
+                        blocker_category=KeepCategory.OTHER)
         if not (first.is_device or first.kind is Kind.NONE):
             return Move("to", blocker=f"`.to({module.text(positional[0])})`: {first.evidence}")
         dtype = positional[1] if len(positional) > 1 else keywords.get("dtype")
         if len(positional) > 1 and "dtype" in keywords:
-            return Move("to", blocker="`dtype` given twice")
+            return Move("to", blocker="`dtype` given twice", blocker_category=KeepCategory.OTHER)
         return Move("to", positional[0], first, dtype, classify(module, dtype) if dtype is not None else None)
     device = keywords.get("device")
     dtype = keywords.get("dtype")

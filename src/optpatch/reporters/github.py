@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from optpatch.engine import RunResult
+from optpatch.results import RunResult
 from optpatch.model import Finding, Verdict
 from optpatch.reporters.json_report import summary_of
 

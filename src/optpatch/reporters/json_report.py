@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from optpatch import __version__
-from optpatch.engine import RunResult
+from optpatch.results import RunResult
 from optpatch.model import FileError, Finding
 
 SCHEMA_VERSION = 1
@@ -26,6 +26,9 @@ def finding_to_dict(finding: Finding) -> dict:
         "tier": finding.tier.value if finding.tier else None,
         "applied": finding.applied,
         "not_applied_because": finding.not_applied_because or None,
+        "held": finding.refusal.hold.value if finding.refusal else None,
+        "keep_category": finding.keep_category.value if finding.keep_category else None,
+        "area": finding.area.value,
         "reason": finding.reason,
         "proof": list(finding.proof),
         "context": finding.context.value,

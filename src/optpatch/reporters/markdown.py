@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from optpatch.engine import RunResult
+from optpatch.results import RunResult
 from optpatch.locations import rewritten_line
 from optpatch.model import Finding, Verdict
 from optpatch.patch import write_patch

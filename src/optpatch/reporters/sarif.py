@@ -19,11 +19,11 @@ from urllib.parse import quote
 
 from optpatch import __version__
 from optpatch.baseline import fingerprint
-from optpatch.engine import RunResult
-from optpatch.locations import Region, regions_of
-from optpatch.model import Finding, Verdict
+from optpatch.results import RunResult
+from optpatch.model import Finding, Region, Verdict
 from optpatch.reporters.json_report import summary_of
 from optpatch.rule import Rule, load_rules
+from optpatch.rule_docs import rule_page
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 ROOT_BASE = "SRCROOT"
@@ -53,8 +53,6 @@ def render_sarif(result: RunResult) -> str:
 
 
 def rule_descriptor(rule: type[Rule]) -> dict:
-    from optpatch.cli import rule_page
-
     sections = rule.documentation()
     page = rule_page(rule)
     return {
@@ -102,7 +100,7 @@ def sarif_result(finding: Finding, rule_index: dict[str, int]) -> dict:
         entry["kind"] = "pass"
     if finding.code in rule_index:
         entry["ruleIndex"] = rule_index[finding.code]
-    if finding.verdict is Verdict.FIX and regions_of(finding):
+    if finding.verdict is Verdict.FIX and finding.regions:
         entry["fixes"] = [fix(finding)]
     return entry
 
@@ -118,7 +116,7 @@ def message(finding: Finding) -> str:
 def site_region(finding: Finding) -> dict:
     """The finding's position, extended to the end of the edit that starts there, if any."""
     region = {"startLine": finding.line, "startColumn": finding.col}
-    for edit in regions_of(finding):
+    for edit in finding.regions:
         if (edit.start_line, edit.start_column) == (finding.line, finding.col) and edit.end_line == finding.line:
             region["endColumn"] = edit.end_column
     return region
@@ -128,7 +126,7 @@ def fix(finding: Finding) -> dict:
     return {
         "description": {"text": f"{finding.code} {finding.name}: {finding.replacement or finding.reason}"},
         "artifactChanges": [
-            {"artifactLocation": artifact(finding.path), "replacements": [replacement(r) for r in regions_of(finding)]}
+            {"artifactLocation": artifact(finding.path), "replacements": [replacement(r) for r in finding.regions]}
         ],
     }
 

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from optpatch.engine import RunResult
-from optpatch.model import Finding, Verdict
+from optpatch.results import RunResult
+from optpatch.model import Finding, KeepCategory, Verdict
 
 _STATUS = {
     "applied": ("fixed", "bold green"),
@@ -22,36 +22,10 @@ _STATUS = {
     "keep": ("kept", "dim"),
     "advice": ("advice", "cyan"),
 }
-# Why sites were kept, by the words their reasons use: for the summary line.
-_KEEP_CATEGORIES = (
-    ("padded", "padded buffer"),
-    ("index or id", "index/id tensor"),
-    ("dummy", "dummy input"),
-    ("partial write", "partial write"),
-    ("read-modify-write", "read-modify-write"),
-    ("in-place", "read-modify-write"),
-    ("view", "view or slice taken"),
-    ("slice", "view or slice taken"),
-    ("passed", "passed to a call"),
-    ("returned", "returned"),
-    ("yielded", "returned"),
-    ("loop", "loop may not run / loop-carried"),
-    ("attribute buffer", "attribute buffer without writer"),
-    ("condition", "read in a condition"),
-    ("reads", "read before written"),
-    ("out=", "out= target"),
-)
-
-
 def status_of(finding: Finding) -> str:
     if finding.verdict is Verdict.FIX:
         return "applied" if finding.applied else "proposed"
     return finding.verdict.value
-
-
-def keep_category(reason: str) -> str:
-    lowered = reason.lower()
-    return next((label for word, label in _KEEP_CATEGORIES if word in lowered), "other use")
 
 
 def render_text(
@@ -99,10 +73,14 @@ def _findings_table(findings: list[Finding]) -> Table:
     return table
 
 
+def _keep_label(finding: Finding) -> str:
+    return (finding.keep_category or KeepCategory.OTHER).value
+
+
 def _summary(result: RunResult, findings: list[Finding], verbose: bool) -> Text:
     statuses = Counter(status_of(f) for f in findings)
     tiers_proposed = Counter(f.tier.value for f in findings if status_of(f) == "proposed" and f.tier)
-    kept = Counter(keep_category(f.reason) for f in findings if f.verdict is Verdict.KEEP)
+    kept = Counter(_keep_label(f) for f in findings if f.verdict is Verdict.KEEP)
     parts = [f"{statuses['applied']} fixed"]
     if statuses["proposed"]:
         detail = ", ".join(f"{n} {tier}" for tier, n in sorted(tiers_proposed.items()))

@@ -1,0 +1,81 @@
+"""Narrowing a run to what the user asked about: changed files, changed lines, new findings.
+
+`--changed-since REF` narrows the files analysed. `--changed-lines` and
+`--baseline FILE` are filters on findings: during the run they mark the
+findings outside the scope (`Finding.out_of_scope`: off the changed lines,
+or already in the baseline), the fix policy refuses to apply those, and the
+command line drops them before reporting. A filtered finding is therefore
+neither fixed nor reported, in every mode.
+
+changes.py and baseline.py hold the two filters; this module puts a request
+together from them, and they import nothing from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from optpatch.passes import FindingFilter
+from optpatch.results import RunResult
+
+
+class NarrowingError(Exception):
+    """A narrowing that cannot be honoured: a usage error (exit status 2)."""
+
+
+@dataclass(frozen=True)
+class NarrowingRequest:
+    """What the command line asked for."""
+
+    changed_since: str | None = None
+    changed_lines: bool = False
+    baseline: Path | None = None
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    """The files to analyse (None: everything under the root) and the filters on findings."""
+
+    paths: list[Path] | None
+    filters: tuple[FindingFilter, ...]
+    described: str  # "outside the lines changed since main", for the note on hidden findings
+
+    def note(self, hidden: int) -> str | None:
+        return f"{hidden} finding(s) {self.described} not shown." if hidden else None
+
+
+def narrow(root: Path, exclude: tuple[str, ...], paths: list[Path] | None, request: NarrowingRequest) -> Narrowing:
+    """The files and filters REQUEST asks for, under ROOT (or PATHS inside it)."""
+    from optpatch.baseline import BaselineError, load_baseline
+    from optpatch.changes import ChangesError, changes_since
+    from optpatch.discovery import discover
+
+    filters: list[FindingFilter] = []
+    described: list[str] = []
+    if request.changed_lines and not request.changed_since:
+        raise NarrowingError("--changed-lines needs --changed-since REF")
+    try:
+        if request.changed_since:
+            changes = changes_since(root, request.changed_since)
+            candidates = discover(root, exclude, paths).files
+            paths = [path for path, rel in candidates if rel in changes.files]
+            if request.changed_lines:
+                filters.append(changes.lines)
+                described.append(f"outside the lines changed since {request.changed_since}")
+        if request.baseline:
+            filters.append(load_baseline(request.baseline))
+            described.append(f"recorded in the baseline {request.baseline}")
+    except (ChangesError, BaselineError) as error:
+        raise NarrowingError(str(error)) from None
+    return Narrowing(paths, tuple(filters), " or ".join(described))
+
+
+def drop_out_of_scope(result: RunResult) -> int:
+    """Remove the findings outside the run's scope from a RunResult before it is reported; returns how many."""
+    dropped = 0
+    for file_result in result.files:
+        kept = [f for f in file_result.findings if f.out_of_scope is None]
+        dropped += len(file_result.findings) - len(kept)
+        file_result.findings = kept
+    return dropped

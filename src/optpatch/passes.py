@@ -1,0 +1,298 @@
+"""One file through the pipeline: analyse its text, then settle what this run applies.
+
+Two halves, so that analysis can be cached and policy cannot leak into it:
+
+1. `analyse_text` runs the rules over one text and returns an `Analysis`:
+   every finding with its tier, positions in that text, and no decision.
+   It depends only on the text, the rules and the analysis settings.
+2. `settle` takes the run's fix policy (tiers, --unsafe-fixes, validated
+   fixes) and narrowing filters, plans the edits, applies them, and when a
+   fix was held back because it overlapped another, analyses the rewritten
+   text again (at most `MAX_PASSES` times). The rewritten file must pass the
+   safety net (frontends.rewrite_error) before it is handed out.
+
+A `FileRecord` holds every analysis and safety-net verdict of one file's
+texts, by the SHA-256 of each text's bytes. It is what the result cache
+keeps (cache.py), so a warm run with another policy analyses nothing again
+unless its fixes produce a text never seen before.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
+
+import pathspec
+
+from optpatch.config import Settings
+from optpatch.frontends import FrontendError, parse, rewrite_error
+from optpatch.locations import locate_findings
+from optpatch.model import Edit, FileError, Finding, Language
+from optpatch.offsets import Passes, locator, relocate_to_original, written_lines
+from optpatch.planner import apply_edits, plan_edits
+from optpatch.policy import FixPolicy
+from optpatch.results import FileResult
+from optpatch.rule import Rule
+from optpatch.source import SourceFile
+from optpatch.suppression import apply_suppressions, find_suppressions
+
+if TYPE_CHECKING:
+    from optpatch.python_screen import CallIndex
+
+MAX_PASSES = 4  # rounds of re-analysis when fixes overlapped; real code needs at most two
+
+
+class FindingFilter(Protocol):
+    """Narrowing (narrowing.py): marks the findings outside the run's scope, which are then neither applied nor shown."""
+
+    def mark(self, findings: list[Finding]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What the rules found in one text, before any fix policy: the unit of the result cache.
+
+    Findings carry positions, line text and regions of the analysed text,
+    and no decision (`applied`, `refusal`, `out_of_scope` unset).
+    """
+
+    findings: tuple[Finding, ...] = ()
+    suppressed: int = 0
+    unused_suppressions: tuple[int, ...] = ()
+    skipped: str | None = None  # a generated file
+    error: FileError | None = None
+    inputs: tuple[tuple[str, str], ...] = ()  # other files the frontend read (C++ headers), with their SHA-256
+
+
+@dataclass
+class FileRecord:
+    """One file's analyses and safety-net verdicts, by the SHA-256 of the text's bytes."""
+
+    digest: str  # of the file's bytes as read
+    analyses: dict[str, Analysis] = field(default_factory=dict)
+    net: dict[str, str | None] = field(default_factory=dict)  # rewritten text -> why it would not parse, or None
+    changed: bool = field(default=False, compare=False)
+
+    @property
+    def first(self) -> Analysis:
+        return self.analyses[self.digest]
+
+    @property
+    def inputs(self) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted({item for analysis in self.analyses.values() for item in analysis.inputs}))
+
+    def analysis_of(self, source: SourceFile, rules: Callable[[], list[type[Rule]]]) -> Analysis:
+        key = text_digest(source.raw)
+        if key not in self.analyses:
+            self.analyses[key] = analyse_text(source, rules())
+            self.changed = True
+        return self.analyses[key]
+
+    def net_verdict(self, original: SourceFile, rewritten: SourceFile, applied: Passes) -> str | None:
+        key = text_digest(rewritten.raw)
+        if key not in self.net:
+            self.net[key] = rewrite_error(original, rewritten, written_lines(rewritten, applied))
+            self.changed = True
+        return self.net[key]
+
+
+def text_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- 1. analysis: the rules over one text -----------------------------------------------------
+
+
+def analyse_text(source: SourceFile, rules: Iterable[type[Rule]]) -> Analysis:
+    """Every finding the rules make in this text, with suppressions honoured; no fix policy."""
+    wanted, calls = _screened([rule for rule in rules if rule.wants(source)], source)
+    if not wanted:
+        return Analysis(unused_suppressions=tuple(suppression_lines(source)))
+    try:
+        unit = parse(source, calls, _outline(wanted, calls, source))
+    except FrontendError as error:
+        return Analysis(error=error.error)
+    findings: list[Finding] = []
+    for rule in wanted:
+        try:
+            findings.extend(rule().check(unit))
+        except RecursionError:
+            return Analysis(error=FileError(source.rel, f"{rule.code}: code nested too deeply to analyse"))
+        except Exception as error:  # a rule bug must cost one file, not the run
+            return Analysis(error=FileError(source.rel, f"internal error in {rule.code}: {type(error).__name__}: {error}"))
+    suppressions = find_suppressions(source.text, source.language)
+    findings, suppressed = apply_suppressions(findings, suppressions)
+    locate_findings(findings, source)
+    unused = tuple(s.line for s in suppressions if not s.used)
+    inputs = tuple(getattr(unit, "inputs", ()))
+    return Analysis(tuple(sorted(findings, key=lambda f: f.sort_key)), suppressed, unused, inputs=inputs)
+
+
+def suppression_lines(source: SourceFile) -> list[int]:
+    """The lines of the file's suppression comments (a cheap look for the marker first)."""
+    if "optpatch:" not in source.text and "noqa" not in source.text:
+        return []
+    return [suppression.line for suppression in find_suppressions(source.text, source.language)]
+
+
+def rules_for(rel: str, rules: list[type[Rule]], settings: Settings) -> list[type[Rule]]:
+    """The rules that run on this path: `per-file-ignores` removes some."""
+    ignored: set[str] = set()
+    for pattern, codes in settings.per_file_ignores:
+        if _pattern(pattern).match_file(rel):
+            ignored.update(code for code in codes)
+    return [rule for rule in rules if not any(rule.code.startswith(code) for code in ignored)]
+
+
+@cache
+def _pattern(pattern: str) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
+
+
+def _screened(rules: list[type[Rule]], source: SourceFile) -> tuple[list[type[Rule]], "CallIndex | None"]:
+    """Drop the rules whose `screen` rejects the file's `ast` (parsed once, only if some rule screens or needs).
+
+    Also returns the `ast`'s call index, when Python's own parser took the
+    file: it spares the Python frontend its own check for nesting CPython
+    refuses, and gives the rules' `needs`.
+    """
+    if source.language is not Language.PYTHON or all(
+        rule.screen.__func__ is Rule.screen.__func__ and rule.needs.__func__ is Rule.needs.__func__ for rule in rules
+    ):
+        return rules, None
+    from optpatch.python_screen import CallIndex
+
+    calls = CallIndex.of(source.text)
+    if calls is None:
+        return rules, None  # `ast` refused the file: libcst reports the syntax error properly
+    return [rule for rule in rules if rule.screen(calls)], calls
+
+
+def _outline(rules: list[type[Rule]], calls: "CallIndex | None", source: SourceFile) -> str | None:
+    """What libcst parses instead of the file: its outline, when every rule says what it needs (python_outline.py)."""
+    if calls is None:
+        return None
+    needed: list[int] = []
+    resolved: set[str] = set()
+    for rule in rules:
+        nodes = rule.needs(calls)
+        if nodes is None:
+            return None
+        needed += (node.lineno for node in nodes)
+        resolved |= rule.resolved_in_stubs(calls)
+    from optpatch.python_outline import outline
+    from optpatch.python_screen import bound_outside
+
+    # A `global` or `:=` that binds a name a rule resolves in a stubbed function keeps its own function;
+    # the outline keeps the others' functions only if code that stays reads their names.
+    bindings = []
+    for binding in calls.outer_bindings:
+        names = bound_outside(binding)
+        if names & resolved:
+            needed.append(binding.lineno)
+        else:
+            bindings.append((binding.lineno, names))
+    return outline(source.text, calls.tree, needed, bindings, calls.reads() if bindings else None)
+
+
+# -- 2. settling: what this run applies ---------------------------------------------------------
+
+
+def settle(
+    record: FileRecord,
+    load: Callable[[], SourceFile],
+    rules: Callable[[], list[type[Rule]]],
+    policy: FixPolicy,
+    filters: tuple[FindingFilter, ...] = (),
+    rel: str | None = None,
+) -> FileResult:
+    """The file's findings with this run's decisions, and its rewritten bytes when a fix applies.
+
+    `load` gives the file's text; it is called only when a fix may apply.
+    `rules` gives the rules, for a text the record holds no analysis of.
+    """
+    first = record.first
+    rel = rel if rel is not None else load().rel
+    result = FileResult(rel, suppressed=first.suppressed, unused_suppressions=list(first.unused_suppressions))
+    if first.error is not None:
+        result.error = first.error
+        return result
+    if first.skipped is not None:
+        result.skipped = first.skipped
+        return result
+    result.findings, edits = _decided(first.findings, policy, filters, _unmoved, 0)
+    if not any(f.applied or f.deferred for f in result.findings):
+        return result
+    source = load()
+    current, applied, pass_findings, attempt = source, [], result.findings, 0
+    while True:
+        new_text = apply_edits(current.text, edits)
+        if new_text == current.text:
+            break
+        applied.append(edits)
+        current = _rewritten(current, new_text)
+        attempt += 1
+        if attempt == MAX_PASSES or not any(f.deferred for f in pass_findings):
+            break
+        analysis = record.analysis_of(current, rules)
+        if analysis.error is not None:  # a rewrite that no longer parses is a bug: keep the last good text
+            result.error = FileError(rel, f"internal error: pass {attempt + 1} did not parse: {analysis.error.reason}")
+            break
+        pass_findings, edits = _decided(analysis.findings, policy, filters, locator(source, current, applied), attempt)
+        result.findings = _merge_later_pass(result.findings, pass_findings)
+    if current.text != source.text:
+        broken = record.net_verdict(source, current, applied)
+        if broken:
+            result.error = FileError(rel, f"internal error: the rewritten file would not parse ({broken}); left unchanged")
+            return result
+        result.old, result.new = source.raw, current.raw
+        if len(applied) > 1:
+            relocate_to_original(result.findings, source, current.text, applied)
+    return result
+
+
+def _unmoved(line: int, col: int) -> tuple[int, int]:
+    return line, col
+
+
+def _decided(findings, policy: FixPolicy, filters, locate, attempt: int) -> tuple[list[Finding], list[Edit]]:
+    """Fresh copies of an analysis's findings, placed in the original file, filtered and planned; and their edits."""
+    decided = []
+    for finding in findings:
+        finding = copy.copy(finding)
+        finding.analysis_pass = attempt
+        finding.line, finding.col = locate(finding.line, finding.col)
+        decided.append(finding)
+    for narrowing in filters:
+        narrowing.mark(decided)
+    return decided, plan_edits(decided, policy.refuse)
+
+
+def _merge_later_pass(first: list[Finding], later: list[Finding]) -> list[Finding]:
+    """A later pass's verdict on a fix deferred for overlap replaces the deferral; its new fixes join."""
+    deferred = {(f.code, f.line) for f in first if f.deferred}
+    redone = [f for f in later if f.applied or (f.code, f.line) in deferred]
+    replaced = {(f.code, f.line) for f in redone} & deferred
+    kept = [f for f in first if not ((f.code, f.line) in replaced and f.deferred)]
+    return sorted(kept + redone, key=lambda f: f.sort_key)
+
+
+def _rewritten(source: SourceFile, text: str) -> SourceFile:
+    return SourceFile(source.rel, source.path, source.encode(text), text, source.encoding, source.bom, source.language)
+
+
+# -- both halves, for one file ------------------------------------------------------------------
+
+
+def analyse_file(
+    source: SourceFile, rules: Iterable[type[Rule]], settings: Settings, policy: FixPolicy,
+    filters: tuple[FindingFilter, ...] = (), record: FileRecord | None = None,
+) -> FileResult:
+    """Every finding for one file under this policy, and its rewritten bytes when a fix applies."""
+    selected = rules_for(source.rel, list(rules), settings)
+    record = record or FileRecord(text_digest(source.raw))
+    record.analysis_of(source, lambda: selected)
+    return settle(record, lambda: source, lambda: selected, policy, filters, source.rel)

@@ -1,0 +1,50 @@
+"""Which of the fixes found a run applies: tiers, --unsafe-fixes, validation, scope.
+
+The fix policy is applied after analysis, never inside it: an analysis (and
+so the result cache) holds every fix found with its tier, and each run
+decides what to apply. A decision therefore never carries from one kind of
+run to another: a validate-tier fix is applied only by the run whose
+validation accepted it (`validated`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optpatch.model import Finding, Hold, Refusal, Tier
+
+
+@dataclass(frozen=True)
+class FixPolicy:
+    """Which tiers this run applies. `validated` holds the ids of fixes a validation run accepted."""
+
+    unsafe_fixes: bool = False
+    validated: frozenset[str] = frozenset()
+    tiers: tuple[tuple[str, str], ...] = ()  # (code prefix, tier) from the `tiers` setting: stricter only
+
+    def refuse(self, finding: Finding) -> Refusal | None:
+        """Why this run must not apply the fix, or None."""
+        if finding.out_of_scope is not None:
+            return Refusal(Hold.OUT_OF_SCOPE, finding.out_of_scope)
+        tier = effective_tier(finding, self.tiers)
+        if tier is Tier.SAFE:
+            return None
+        if tier is Tier.UNSAFE:
+            return None if self.unsafe_fixes else Refusal(Hold.UNSAFE_TIER)
+        if fix_id(finding) in self.validated:
+            return None
+        return Refusal(Hold.VALIDATE_TIER)
+
+
+def effective_tier(finding: Finding, overrides: tuple[tuple[str, str], ...]) -> Tier:
+    """The rule's tier, made stricter (never looser) by the `tiers` setting."""
+    tier = finding.tier or Tier.SAFE
+    for prefix, wanted in overrides:
+        if finding.code.startswith(prefix) and Tier(wanted).strictness > tier.strictness:
+            tier = Tier(wanted)
+    return tier
+
+
+def fix_id(finding: Finding) -> str:
+    """A fix's name across runs of one tree: where it is in the file as the user has it, and which rule."""
+    return f"{finding.path}:{finding.line}:{finding.col}:{finding.code}"

@@ -1,0 +1,59 @@
+"""What a run produced: each file's findings and rewritten bytes, and the whole run's.
+
+These are what the reporters, the patch writer and the command line read;
+nothing here changes once the run is over, except that the command line
+drops findings outside the run's scope before it reports (narrowing.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from optpatch.model import FileError, Finding
+
+
+@dataclass
+class FileResult:
+    rel: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    skipped: str | None = None
+    old: bytes | None = None  # set only when the file changes
+    new: bytes | None = None
+    suppressed: int = 0
+    unused_suppressions: list[int] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    root: Path
+    files: list[FileResult]
+    discovery_errors: list[FileError]
+    skipped: list[tuple[str, str]]
+    seconds: float = 0.0
+
+    @property
+    def findings(self) -> list[Finding]:
+        return sorted((f for r in self.files for f in r.findings), key=lambda f: f.sort_key)
+
+    @property
+    def errors(self) -> list[FileError]:
+        return sorted(self.discovery_errors + [r.error for r in self.files if r.error], key=lambda e: e.path)
+
+    @property
+    def changes(self) -> list[tuple[str, bytes, bytes]]:
+        return [(r.rel, r.old, r.new) for r in self.files if r.new is not None and r.old != r.new]
+
+    @property
+    def analysed(self) -> int:
+        return sum(1 for r in self.files if not r.error and not r.skipped)
+
+    @property
+    def suppressed(self) -> int:
+        return sum(r.suppressed for r in self.files)
+
+    @property
+    def unused_suppressions(self) -> list[tuple[str, int]]:
+        """(path, line) of every `optpatch: ignore` comment that silenced nothing, in path order."""
+        return [(r.rel, line) for r in self.files for line in r.unused_suppressions]
