@@ -14,14 +14,16 @@ bundled KV-cache kernels.
    one: compile both trees' CUDA sources with nvcc where the headers exist,
    check the reference against plain loops on the CPU in both trees, and
    list what was skipped.
+5. Print the report; with `--plot FILE`, draw it (kernel_chart.py).
+   `--from-report` prints and draws a saved report instead (kernel_report.py).
 
 Builds and checks run in each tree's own process (`python -m
 kernels.harness` with the tree as working folder), so each imports its own
 copy of the Python code and a crash in one cannot take the other down.
 
 Exit status: 0 when everything that ran passed, 4 when the rewrite failed
-or changed no host code, a build failed, or any check failed. Timings are
-reported, never asserted.
+or changed no host code, a build failed, or any check failed; 2 when the
+chart cannot be written. Timings are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -39,8 +41,16 @@ import tempfile
 from pathlib import Path
 from typing import Callable, TextIO
 
-EXIT_OK = 0
-EXIT_VALIDATION_FAILED = 4
+from optpatch.kernel_report import (
+    EXIT_OK,
+    EXIT_VALIDATION_FAILED,
+    ComparisonRow,
+    ValidationReport,
+    read_report,
+    report_payload,
+)
+
+EXIT_USAGE = 2  # a chart that cannot be written, as for any output (cli.py)
 
 RULES_UNDER_TEST = "OPT201,OPT202,OPT101"
 KERNELS_DIR_ENV = "OPTPATCH_KERNELS_DIR"
@@ -56,32 +66,6 @@ Rewriter = Callable[[Path], None]
 
 class RewriteFailed(Exception):
     """optpatch could not rewrite the copy; the message says why."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ComparisonRow:
-    kernel: str
-    shape: str
-    measure: str
-    original_us: float | None
-    patched_us: float | None
-    speedup: float | None
-    correct: bool
-
-
-@dataclasses.dataclass
-class ValidationReport:
-    environment: dict = dataclasses.field(default_factory=dict)
-    changed_files: list[str] = dataclasses.field(default_factory=list)
-    rows: list[ComparisonRow] = dataclasses.field(default_factory=list)
-    passed: list[str] = dataclasses.field(default_factory=list)
-    skipped: list[str] = dataclasses.field(default_factory=list)
-    failures: list[str] = dataclasses.field(default_factory=list)
-    targets: list[dict] = dataclasses.field(default_factory=list)
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_VALIDATION_FAILED if self.failures else EXIT_OK
 
 
 class TargetsError(ValueError):
@@ -494,28 +478,61 @@ def print_text(report: ValidationReport, file: TextIO | None = None) -> None:
 
 
 def print_json(report: ValidationReport, file: TextIO | None = None) -> None:
-    payload = dataclasses.asdict(report)
-    payload["exit_code"] = report.exit_code
-    print(json.dumps(payload, indent=2), file=file or sys.stdout)
+    print(json.dumps(report_payload(report), indent=2), file=file or sys.stdout)
+
+
+def publish(report: ValidationReport, output_format: str, plot: Path | None) -> int:
+    """Print the report; draw its chart to `plot` when given. The exit code:
+    the report's, or 2 when the chart cannot be written."""
+    (print_json if output_format == "json" else print_text)(report)
+    if plot is None:
+        return report.exit_code
+    if not report.rows:
+        progress(f"no chart written to {plot}: the report has no timings (they need a CUDA GPU)")
+        return report.exit_code
+    from optpatch.kernel_chart import draw_chart
+
+    try:
+        draw_chart(report, plot)
+    except OSError as error:
+        progress(f"the chart cannot be written to {plot}: {error.strerror or error}")
+        return EXIT_USAGE
+    progress(f"chart written to {plot}")
+    return report.exit_code
+
+
+def replay_report(path: Path, output_format: str = "text", plot: Path | None = None) -> int:
+    """`optpatch validate --from-report`: print (and plot) a saved report
+    without running anything; its exit code is that of the run it records.
+    Raises ReportError when the file is not such a report."""
+    _check_output_format(output_format)
+    return publish(read_report(path), output_format, plot)
+
+
+def _check_output_format(output_format: str) -> None:
+    if output_format not in ("text", "json"):
+        raise ValueError(f"unknown output format {output_format!r}: use text or json")
 
 
 def run_validate(
     output_format: str = "text",
     workdir: Path | None = None,
     *,
+    plot: Path | None = None,
     rewriter: Rewriter | None = None,
     kernels_dir: Path | None = None,
     gpu: bool | None = None,
     nvcc: bool = True,
 ) -> int:
-    """Engine of `optpatch validate`; returns the exit code (0 or 4).
+    """Engine of `optpatch validate`; returns the exit code (0 or 4; 2 when
+    the chart asked for with `plot` cannot be written).
 
     workdir keeps the copies, builds and logs (a temporary folder, removed
-    afterwards, when None). rewriter, kernels_dir, gpu (None: detect) and
-    nvcc exist for tests and dry runs.
+    afterwards, when None). The caller checks beforehand that a chart can
+    be drawn (kernel_chart.require_matplotlib, chart_format). rewriter,
+    kernels_dir, gpu (None: detect) and nvcc exist for tests and dry runs.
     """
-    if output_format not in ("text", "json"):
-        raise ValueError(f"unknown output format {output_format!r}: use text or json")
+    _check_output_format(output_format)
     rewriter = rewriter or optpatch_rewriter
     kernels_dir = kernels_dir or default_kernels_dir()
     gpu = gpu_available() if gpu is None else gpu
@@ -523,5 +540,4 @@ def run_validate(
         root = Path(workdir) if workdir is not None else Path(scratch)
         root.mkdir(parents=True, exist_ok=True)
         report = validate(root, kernels_dir, rewriter, gpu, nvcc)
-    (print_json if output_format == "json" else print_text)(report)
-    return report.exit_code
+    return publish(report, output_format, plot)
