@@ -270,3 +270,24 @@ def test_a_row_without_a_patched_value_draws_only_the_original_bar(tmp_path):
     elements = ids(ElementTree.parse(chart).getroot())
     assert kernel_chart.bar_id(report.rows[0], "original") in elements
     assert kernel_chart.bar_id(report.rows[0], "patched") not in elements
+
+
+def test_the_recorded_h100_report_in_docs_holds_only_numbers_of_the_table_beside_it():
+    # docs/benchmarks.md's chart is drawn from a report rebuilt from its table:
+    # every row must be a line of that table (a range "a / b / c" split by shape).
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    table = [line for line in (docs / "benchmarks.md").read_text().splitlines() if line.startswith("| ")]
+    report = read_report(docs / "validate-h100-2026-11-26.json")
+    assert len(report.rows) == 35
+    for row in report.rows:
+        prefix, _, size = row.shape.rpartition("=")
+        lines = [cells for cells in (line.strip("|").split(" | ") for line in table)
+                 if len(cells) == 7 and cells[0].strip() == row.kernel and cells[2] == row.measure
+                 and prefix in cells[1] and size in cells[1].split("=")[-1].split(" / ")]
+        assert len(lines) == 1, row
+        _, shapes, _, originals, patcheds, speedup, correct = (cell.strip() for cell in lines[0])
+        index = shapes.split("=")[-1].split(" / ").index(size)
+        assert f"{row.original_us:,.1f}" == originals.split(" / ")[index]
+        assert f"{row.patched_us:,.1f}" == patcheds.split(" / ")[index]
+        assert row.speedup is None if " / " in originals else speedup == (f"{row.speedup:.2f}x" if row.speedup < 10 else f"{row.speedup:.0f}x")
+        assert row.correct and correct == "yes"
