@@ -125,6 +125,8 @@ def speedup_label(speedup: float) -> str:
 def draw_chart(report: ValidationReport, path: Path) -> None:
     """Write the chart of report.rows to `path` (SVG or PNG by its suffix)."""
     file_format = chart_format(path)
+    if not report.rows:
+        raise ValueError("the report has no timings to draw (they need a CUDA GPU)")
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

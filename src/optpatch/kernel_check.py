@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from optpatch.kernel_report import (
-    EXIT_OK,
     EXIT_VALIDATION_FAILED,
     ComparisonRow,
     ValidationReport,

@@ -232,6 +232,13 @@ def test_a_chart_in_a_missing_folder_is_a_usage_error_before_any_work(tmp_path):
     assert result.returncode == 2 and "does not exist" in result.stderr and "WORK STARTED" not in result.stdout
 
 
+def test_a_chart_that_cannot_be_written_is_exit_2_after_the_report(tmp_path, capsys):
+    code = kernel_check.publish(gpu_report(), "json", tmp_path / "gone" / "chart.svg")
+    captured = capsys.readouterr()
+    assert code == 2 and json.loads(captured.out)["rows"]
+    assert f"the chart cannot be written to {tmp_path / 'gone' / 'chart.svg'}" in captured.err
+
+
 def test_a_report_without_timings_writes_no_chart_and_says_so(tmp_path, capsys):
     chart = tmp_path / "chart.svg"
     code = kernel_check.publish(kernel_check.ValidationReport(skipped=["GPU: none"]), "json", chart)
