@@ -4,7 +4,10 @@ errors and the missing extra, each before any work."""
 
 import dataclasses
 import json
+import os
 import struct
+import subprocess
+import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -298,3 +301,19 @@ def test_the_recorded_h100_report_in_docs_holds_only_numbers_of_the_table_beside
         assert f"{row.patched_us:,.1f}" == patcheds.split(" / ")[index]
         assert row.speedup is None if " / " in originals else speedup == (f"{row.speedup:.2f}x" if row.speedup < 10 else f"{row.speedup:.0f}x")
         assert row.correct and correct == "yes"
+
+
+def test_the_chart_never_touches_a_window_backend(saved_report, tmp_path):
+    # A GUI backend asked for by the environment is neither imported nor used:
+    # the figure is drawn on Agg without pyplot, so no window and no display.
+    program = (
+        "import sys\nfrom pathlib import Path\n"
+        "from optpatch import kernel_chart\nfrom optpatch.kernel_report import read_report\n"
+        f"kernel_chart.draw_chart(read_report(Path({str(saved_report)!r})), Path({str(tmp_path / 'chart.png')!r}))\n"
+        "print(sorted(name for name in sys.modules if name.startswith(('matplotlib.pyplot', 'matplotlib.backends.backend_tk', 'tkinter'))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "MPLBACKEND": "TkAgg", "DISPLAY": ""})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    assert (tmp_path / "chart.png").read_bytes()[:4] == b"\x89PNG"
