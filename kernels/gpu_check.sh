@@ -6,9 +6,11 @@
 #                          dependencies must be importable; wheels in ./.whl
 #                          are installed to /tmp/site first)
 #
-# Writes validate.txt, validate.json, optpatch.diff, checks-*.json,
-# timings.json and logs.txt to $OUT (default ./gpu-check-out); builds stay in
-# /tmp/optpatch-gpu-check. Exit status: that of validate (0 or 4).
+# Writes validate.txt, validate.json, validate.svg (the chart, where
+# matplotlib imports; else the command that draws it later from
+# validate.json), optpatch.diff, checks-*.json, timings.json and logs.txt to
+# $OUT (default ./gpu-check-out); builds stay in /tmp/optpatch-gpu-check.
+# Exit status: that of validate (0 or 4).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,11 +34,22 @@ import shutil
 import sys
 from pathlib import Path
 
+from optpatch import kernel_chart
 from optpatch import kernel_check as kv
 
 out, repo = Path(sys.argv[1]), Path(sys.argv[2])
 workdir = Path("/tmp/optpatch-gpu-check")
+chart = out / "validate.svg"
+redraw = f"optpatch validate --from-report {out / 'validate.json'} --plot {chart}"
 
+# Said before the run, not after it: a GPU machine without matplotlib still
+# records the run, and the chart is drawn from its JSON anywhere.
+try:
+    kernel_chart.require_matplotlib()
+    can_draw = True
+except kernel_chart.ChartUnavailable as missing:
+    print(f"gpu_check.sh: no chart on this machine: {missing}\n  then draw it anywhere with: {redraw}", file=sys.stderr)
+    can_draw = False
 
 report = kv.validate(workdir, repo / "kernels", kv.optpatch_rewriter, gpu=kv.gpu_available(), nvcc=True)
 
@@ -45,6 +58,12 @@ with (out / "validate.txt").open("w") as text:
 with (out / "validate.json").open("w") as payload:
     kv.print_json(report, file=payload)
 kv.print_text(report)
+chart.unlink(missing_ok=True)  # an earlier run's chart must not pass for this one's
+if can_draw and report.rows:
+    kernel_chart.draw_chart(report, chart)
+    print(f"gpu_check.sh: chart written to {chart}", file=sys.stderr)
+elif can_draw:
+    print("gpu_check.sh: no chart: the run has no timings (they need a CUDA GPU)", file=sys.stderr)
 
 diff = workdir / "patched" / "optpatch.diff"
 if diff.exists():

@@ -544,16 +544,56 @@ def _parse_target(target: str) -> tuple[Path, str | None, int | None]:
     return Path(target), None, None
 
 
+def _plot_path(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
+    """--plot FILE: an .svg or .png whose folder exists, checked before any work (exit 2)."""
+    if path is None:
+        return None
+    from optpatch.kernel_chart import chart_format
+
+    try:
+        chart_format(path)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+    _check_output(path.resolve(), "--plot")
+    return path
+
+
 @main.command()
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--workdir", type=click.Path(path_type=Path, file_okay=False), help="Keep copies, builds and logs here.")
-def validate(output_format: str, workdir: Path | None) -> None:
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), callback=_plot_path, metavar="FILE",
+              help="Also draw the timings as a chart, SVG or PNG by FILE's suffix (needs matplotlib: "
+                   "pip install 'optpatch[plot]').")
+@click.option("--from-report", "saved_report", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              metavar="REPORT.json",
+              help="Run nothing: print (and with --plot, draw) a report saved from `--format json`, e.g. a GPU machine's.")
+def validate(output_format: str, workdir: Path | None, plot_path: Path | None, saved_report: Path | None) -> None:
     """Build and run the bundled CUDA KV-cache kernels before and after optpatch's own rewrites.
 
     With a GPU: bit-exact checks against a PyTorch reference over a size
     sweep, then timings. Without one: nvcc compiles of both versions and the
     reference checks on the CPU, with every skip stated. Exit 4 when a check fails.
     """
-    from optpatch.kernel_check import run_validate
+    if saved_report is not None and workdir is not None:
+        raise click.UsageError("--workdir keeps a run's files, and --from-report runs nothing: give one of them")
+    if plot_path is not None:
+        from optpatch.kernel_chart import ChartUnavailable, require_matplotlib
 
-    sys.exit(run_validate(output_format, workdir))
+        try:
+            require_matplotlib()
+        except ChartUnavailable as missing:
+            click.echo(f"optpatch validate --plot: {missing}", err=True)
+            sys.exit(EXIT_USAGE)
+    if saved_report is None:
+        from optpatch.kernel_check import run_validate
+
+        sys.exit(run_validate(output_format, workdir, plot=plot_path))
+    from optpatch.kernel_check import replay_report
+    from optpatch.kernel_report import ReportError
+
+    try:
+        status = replay_report(saved_report, output_format, plot_path)
+    except ReportError as error:
+        click.echo(f"optpatch validate --from-report: {error}", err=True)
+        status = EXIT_USAGE
+    sys.exit(status)

@@ -9,23 +9,28 @@ bundled KV-cache kernels.
 4. With a GPU: build both trees as torch extensions (in parallel, distinct
    names and build folders), check each bit for bit against the PyTorch
    reference over the size sweep with poisoned outputs, then time both in
-   one process in alternating rounds on the same inputs, and compare. Without one: compile both trees' CUDA sources with nvcc where
-   the headers exist, check the reference against plain loops on the CPU
-   in both trees, and list what was skipped.
+   one process in alternating rounds on the same inputs and compare them;
+   report the kernels' acceptance targets (their targets.json). Without
+   one: compile both trees' CUDA sources with nvcc where the headers exist,
+   check the reference against plain loops on the CPU in both trees, and
+   list what was skipped.
+5. Print the report; with `--plot FILE`, draw it (kernel_chart.py).
+   `--from-report` prints and draws a saved report instead (kernel_report.py).
 
 Builds and checks run in each tree's own process (`python -m
 kernels.harness` with the tree as working folder), so each imports its own
 copy of the Python code and a crash in one cannot take the other down.
 
 Exit status: 0 when everything that ran passed, 4 when the rewrite failed
-or changed no host code, a build failed, or any check failed. Timings are
-reported, never asserted.
+or changed no host code, a build failed, or any check failed; 2 when the
+chart cannot be written. Timings are reported, never asserted.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import enum
 import importlib.util
 import json
 import os
@@ -36,19 +41,22 @@ import tempfile
 from pathlib import Path
 from typing import Callable, TextIO
 
-EXIT_OK = 0
-EXIT_VALIDATION_FAILED = 4
+from optpatch.kernel_report import (
+    EXIT_VALIDATION_FAILED,
+    ComparisonRow,
+    ValidationReport,
+    read_report,
+    report_payload,
+)
+
+EXIT_USAGE = 2  # a chart that cannot be written, as for any output (cli.py)
 
 RULES_UNDER_TEST = "OPT201,OPT202,OPT101"
 KERNELS_DIR_ENV = "OPTPATCH_KERNELS_DIR"
+TARGETS_FILE = "targets.json"
 HOST_CODE_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp"})
 VERSIONS = ("original", "patched")
 LOG_TAIL_CHARS = 2000
-
-# The issue's acceptance targets for copy_blocks at 32 layers and 1 pair.
-TARGET_SHAPE = "layers=32 pairs=1"
-TARGET_HOST_SPEEDUP = 1.5
-TARGET_QUEUED_RETURN_US = 1000.0
 
 # Rewrites a tree in place. The default runs optpatch's CLI; tests and dry
 # runs pass their own.
@@ -59,30 +67,72 @@ class RewriteFailed(Exception):
     """optpatch could not rewrite the copy; the message says why."""
 
 
+class TargetsError(ValueError):
+    """The kernels' targets.json cannot be read; the message names the file and the fault."""
+
+
+class Bound(enum.Enum):
+    """What a target asks of its row; the value is targets.json's key."""
+
+    SPEEDUP_AT_LEAST = "speedup_at_least"
+    PATCHED_BELOW_US = "patched_below_us"
+
+
 @dataclasses.dataclass(frozen=True)
-class ComparisonRow:
+class Target:
+    """An acceptance target of the bundled kernels: one row of the table and
+    one bound on it, from the kernels' targets.json."""
+
     kernel: str
     shape: str
     measure: str
-    original_us: float | None
-    patched_us: float | None
-    speedup: float | None
-    correct: bool
+    bound: Bound
+    limit: float
+
+    def describe(self) -> str:
+        wanted = (f"speedup >= {self.limit:g}x" if self.bound is Bound.SPEEDUP_AT_LEAST
+                  else f"patched < {self.limit:g} us")
+        return f"{self.kernel} {self.shape}, {self.measure}: {wanted}"
+
+    def matches(self, row: ComparisonRow) -> bool:
+        return (row.kernel, row.shape, row.measure) == (self.kernel, self.shape, self.measure)
+
+    def judge(self, row: ComparisonRow) -> dict | None:
+        """The target's entry in the report; None when the row lacks the value it bounds."""
+        if self.bound is Bound.SPEEDUP_AT_LEAST:
+            if row.speedup is None:
+                return None
+            return {"target": self.describe(), "value": round(row.speedup, 2), "met": row.speedup >= self.limit}
+        if row.patched_us is None:
+            return None
+        return {"target": self.describe(), "value": round(row.patched_us, 1), "met": row.patched_us < self.limit}
 
 
-@dataclasses.dataclass
-class ValidationReport:
-    environment: dict = dataclasses.field(default_factory=dict)
-    changed_files: list[str] = dataclasses.field(default_factory=list)
-    rows: list[ComparisonRow] = dataclasses.field(default_factory=list)
-    passed: list[str] = dataclasses.field(default_factory=list)
-    skipped: list[str] = dataclasses.field(default_factory=list)
-    failures: list[str] = dataclasses.field(default_factory=list)
-    targets: list[dict] = dataclasses.field(default_factory=list)
+def load_targets(kernels_dir: Path) -> list[Target]:
+    """The targets in kernels_dir/targets.json; none when the file is absent
+    (a kernels folder of one's own need not set any)."""
+    path = kernels_dir / TARGETS_FILE
+    if not path.exists():
+        return []
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))["targets"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
+        raise TargetsError(f'{path}: cannot be read as {{"targets": [...]}}: {error}') from None
+    return [_target(path, number, entry) for number, entry in enumerate(entries, 1)]
 
-    @property
-    def exit_code(self) -> int:
-        return EXIT_VALIDATION_FAILED if self.failures else EXIT_OK
+
+def _target(path: Path, number: int, entry: object) -> Target:
+    bounds = [bound for bound in Bound if isinstance(entry, dict) and bound.value in entry]
+    keys_given = isinstance(entry, dict) and all(isinstance(entry.get(key), str) for key in ("kernel", "shape", "measure"))
+    if not keys_given or len(bounds) != 1 or not _is_number(entry[bounds[0].value]):
+        raise TargetsError(
+            f"{path}: target {number}: give `kernel`, `shape` and `measure` (strings, as in the table) and exactly one "
+            f"of {', '.join(f'`{bound.value}`' for bound in Bound)} (a number)")
+    return Target(entry["kernel"], entry["shape"], entry["measure"], bounds[0], float(entry[bounds[0].value]))
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def optpatch_rewriter(tree: Path) -> None:
@@ -314,22 +364,20 @@ def compare_versions(checks: dict[str, dict], timings: list[dict], report: Valid
         report.rows.append(ComparisonRow(kernel, shape, measure, original, patched, speedup, correct))
 
 
-def evaluate_targets(report: ValidationReport) -> None:
-    """The issue's acceptance targets, reported (timings are never a
-    pass/fail check)."""
-    for row in report.rows:
-        if row.kernel != "copy_blocks" or row.shape != TARGET_SHAPE:
-            continue
-        if row.measure == "host us/call" and row.speedup is not None:
-            report.targets.append({"target": f"copy_blocks {TARGET_SHAPE} host time speedup >= {TARGET_HOST_SPEEDUP}x",
-                                   "value": round(row.speedup, 2), "met": row.speedup >= TARGET_HOST_SPEEDUP})
-        if row.measure.startswith("us to return") and row.patched_us is not None:
-            report.targets.append({"target": f"copy_blocks {TARGET_SHAPE} patched returns in < {TARGET_QUEUED_RETURN_US:g} us "
-                                             "with GPU work queued",
-                                   "value": round(row.patched_us, 1), "met": row.patched_us < TARGET_QUEUED_RETURN_US})
+def evaluate_targets(report: ValidationReport, targets: list[Target]) -> None:
+    """The kernels' acceptance targets, reported (timings are never a
+    pass/fail check). Once there are timings, a target whose row or value is
+    not among them is reported missed: targets.json names what was not measured."""
+    if not report.rows:
+        return
+    for target in targets:
+        rows = [row for row in report.rows if target.matches(row)]
+        judged = [entry for entry in map(target.judge, rows) if entry is not None]
+        report.targets += judged or [{"target": f"{target.describe()} (not measured)",
+                                      "value": None, "met": False}]
 
 
-def validate_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> None:
+def validate_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport, targets: list[Target]) -> None:
     if not build_both(trees, workdir, report):
         return
     checks = check_on_gpu(trees, workdir, report)
@@ -338,7 +386,7 @@ def validate_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationRep
         report.environment.update(timings["environment"])
         report.environment.pop("tree", None)
     compare_versions(checks, timings["timings"] if timings else [], report)
-    evaluate_targets(report)
+    evaluate_targets(report, targets)
 
 
 # --- the command --------------------------------------------------------
@@ -358,6 +406,11 @@ def validate(
     if not (kernels_dir / "csrc").is_dir():
         report.failures.append(f"{kernels_dir}: no bundled kernels here (set {KERNELS_DIR_ENV} to the kernels/ folder)")
         return report
+    try:
+        targets = load_targets(kernels_dir)
+    except TargetsError as error:
+        report.failures.append(str(error))
+        return report
     trees = {version: workdir / version for version in VERSIONS}
     for tree in trees.values():
         copy_kernels(kernels_dir, tree)
@@ -374,7 +427,7 @@ def validate(
         return report
 
     if gpu:
-        validate_on_gpu(trees, workdir, report)
+        validate_on_gpu(trees, workdir, report, targets)
     else:
         validate_without_gpu(trees, workdir, report, nvcc)
     return report
@@ -409,7 +462,8 @@ def print_text(report: ValidationReport, file: TextIO | None = None) -> None:
     sections = (
         ("rewritten files", report.changed_files),
         ("passed", report.passed),
-        ("targets", [f"{'met' if t['met'] else 'MISSED'}: {t['target']} ({t['value']})" for t in report.targets]),
+        ("targets", [f"{'met' if t['met'] else 'MISSED'}: {t['target']}" + ("" if t["value"] is None else f" ({t['value']})")
+                     for t in report.targets]),
         ("skipped", report.skipped),
         ("failed", report.failures),
     )
@@ -423,28 +477,61 @@ def print_text(report: ValidationReport, file: TextIO | None = None) -> None:
 
 
 def print_json(report: ValidationReport, file: TextIO | None = None) -> None:
-    payload = dataclasses.asdict(report)
-    payload["exit_code"] = report.exit_code
-    print(json.dumps(payload, indent=2), file=file or sys.stdout)
+    print(json.dumps(report_payload(report), indent=2), file=file or sys.stdout)
+
+
+def publish(report: ValidationReport, output_format: str, plot: Path | None) -> int:
+    """Print the report; draw its chart to `plot` when given. The exit code:
+    the report's, or 2 when the chart cannot be written."""
+    (print_json if output_format == "json" else print_text)(report)
+    if plot is None:
+        return report.exit_code
+    if not report.rows:
+        progress(f"no chart written to {plot}: the report has no timings (they need a CUDA GPU)")
+        return report.exit_code
+    from optpatch.kernel_chart import draw_chart
+
+    try:
+        draw_chart(report, plot)
+    except OSError as error:
+        progress(f"the chart cannot be written to {plot}: {error.strerror or error}")
+        return EXIT_USAGE
+    progress(f"chart written to {plot}")
+    return report.exit_code
+
+
+def replay_report(path: Path, output_format: str = "text", plot: Path | None = None) -> int:
+    """`optpatch validate --from-report`: print (and plot) a saved report
+    without running anything; its exit code is that of the run it records.
+    Raises ReportError when the file is not such a report."""
+    _check_output_format(output_format)
+    return publish(read_report(path), output_format, plot)
+
+
+def _check_output_format(output_format: str) -> None:
+    if output_format not in ("text", "json"):
+        raise ValueError(f"unknown output format {output_format!r}: use text or json")
 
 
 def run_validate(
     output_format: str = "text",
     workdir: Path | None = None,
     *,
+    plot: Path | None = None,
     rewriter: Rewriter | None = None,
     kernels_dir: Path | None = None,
     gpu: bool | None = None,
     nvcc: bool = True,
 ) -> int:
-    """Engine of `optpatch validate`; returns the exit code (0 or 4).
+    """Engine of `optpatch validate`; returns the exit code (0 or 4; 2 when
+    the chart asked for with `plot` cannot be written).
 
     workdir keeps the copies, builds and logs (a temporary folder, removed
-    afterwards, when None). rewriter, kernels_dir, gpu (None: detect) and
-    nvcc exist for tests and dry runs.
+    afterwards, when None). The caller checks beforehand that a chart can
+    be drawn (kernel_chart.require_matplotlib, chart_format). rewriter,
+    kernels_dir, gpu (None: detect) and nvcc exist for tests and dry runs.
     """
-    if output_format not in ("text", "json"):
-        raise ValueError(f"unknown output format {output_format!r}: use text or json")
+    _check_output_format(output_format)
     rewriter = rewriter or optpatch_rewriter
     kernels_dir = kernels_dir or default_kernels_dir()
     gpu = gpu_available() if gpu is None else gpu
@@ -452,5 +539,4 @@ def run_validate(
         root = Path(workdir) if workdir is not None else Path(scratch)
         root.mkdir(parents=True, exist_ok=True)
         report = validate(root, kernels_dir, rewriter, gpu, nvcc)
-    (print_json if output_format == "json" else print_text)(report)
-    return report.exit_code
+    return publish(report, output_format, plot)

@@ -36,4 +36,5 @@ def test_an_installed_optpatch_finds_its_rules_and_kernels(tmp_path):
     assert asked.returncode == 0, asked.stderr
     kernels, rules = (Path(line) for line in asked.stdout.split())
     assert kernels.is_relative_to(tmp_path / "site") and (kernels / "csrc").is_dir() and (kernels / "harness.py").is_file()
+    assert (kernels / "targets.json").is_file()  # the acceptance targets `optpatch validate` reports
     assert rules.is_relative_to(tmp_path / "site") and (rules / "opt101_zeros_to_empty.py").is_file()

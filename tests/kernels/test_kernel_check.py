@@ -2,6 +2,7 @@
 runs, what it skips, and when it exits 4."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -110,18 +111,25 @@ def test_unknown_format_is_a_usage_error():
         kv.run_validate("sarif")
 
 
+TARGET_SHAPE = "layers=32 pairs=1"
+QUEUED = "us to return, 5 ms queued"
+TARGETS = [
+    kv.Target("copy_blocks", TARGET_SHAPE, "host us/call", kv.Bound.SPEEDUP_AT_LEAST, 1.5),
+    kv.Target("copy_blocks", TARGET_SHAPE, QUEUED, kv.Bound.PATCHED_BELOW_US, 1000.0),
+]
+
+
 def _checks(ok=True):
-    return {"checks": [{"kernel": "copy_blocks", "shape": kv.TARGET_SHAPE, "dtype": "float16", "ok": ok, "detail": "x"}]}
+    return {"checks": [{"kernel": "copy_blocks", "shape": TARGET_SHAPE, "dtype": "float16", "ok": ok, "detail": "x"}]}
 
 
 def _timings(original_host, patched_host, original_queued, patched_queued):
     rows = []
     for variant, host, queued in (("original", original_host, original_queued), ("patched", patched_host, patched_queued)):
         rows += [
-            {"variant": variant, "kernel": "copy_blocks", "shape": kv.TARGET_SHAPE, "measure": "host us/call",
+            {"variant": variant, "kernel": "copy_blocks", "shape": TARGET_SHAPE, "measure": "host us/call",
              "microseconds": host},
-            {"variant": variant, "kernel": "copy_blocks", "shape": kv.TARGET_SHAPE,
-             "measure": "us to return, 5 ms queued", "microseconds": queued},
+            {"variant": variant, "kernel": "copy_blocks", "shape": TARGET_SHAPE, "measure": QUEUED, "microseconds": queued},
         ]
     return rows
 
@@ -129,20 +137,83 @@ def _timings(original_host, patched_host, original_queued, patched_queued):
 def test_gpu_results_become_rows_with_speedups_and_targets():
     report = kv.ValidationReport()
     kv.compare_versions({"original": _checks(), "patched": _checks()}, _timings(40.0, 20.0, 5400.0, 30.0), report)
-    kv.evaluate_targets(report)
+    kv.evaluate_targets(report, TARGETS)
     host_row = report.rows[0]
     assert (host_row.original_us, host_row.patched_us, host_row.speedup, host_row.correct) == (40.0, 20.0, 2.0, True)
-    assert [target["met"] for target in report.targets] == [True, True]
+    assert report.targets == [
+        {"target": "copy_blocks layers=32 pairs=1, host us/call: speedup >= 1.5x", "value": 2.0, "met": True},
+        {"target": f"copy_blocks layers=32 pairs=1, {QUEUED}: patched < 1000 us", "value": 30.0, "met": True},
+    ]
     assert report.exit_code == 0
 
 
 def test_a_wrong_patched_result_fails_and_misses_the_targets():
     report = kv.ValidationReport()
     kv.compare_versions({"original": _checks(), "patched": _checks(ok=False)}, _timings(40.0, 35.0, 5400.0, 5300.0), report)
-    kv.evaluate_targets(report)
+    kv.evaluate_targets(report, TARGETS)
     assert not report.rows[0].correct and report.exit_code == kv.EXIT_VALIDATION_FAILED
-    assert report.failures == [f"patched: copy_blocks {kv.TARGET_SHAPE} float16: x"]
+    assert report.failures == [f"patched: copy_blocks {TARGET_SHAPE} float16: x"]
     assert [target["met"] for target in report.targets] == [False, False]
+
+
+def test_the_bounds_are_at_least_and_strictly_below():
+    report = kv.ValidationReport()
+    kv.compare_versions({"original": _checks(), "patched": _checks()}, _timings(30.0, 20.0, 5400.0, 1000.0), report)
+    kv.evaluate_targets(report, TARGETS)
+    assert [(target["value"], target["met"]) for target in report.targets] == [(1.5, True), (1000.0, False)]
+
+
+def test_a_target_whose_row_was_not_measured_is_missed_not_dropped():
+    report = kv.ValidationReport()
+    kv.compare_versions({"original": _checks(), "patched": _checks()}, _timings(40.0, 20.0, 5400.0, 30.0), report)
+    typo = kv.Target("copy_blocks", "layers=32 pair=1", "host us/call", kv.Bound.SPEEDUP_AT_LEAST, 1.5)
+    kv.evaluate_targets(report, [typo])
+    assert report.targets == [{"target": "copy_blocks layers=32 pair=1, host us/call: speedup >= 1.5x (not measured)",
+                               "value": None, "met": False}]
+
+
+def test_without_timings_no_target_is_reported():
+    report = kv.ValidationReport()
+    kv.evaluate_targets(report, TARGETS)
+    assert report.targets == []
+
+
+def test_the_bundled_targets_are_the_kernels_data():
+    # The two targets of issue 5, read from kernels/targets.json, name rows the
+    # harness really writes (its measure names and the sweep's shapes).
+    from kernels import cases, harness
+
+    targets = kv.load_targets(KERNELS_DIR)
+    assert targets == TARGETS
+    shapes = {(workload.kernel, workload.shape) for workload in cases.gpu_sweep()}
+    assert all((target.kernel, target.shape) in shapes for target in targets)
+    assert QUEUED == f"us to return, {harness.QUEUED_GPU_MILLISECONDS:g} ms queued"
+
+
+def test_a_kernels_folder_without_targets_has_none(tmp_path):
+    assert kv.load_targets(tmp_path) == []
+
+
+@pytest.mark.parametrize("text", [
+    "not json",
+    '{"targets": [{"kernel": "copy_blocks", "shape": "s", "measure": "m"}]}',
+    '{"targets": [{"kernel": "copy_blocks", "shape": "s", "measure": "m", "speedup_at_least": 1, "patched_below_us": 2}]}',
+    '{"targets": [{"kernel": "copy_blocks", "shape": "s", "measure": "m", "speedup_at_least": "1.5"}]}',
+    '{"targets": [{"shape": "s", "measure": "m", "speedup_at_least": 1.5}]}',
+    '{"target": []}',
+])
+def test_malformed_targets_fail_the_run_before_any_work_naming_the_file(tmp_path, capsys, text):
+    kernels = tmp_path / "kernels"
+    shutil.copytree(KERNELS_DIR, kernels, ignore=shutil.ignore_patterns("__pycache__"))
+    (kernels / "targets.json").write_text(text)
+
+    def must_not_run(tree):
+        raise AssertionError("the rewrite ran although targets.json is malformed")
+
+    code = kv.run_validate("json", rewriter=must_not_run, kernels_dir=kernels, gpu=False, nvcc=False)
+    failures = json.loads(capsys.readouterr().out)["failures"]
+    assert code == kv.EXIT_VALIDATION_FAILED
+    assert len(failures) == 1 and failures[0].startswith(str(kernels / "targets.json"))
 
 
 class FakeHarness:
