@@ -136,8 +136,14 @@ class Session:
         if fmt != "text":  # beside a patch on stdout (`-o -`), the report goes to stderr like the text one
             from optpatch.reporters import MACHINE_FORMATS
             from optpatch.reporters.json_report import render_json
+            from optpatch.reporters.sarif import render_sarif
 
-            report = render_json(result, self.patch_path) if fmt == "json" else MACHINE_FORMATS[fmt](result)
+            if fmt == "json":
+                report = render_json(result, self.patch_path)
+            elif fmt == "sarif":  # kept sites are no alerts: with -v only, as in the text report
+                report = render_sarif(result, include_kept=self.options["verbose"])
+            else:
+                report = MACHINE_FORMATS[fmt](result)
             click.echo(report, nl=False, err=self.report_to_stderr)
             return
         from optpatch.reporters.text import render_text
