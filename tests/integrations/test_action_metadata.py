@@ -116,3 +116,10 @@ def test_actionlint_finds_nothing(tmp_path):
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     result = subprocess.run([binary], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_readme_shows_the_workflows_as_they_are():
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("## CI bot\n", 1)[1].split("\n## ", 1)[0]
+    shown = dict(re.findall(r"`\.github/workflows/([\w-]+\.yml)`:\n\n```yaml\n(.*?)```\n", section, re.S))
+    assert shown == {path.name: path.read_text() for path in WORKFLOWS}

@@ -168,15 +168,14 @@ def _item(path: str, findings: tuple[dict, ...], applied: bool, lines: FileLines
 
 def comment_body(item: ReviewItem) -> str:
     """The comment: a hidden key, each finding's rule, tier, impact and one-line proof, then the suggestion."""
+    findings = sorted(item.findings, key=lambda f: (f["line"], f["column"]))
     lines = [f"{COMMENT_MARKER} key={item.key} -->"]
-    for finding in item.findings:
-        lines.append(finding_line(finding, item.applied))
-    lines.append("")
+    for finding in findings:
+        lines += [finding_line(finding, item.applied), ""]
     if item.suggestion is not None:
-        lines += fenced(item.suggestion.text, "suggestion")
-        lines.append("")
-    where = item.findings[0]
-    lines.append(f"<sub>`optpatch explain .:{where['path']}:{where['line']}` prints the whole proof.</sub>")
+        lines += fenced(item.suggestion.text, "suggestion") + [""]
+    commands = ", ".join(f"`optpatch explain .:{f['path']}:{f['line']}`" for f in findings)
+    lines.append(f"<sub>The whole proof: {commands}</sub>")
     return "\n".join(lines)
 
 

@@ -109,8 +109,8 @@ def validation_section(validation: dict | None) -> list[str]:
     lines = [
         "#### Validation",
         "",
-        f"`{cell(validation['command'])}`, {validation['runs']} run(s) in {validation['seconds']:.1f} s: "
-        f"{cell(validation['message'])}",
+        # No timing: a bot updates a pull request's body only when its content changes.
+        f"`{cell(validation['command'])}`, {validation['runs']} run(s): {cell(validation['message'])}",
         "",
     ]
     for dropped in validation["dropped"]:
