@@ -66,6 +66,3 @@ def _hunks(diff: str) -> str:
     """GitHub's `patch` field: the diff from its first hunk header on."""
     return diff[diff.index("@@"):] if "@@" in diff else ""
 
-
-def auth(token: str = TOKEN) -> dict[str, str]:
-    return {"token": token}

@@ -9,7 +9,8 @@ from git_repos import CLEAN, FIXABLE, FIXED, git, make_repo, write_files
 BRANCH = "optpatch/fixes"
 # A stand-in for a test suite: it passes, and reports itself poisoned the way optpatch's sitecustomize
 # would in a Python process, without the seconds of importing torch (tests/poisoned_tests does the same).
-PASSING_SUITE = 'printf "$$ %s\\n" "$OPTPATCH_POISON" >> "$OPTPATCH_POISON_LOG"'
+# It fails if the API token reached it: a validate command never sees the token.
+PASSING_SUITE = 'test -z "$INPUT_TOKEN" && printf "$$ %s\\n" "$OPTPATCH_POISON" >> "$OPTPATCH_POISON_LOG"'
 
 
 @pytest.fixture

@@ -219,8 +219,10 @@ def run_optpatch(inputs: Inputs, workflow: Workflow, fmt: str, extra: list[str])
     if inputs.validate:
         command += ["--validate", inputs.validate]
     print("optpatch: " + " ".join(command[2:]), flush=True)
+    # The API token stays out of optpatch's environment, and so out of a `validate` command's (a fork's tests).
+    env = {name: value for name, value in os.environ.items() if name not in ("INPUT_TOKEN", "GITHUB_TOKEN", "GH_TOKEN")}
     with open(stdout_path, "wb") as stdout:
-        completed = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=False)
+        completed = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=False, env=env)
     stderr = completed.stderr.decode("utf-8", "replace")
     sys.stderr.write(stderr)
     if completed.returncode == 4:
