@@ -7,6 +7,7 @@ machine that reaches only package registries cannot do, so the test skips
 there and says so.
 """
 
+import os
 import re
 import shutil
 import subprocess
@@ -123,3 +124,41 @@ def test_the_readme_shows_the_workflows_as_they_are():
     section = readme.split("## CI bot\n", 1)[1].split("\n## ", 1)[0]
     shown = dict(re.findall(r"`\.github/workflows/([\w-]+\.yml)`:\n\n```yaml\n(.*?)```\n", section, re.S))
     assert shown == {path.name: path.read_text() for path in WORKFLOWS}
+
+
+@pytest.mark.slow
+def test_the_composite_steps_install_optpatch_and_run_it(tmp_path):
+    """action.yml's own scripts, run by bash as the runner would: install from the action's checkout, then mode sarif.
+
+    The `${{ }}` expressions in each step's env are filled in from the inputs' defaults and runner.temp;
+    pip builds the checkout (needs PyPI or a wheel cache, as the wheel test does).
+    """
+    action = load(ACTION)
+    inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    inputs.update(mode="sarif", python=sys.executable, token="")
+    tree = tmp_path / "workspace"
+    shutil.copytree(REPO_ROOT / "examples" / "minivllm", tree)
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    output = tmp_path / "github_output"
+    output.write_text("")
+
+    def expand(value: str) -> str:
+        value = re.sub(r"\$\{\{ inputs\.([\w-]+) \}\}", lambda m: inputs[m.group(1)], value)
+        return value.replace("${{ runner.temp }}", str(runner_temp))
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the step must run the installed optpatch
+    env.update(GITHUB_ACTION_PATH=str(REPO_ROOT), RUNNER_TEMP=str(runner_temp), GITHUB_OUTPUT=str(output),
+               GITHUB_EVENT_NAME="push")
+    for step in action["runs"]["steps"]:
+        if "run" not in step or "if" in step:
+            continue
+        step_env = {**env, **{name: expand(str(value)) for name, value in step.get("env", {}).items()}}
+        completed = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tree, env=step_env, capture_output=True,
+                                   text=True, timeout=600)
+        if completed.returncode != 0 and "Could not find a version" in completed.stdout + completed.stderr:
+            pytest.skip("no PyPI or wheel cache for the build backend")
+        assert completed.returncode == 0, f"{step['name']}: {completed.stdout}{completed.stderr}"
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert outputs["sarif"] == str(runner_temp / "optpatch" / "optpatch.sarif") and int(outputs["fixes"]) > 0
+    assert outputs["fail"] == "true"  # the next step, `if: steps.run.outputs.fail == 'true'`, fails the job
