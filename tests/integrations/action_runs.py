@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fake_github import TOKEN, FakeGitHub, PullState
+from fake_github import FakeGitHub, PullState
 from git_repos import git
 
 SERVER = "https://github.example"

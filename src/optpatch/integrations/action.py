@@ -187,7 +187,7 @@ def post_review(inputs: Inputs, workflow: Workflow) -> dict[str, str]:
 def sarif(inputs: Inputs, workflow: Workflow) -> dict[str, str]:
     # Code scanning compares each upload with the base branch's: a partial one would show the rest as fixed.
     scope = ["--changed-since", inputs.changed_since] if inputs.changed_since else []
-    report, outputs = run_optpatch(inputs, workflow, "sarif", scope)
+    _, outputs = run_optpatch(inputs, workflow, "sarif", scope)
     return outputs
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optpatch.integrations.pr_diff import DiffLines
-from optpatch.integrations.suggestions import COMMENT_MARKER, ReviewItem, comment_body, finding_line, review_items
+from optpatch.integrations.suggestions import COMMENT_MARKER, comment_body, finding_line, review_items
 
 BUNDLE_FORMAT = "optpatch-review/1"
 BUNDLE_FILE = "review.json"
