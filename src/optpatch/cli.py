@@ -146,7 +146,12 @@ class Session:
         if fmt != "text":  # beside a patch on stdout (`-o -`), the report goes to stderr like the text one
             from optpatch.reporters import machine_renderer
 
-            report = machine_renderer(fmt)(result, self.patch_path) if fmt == "json" else machine_renderer(fmt)(result)
+            if fmt == "json":
+                report = machine_renderer(fmt)(result, self.patch_path)
+            elif fmt == "sarif":  # kept sites are no alerts: with -v only, as in the text report
+                report = machine_renderer(fmt)(result, include_kept=self.options["verbose"])
+            else:
+                report = machine_renderer(fmt)(result)
             click.echo(report, nl=False, err=self.report_to_stderr)
             return
         from optpatch.reporters.text import render_text
@@ -269,6 +274,8 @@ def entry() -> None:
 @click.argument("repo", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("-o", "--output", default="model_patch.diff", show_default=True, help="Where to write the patch; `-` for stdout.")
 @click.option("--write", "write_in_place", is_flag=True, help="Also apply the fixes to REPO in place (atomically).")
+@click.option("--json-output", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
+              help="Also write the JSON report (docs/json-schema.md) to PATH, whatever --format prints.")
 @scope_options
 @common_options
 @validation_options
@@ -282,6 +289,8 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     output_path = None if to_stdout else Path(output).resolve()
     if output_path is not None:
         _check_output(output_path, "-o")
+    if options["json_output"]:
+        _check_output(options["json_output"].resolve(), "--json-output")
     validation = _run_validation(session)
     result = session.run() if validation is None else validation.result
     if result is None:
@@ -343,6 +352,8 @@ def _patch_note(result, output: str, repo: Path) -> str:
     "--write-baseline", type=click.Path(path_type=Path, dir_okay=False),
     help="Record every finding in this file for later --baseline runs; exit 0.",
 )
+@click.option("--json-output", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
+              help="Also write the JSON report (docs/json-schema.md) to PATH, whatever --format prints.")
 @scope_options
 @common_options
 @validation_options
@@ -358,6 +369,8 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
         raise click.UsageError("--write-baseline records every finding: use it without --fix and --baseline")
     if write_baseline:
         _check_output(write_baseline.resolve(), "--write-baseline")
+    if options["json_output"]:
+        _check_output(options["json_output"].resolve(), "--json-output")
     session = Session(root, options)
     validation = _run_validation(session, [p.absolute() for p in paths])
     result = session.run([p.absolute() for p in paths]) if validation is None else validation.result
@@ -427,18 +440,21 @@ def _run_validation(session: Session, paths: list[Path] | None = None):
 
 def _report_validation(session: Session, result, note: str | None, validation) -> None:
     """The usual report, plus what validation ran, dropped and accepted."""
+    if session.options["json_output"]:
+        _write_output(session.options["json_output"].resolve(), _json_report(session, result, validation).encode(), "--json-output")
     if validation is None:
         session.report(result, note)
         return
-    import json
-
-    from optpatch.reporters.json_report import SCHEMA_VERSION, render_json
     from optpatch.poisoned_tests import render_validation
+    from optpatch.reporters import machine_renderer
+    from optpatch.reporters.markdown import render_markdown
+
     fmt = session.options["output_format"]
     if fmt == "json":
-        document = json.loads(render_json(result)) if result is not None else {"schema_version": SCHEMA_VERSION}
-        document["validation"] = validation.to_dict()
-        click.echo(json.dumps(document, indent=2))
+        click.echo(_json_report(session, result, validation), nl=False)
+        return
+    if result is not None and fmt != "text" and machine_renderer(fmt) is render_markdown:  # a PR body says what validation did
+        click.echo(render_markdown(result, validation.to_dict()), nl=False)
         return
     if result is not None:
         session.report(result, note)
@@ -448,6 +464,19 @@ def _report_validation(session: Session, result, note: str | None, validation) -
         session.console.print(validation.message, markup=False, soft_wrap=True)
     else:
         render_validation(validation, session.console)
+
+
+def _json_report(session: Session, result, validation) -> str:
+    """The JSON report, with the `validation` object after --validate (only that when the baseline failed)."""
+    import json
+
+    from optpatch.reporters.json_report import SCHEMA_VERSION, render_json
+
+    if validation is None:
+        return render_json(result, session.patch_path)
+    document = json.loads(render_json(result, session.patch_path)) if result is not None else {"schema_version": SCHEMA_VERSION}
+    document["validation"] = validation.to_dict()
+    return json.dumps(document, indent=2) + "\n"
 
 
 def _record_baseline(session: Session, result, path: Path) -> None:

@@ -24,6 +24,10 @@ def test_documented_keys_are_the_emitted_keys(tmp_path):
     assert documented_keys("`summary`") == set(document["summary"])
     assert documented_keys("`findings[]`") == set(document["findings"][0])
     assert documented_keys("`findings[].edits[]`") == set(document["findings"][0]["edits"][0])
+    assert documented_keys("`findings[].regions[]`") == set(document["findings"][0]["regions"][0])
+    assert document["findings"][0]["regions"] == [
+        {"start_line": 5, "start_column": 17, "end_line": 5, "end_column": 22, "text": "empty"}
+    ]
     assert documented_keys("`errors[]`") == set(document["errors"][0])
     assert documented_keys("`skipped[]`") == set(document["skipped"][0])
     assert documented_keys("`unused_suppressions[]`") == set(document["unused_suppressions"][0])

@@ -52,13 +52,16 @@ def try_repo(hooks: Path, hook: str, target: Path, home: Path) -> subprocess.Com
 
 def test_check_fails_fix_fixes_then_check_passes(hooks_repo, tmp_path):
     excluded = {"pyproject.toml": '[tool.optpatch]\nexclude = ["vendor/"]\n', "vendor/model.py": FIXABLE}
-    target = make_repo(tmp_path / "project", {"model.py": FIXABLE, "clean.py": CLEAN, "notes.txt": "zeros\n", **excluded})
+    # Enough files that pre-commit would split them into one batch per core, were the hooks not serial.
+    many = {f"pkg/module_{index}.py": CLEAN for index in range(8)}
+    target = make_repo(tmp_path / "project", {"model.py": FIXABLE, "clean.py": CLEAN, "notes.txt": "zeros\n", **excluded, **many})
     home = tmp_path / "pre-commit-home"
 
     check = try_repo(hooks_repo, "optpatch-check", target, home)
     assert check.returncode == 1, check.stdout + check.stderr
     assert "optpatch check" in check.stdout and "Failed" in check.stdout
     assert "model.py:5:11" in check.stdout and "OPT101" in check.stdout
+    assert check.stdout.count("Summary:") == 1  # require_serial: one optpatch run for all 11 files
     assert (target / "model.py").read_text() == FIXABLE
 
     fix = try_repo(hooks_repo, "optpatch-fix", target, home)

@@ -1,5 +1,6 @@
 """--format github-annotations (workflow annotations) and --format markdown / github (a pull-request comment)."""
 
+import json
 import re
 
 from conftest import run_cli
@@ -111,3 +112,19 @@ def test_a_table_too_long_for_a_comment_is_cut_with_a_count(tmp_path):
     assert "```suggestion" not in body and "```diff" not in body
     shown = body.count("| fix |")
     assert 100 < shown < 400 and f"{400 - shown} more finding(s)" in body
+
+
+def test_json_output_writes_the_json_report_beside_another_format(tmp_path):
+    root = tmp_path / "repo"
+    write_files(root, {"model.py": FIXABLE})
+    copy = tmp_path / "report.json"
+    result = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "markdown", "--json-output", str(copy))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("<!-- optpatch-report -->")
+    plain = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "json")
+    document, expected = json.loads(copy.read_text()), json.loads(plain.stdout)
+    for report in (document, expected):
+        report["summary"].pop("seconds")
+    assert document == expected and document["patch"] == str(tmp_path / "p.diff")
+    missing = run_cli("check", str(root), "--json-output", str(tmp_path / "no" / "such.json"))
+    assert missing.returncode == 2 and "--json-output" in missing.stderr

@@ -95,8 +95,8 @@ def test_results_carry_rule_location_and_optpatch_fields(tree, tmp_path):
 
 
 def test_sarif_and_json_carry_the_same_findings(tree, tmp_path):
-    """Kept sites too: as results of kind `pass`, which dashboards do not raise as alerts."""
-    run = sarif_of("apply", str(tree), "-o", str(tmp_path / "p.diff"))["runs"][0]
+    """Kept sites too, with -v: as results of kind `pass`, which dashboards do not raise as alerts."""
+    run = sarif_of("apply", str(tree), "-o", str(tmp_path / "p.diff"), "-v")["runs"][0]
     document = json.loads(run_cli("apply", str(tree), "-o", str(tmp_path / "q.diff"), "--format", "json").stdout)
     sarif = sorted(
         (r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["locations"][0]["physicalLocation"]["region"]["startLine"], r["ruleId"])
@@ -113,3 +113,10 @@ def test_files_that_failed_are_error_notifications(tree, tmp_path):
     notifications = run["invocations"][0]["toolExecutionNotifications"]
     broken = [n for n in notifications if n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "broken.py"]
     assert broken and broken[0]["level"] == "error" and "syntax error" in broken[0]["message"]["text"]
+
+
+def test_kept_sites_are_left_out_without_verbose(tree, tmp_path):
+    run = sarif_of("apply", str(tree), "-o", str(tmp_path / "p.diff"))["runs"][0]
+    verdicts = {r["properties"]["verdict"] for r in run["results"]}
+    assert "keep" not in verdicts and "fix" in verdicts
+    assert run["properties"]["summary"]["kept"] > 0  # still counted

@@ -184,3 +184,22 @@ def test_build_without_validate_is_a_usage_error(decode_repo, tmp_path):
     result = optpatch("apply", decode_repo, "-o", tmp_path / "p.diff", "--build", "make")
     assert result.returncode == 2 and "--build CMD needs --validate CMD" in result.stderr
     assert not (tmp_path / "p.diff").exists()
+
+
+def test_markdown_body_says_what_validation_did_and_json_output_keeps_a_copy(decode_repo, tmp_path):
+    """One run gives a PR body (--format markdown) and the JSON report (--json-output), validation in both."""
+    patch, copy = tmp_path / "p.diff", tmp_path / "report.json"
+    result = optpatch("apply", decode_repo, "-o", patch, "--validate", stand_in_suite(breaks_on="self.seq_lens = torch.empty"),
+                      "--format", "markdown", "--json-output", copy, "-q")
+    assert result.returncode == 0, result.stdout + result.stderr
+    body = result.stdout
+    section = body.split("#### Validation\n", 1)[1].split("\n#### ", 1)[0]
+    assert "passed" in section.splitlines()[1]
+    assert "- backed out `decoding/inputs.py:10:" in section
+    assert "`tests/test_inputs.py::test_mean_seq_len_with_free_slots`" in section
+    assert "- passed, so applied (validate tier): `decoding/inputs.py:9:" in section
+    document = json.loads(copy.read_text())
+    assert document["validation"]["status"] == "passed" and document["patch"] == str(patch)
+    by_line = {f["line"]: f for f in document["findings"] if f["path"] == "decoding/inputs.py"}
+    assert by_line[9]["applied"] and not by_line[10]["applied"]
+    assert "<!-- optpatch-report -->" not in copy.read_text()

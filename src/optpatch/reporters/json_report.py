@@ -36,6 +36,16 @@ def finding_to_dict(finding: Finding) -> dict:
         "impact_basis": finding.impact_basis,
         "replacement": finding.replacement or None,
         "edits": [{"start": e.start, "end": e.end, "text": e.text} for e in finding.edits],
+        "regions": [
+            {
+                "start_line": r.start_line,
+                "start_column": r.start_column,
+                "end_line": r.end_line,
+                "end_column": r.end_column,
+                "text": r.inserted,
+            }
+            for r in finding.regions
+        ],
     }
 
 

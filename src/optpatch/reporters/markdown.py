@@ -7,6 +7,10 @@ GitHub offers a one-click "commit suggestion" for it when the block is
 posted as a review comment on that line. Larger fixes are in the patch.
 GitHub refuses comments longer than 65,536 characters; a patch that would
 not fit is left out with a pointer to the artifact.
+
+After `--validate CMD`, a validation section says what ran, which fixes
+failed it and were backed out, and which validate-tier fixes passed it (the
+`validation` object of the JSON report, docs/validation.md).
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ COMMENT_LIMIT = 65_536
 _PATCH_NAME = "model_patch.diff"
 
 
-def render_markdown(result: RunResult) -> str:
+def render_markdown(result: RunResult, validation: dict | None = None) -> str:
     findings = [f for f in result.findings if f.verdict is not Verdict.KEEP]
     patch = write_patch(result.changes).decode("utf-8", errors="replace")
-    head = [MARKER, headline(result), ""] + errors_section(result)
+    head = [MARKER, headline(result), ""] + errors_section(result) + validation_section(validation)
     table = findings_table(findings) + [""] if findings else []
     suggestions = suggestions_section(findings)
     # Most complete first; GitHub rejects a longer comment outright.
@@ -97,6 +101,26 @@ def errors_section(result: RunResult) -> list[str]:
     lines = ["**Not analysed:**", ""]
     lines += [f"- `{error.location()}`: {cell(error.reason)}" for error in result.errors]
     return lines + [""]
+
+
+def validation_section(validation: dict | None) -> list[str]:
+    if validation is None:
+        return []
+    lines = [
+        "#### Validation",
+        "",
+        # No timing: a bot updates a pull request's body only when its content changes.
+        f"`{cell(validation['command'])}`, {validation['runs']} run(s): {cell(validation['message'])}",
+        "",
+    ]
+    for dropped in validation["dropped"]:
+        failure = dropped["failure"]
+        why = "failed" if failure is None else f"{failure['label']} (poison {failure['poison']}) failed"
+        if failure and failure["failing_tests"]:
+            why += ": " + ", ".join(f"`{test}`" for test in failure["failing_tests"])
+        lines.append(f"- backed out `{dropped['fix']}`: {cell(why)}")
+    lines += [f"- passed, so applied (validate tier): `{fix}`" for fix in validation["validate_tier_passed"]]
+    return lines + [""] if validation["dropped"] or validation["validate_tier_passed"] else lines
 
 
 def suggestions_section(findings: list[Finding]) -> list[str]:

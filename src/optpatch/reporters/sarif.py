@@ -5,9 +5,11 @@ fix and advice finding is a result with its rule, location and message, the
 optpatch fields (tier, verdict, context, impact and its basis, proof) in
 `properties`, and, for fixes, `fixes[]` whose replacements reproduce the
 patch: `deletedRegion` in lines and columns, `insertedContent` the new text.
-Kept sites are results too, of kind `pass` and level `none` (SARIF's
-"the rule was evaluated and found nothing to change"), so that they carry
-their reason as in JSON without showing as alerts. Columns count Unicode code
+With `-v` (`include_kept`), kept sites are results too, of kind `pass` and
+level `none` (SARIF's "the rule was evaluated and found nothing to change"),
+so that they carry their reason as in JSON without showing as alerts;
+otherwise they are left out, as from the text report, and a code-scanning
+upload holds only what asks for a change. Columns count Unicode code
 points (`columnKind`), the unit optpatch's edits use. Paths are relative to
 the `SRCROOT` base, the scanned root.
 """
@@ -30,7 +32,7 @@ ROOT_BASE = "SRCROOT"
 _LEVEL = {Verdict.FIX: "warning", Verdict.ADVICE: "note", Verdict.KEEP: "none"}
 
 
-def render_sarif(result: RunResult) -> str:
+def render_sarif(result: RunResult, include_kept: bool = False) -> str:
     rules = load_rules()
     rule_index = {rule.code: index for index, rule in enumerate(rules)}
     run = {
@@ -45,7 +47,9 @@ def render_sarif(result: RunResult) -> str:
         "originalUriBaseIds": {ROOT_BASE: {"uri": result.root.as_uri() + "/"}},
         "columnKind": "unicodeCodePoints",
         "invocations": [invocation(result)],
-        "results": [sarif_result(f, rule_index) for f in result.findings],
+        "results": [
+            sarif_result(f, rule_index) for f in result.findings if include_kept or f.verdict is not Verdict.KEEP
+        ],
         "properties": {"summary": summary_of(result)},
     }
     document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
