@@ -122,8 +122,13 @@ def test_a_policy_flip_reuses_the_analysis_and_decides_afresh(tree, monkeypatch,
     (tree / "random_numbers.py").write_text("import torch\n\ndef noise(n):\n    return torch.randn(n).cuda()\n")
     default = _run(tree)
     counter = AnalysisCounter(monkeypatch)
+    nets = []
+    original_net = passes.rewrite_error
+    monkeypatch.setattr(passes, "rewrite_error", lambda *args: nets.append(args[1].rel) or original_net(*args))
     flipped = _run(tree, settings, policy)
     assert set(counter.files) <= _rewritten(flipped), "a file the default run analysed was analysed again"
+    if policy.unsafe_fixes:  # the cold run anticipated this flip: its rewrites were checked then
+        assert counter.files == [] and nets == [], (counter.files, nets)
     assert _outcome(flipped) == _outcome(_run(tree, settings, policy, use_cache=False))
     assert _outcome(flipped) != _outcome(default), "the two policies should decide differently on this tree"
     counter.files.clear()

@@ -23,13 +23,13 @@ import os
 import stat
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
 from optpatch.config import Settings
 from optpatch.discovery import discover, is_generated
-from optpatch.model import FileError
+from optpatch.model import FileError, Tier
 from optpatch.passes import Analysis, FileRecord, FindingFilter, analyse_text, rules_for, settle, suppression_lines, text_digest
 from optpatch.policy import FixPolicy
 from optpatch.results import FileResult, RunResult
@@ -170,7 +170,9 @@ class _FileTask:
         if isinstance(source, FileError):
             return FileResult(rel, error=source), None
         record = self.analyse(source)
-        return self.settle(record, path, rel, source.raw, source), record
+        result = self.settle(record, path, rel, source.raw, source)
+        self.anticipate_the_flip(record, path, rel, source)
+        return result, record
 
     def analyse(self, source: SourceFile) -> FileRecord:
         record = FileRecord(text_digest(source.raw))
@@ -182,6 +184,22 @@ class _FileTask:
         else:
             record.analyses[record.digest] = analyse_text(source, self.rules(source.rel))
         return record
+
+    def anticipate_the_flip(self, record: FileRecord, path: Path, rel: str, source: SourceFile) -> None:
+        """Settle once more with --unsafe-fixes flipped, when that changes what applies, so the record holds its
+        later passes and safety-net verdict too.
+
+        The flip users make most is `--unsafe-fixes` on a tree they just
+        scanned. Its rewrites are new texts, whose safety net would
+        otherwise load the frontends in the warm run (libcst alone costs as
+        much as a warm scan of DeepSpeed). Here, in the cold run's worker,
+        they are loaded already, and only files with an unsafe-tier fix pay.
+        """
+        first = record.first
+        if not any(f.tier is Tier.UNSAFE for f in first.findings):
+            return
+        flipped = replace(self.policy, unsafe_fixes=not self.policy.unsafe_fixes)
+        settle(record, lambda: source, lambda: self.rules(rel), flipped, self.filters, rel)
 
     def settle(self, record: FileRecord, path: Path, rel: str, raw: bytes, source: SourceFile | None = None) -> FileResult:
         def load() -> SourceFile:
