@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.text import Text
 
 from optpatch.model import Finding, Verdict
-from optpatch.reporters.text import status_of
+from optpatch.reporters.status import status_of
 
 
 def explain_lines(finding: Finding) -> list[str]:

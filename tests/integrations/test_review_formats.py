@@ -1,4 +1,4 @@
-"""--format github-annotations (workflow annotations) and --format markdown / github (a pull-request comment)."""
+"""--output-format github (workflow annotations, as ruff's) and --output-format markdown (a pull-request comment)."""
 
 import json
 import re
@@ -34,8 +34,9 @@ def test_escaping_follows_githubs_rules():
 
 def test_github_annotations_point_at_each_fix(tmp_path):
     write_files(tmp_path, {"pkg/model.py": FIXABLE, "pkg/other, odd.py": FIXABLE})
-    result = run_cli("check", "pkg", "--format", "github-annotations", cwd=tmp_path)
+    result = run_cli("check", "pkg", "--output-format", "github", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
+    assert result.stderr == ""
     found = annotations(result.stdout)
     assert [(kind, props["file"], props["line"], props["col"]) for kind, props, _ in found] == [
         ("warning", "pkg/model.py", "5", "11"),
@@ -43,7 +44,7 @@ def test_github_annotations_point_at_each_fix(tmp_path):
     ]
     kind, props, message = found[0]
     assert props["title"] == "OPT101 zeros-to-empty"
-    assert "%0AFix (safe, applies): torch.empty(x.shape)" in message
+    assert "%0AFix (safe, fixable): torch.empty(x.shape)" in message  # check writes nothing: fixable, not fixed
 
 
 def test_markdown_comment_has_table_suggestion_and_folded_patch(tmp_path):
@@ -60,13 +61,14 @@ def test_markdown_comment_has_table_suggestion_and_folded_patch(tmp_path):
     assert folded and folded.group(1) + "\n" == (tmp_path / "p.diff").read_text()
 
 
-def test_github_format_is_the_pull_request_comment(tmp_path):
-    """CONTRACT.md: `--format github` and `--format markdown` produce a PR comment body with the patch and suggestions."""
-    root = tmp_path / "repo"
-    write_files(root, {"model.py": FIXABLE})
-    github = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "github").stdout
-    markdown = run_cli("apply", str(root), "-o", str(tmp_path / "q.diff"), "--format", "markdown").stdout
-    assert github == markdown and "```suggestion" in github and "```diff" in github
+def test_github_annotations_keeps_its_old_name_for_one_release_with_a_note(tmp_path):
+    """`github` is ruff's name for workflow annotations; `github-annotations` still works, and says it is going."""
+    write_files(tmp_path, {"pkg/model.py": FIXABLE})
+    github = run_cli("check", "pkg", "--output-format", "github", cwd=tmp_path)
+    old = run_cli("check", "pkg", "--format", "github-annotations", cwd=tmp_path)
+    assert old.stdout == github.stdout and annotations(old.stdout)
+    (note,) = old.stderr.splitlines()
+    assert "deprecated" in note and "use github" in note
 
 
 def test_suggested_line_applies_to_the_file(tmp_path):
