@@ -25,7 +25,8 @@ from optpatch.reporters import CHOICES, FormatKind, ReportOptions, deprecation_n
 from optpatch.reporters.status import NOTHING_WRITTEN, PATCH_WRITTEN, Delivery
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILE_ERRORS, EXIT_VALIDATION = 0, 1, 2, 3, 4
-EXIT_INTERRUPTED = 130  # Ctrl-C during --validate, as a shell reports SIGINT
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
+EXIT_TERMINATED = 143  # SIGTERM, likewise
 PROGRESS_MIN_FILES = 200
 DEFAULT_WIDTH = 80  # the text report's width when neither COLUMNS nor a terminal says
 
@@ -375,15 +376,31 @@ def scope_options(function):
     ])
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main process is, so that the same clean-up runs as for Ctrl-C (no worker is left behind)."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated
+
+
 class _Commands(click.Group):
-    """Ctrl-C ends any command with exit status 130 and says what state it left, instead of click's "Aborted!" and 1."""
+    """Ctrl-C or SIGTERM ends any command with exit status 130 or 143 and says what state it left, instead of click's "Aborted!"."""
 
     def invoke(self, ctx: click.Context):
+        import signal
+        import threading
+
+        on_main_thread = threading.current_thread() is threading.main_thread()  # only it may set a handler
+        previous = signal.signal(signal.SIGTERM, _raise_terminated) if on_main_thread else None
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             click.echo("Interrupted: every file optpatch writes is replaced whole or not at all; none is half-written.", err=True)
-            ctx.exit(EXIT_INTERRUPTED)
+            ctx.exit(EXIT_TERMINATED if isinstance(interrupt, Terminated) else EXIT_INTERRUPTED)
+        finally:
+            if on_main_thread:
+                signal.signal(signal.SIGTERM, previous)
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
