@@ -548,8 +548,6 @@ def _written_note(written: list[str], repo: Path) -> str | None:
 @validation_options
 def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, **options) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
-    import os.path
-
     paths = paths or (Path("."),)
     missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
@@ -664,14 +662,17 @@ def _resolve_parent(path: Path) -> Path:
 
 
 def project_root(paths: list[Path]) -> Path:
-    """The nearest directory above PATHS holding .git or pyproject.toml, else their common parent."""
-    import os
+    """The nearest directory above PATHS holding .git or a configuration file (optpatch's or a pyproject.toml), else their common parent.
+
+    Finding paths, `exclude` and `per-file-ignores` are relative to it.
+    """
+    from optpatch.config import CONFIG_FILES
 
     common = Path(os.path.commonpath([str(p) for p in paths]))
     if not common.is_dir():
         common = common.parent
     for candidate in (common, *common.parents):
-        if (candidate / ".git").exists() or (candidate / "pyproject.toml").is_file():
+        if (candidate / ".git").exists() or any((candidate / name).is_file() for name in CONFIG_FILES):
             return candidate
     return common
 
