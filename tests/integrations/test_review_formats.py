@@ -130,3 +130,43 @@ def test_json_output_writes_the_json_report_beside_another_format(tmp_path):
     assert document == expected and document["patch"] == str(tmp_path / "p.diff")
     missing = run_cli("check", str(root), "--json-output", str(tmp_path / "no" / "such.json"))
     assert missing.returncode == 2 and "--json-output" in missing.stderr
+
+
+def test_markdown_opens_with_the_fixes_by_rule_and_area(tmp_path):
+    on_device = "import torch\n\n\ndef ids(n: int, device: torch.device):\n    return torch.arange(n).to(device)\n"
+    body = comment_for(tmp_path, {"pkg/a.py": FIXABLE, "pkg/b.py": FIXABLE, "pkg/c.py": on_device,
+                                  "tests/test_a.py": FIXABLE, "benchmarks/bench_a.py": FIXABLE})
+    head, rest = body.split("| | rule | location |", 1)
+    summary = head[head.index("| rule |"):].strip().splitlines()
+    assert summary == [
+        "| rule | library | tests | benchmarks | total |",
+        "|---|---:|---:|---:|---:|",
+        "| `OPT101` zeros-to-empty | 2 | 1 | 1 | 4 |",
+        "| `OPT102` create-on-device | 1 | - | - | 1 |",
+    ]
+    assert head.index("### optpatch:") < head.index("| rule |")
+
+
+def _fixes_of_many_rules(count: int):
+    from pathlib import Path
+
+    from optpatch.model import Context, Finding, Impact, Tier, Verdict
+    from optpatch.results import FileResult, RunResult
+
+    findings = [
+        Finding(code=f"OPT{900 + index}", name=f"rule-{index}", path="m.py", line=index + 1, col=1, verdict=Verdict.FIX,
+                reason="why", context=Context.CALL, impact=Impact.LOW, impact_basis="basis", tier=Tier.SAFE, applied=True)
+        for index in range(count)
+    ]
+    return RunResult(Path("/repo"), [FileResult("m.py", findings)], [], [])
+
+
+def test_a_summary_longer_than_a_screen_is_folded():
+    from optpatch.reporters.markdown import SCREEN_ROWS, render_markdown
+
+    short = render_markdown(_fixes_of_many_rules(3))
+    assert "<details>" not in short.split("| | rule |")[0]
+    long = render_markdown(_fixes_of_many_rules(SCREEN_ROWS + 1))
+    folded = long.split("| | rule |")[0]
+    assert f"<details>\n<summary>Fixes by rule and area ({SCREEN_ROWS + 1} rules)</summary>\n\n| rule | library |" in folded
+    assert folded.count("| `OPT9") == SCREEN_ROWS + 1 and folded.rstrip().endswith("</details>")

@@ -74,14 +74,13 @@ def fixes_summary(findings: list[Finding]) -> list[str]:
     applied = Counter((f.code, f.area) for f in fixes if f.applied)
     proposed = Counter((f.code, f.area) for f in fixes if not f.applied)
     names = {f.code: f.name for f in fixes}
-    rows = [
-        "| rule | " + " | ".join(area.value for area in areas) + " | total |",
-        "|---|" + "---:|" * (len(areas) + 1),
-    ]
+    columns = [area.value for area in areas] + (["total"] if len(areas) > 1 else [])
+    rows = ["| rule | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
     for code in sorted(names):
         cells = [_count_cell(applied[code, area], proposed[code, area]) for area in areas]
-        total = _count_cell(sum(applied[code, area] for area in areas), sum(proposed[code, area] for area in areas))
-        rows.append(f"| `{code}` {names[code]} | " + " | ".join(cells) + f" | {total} |")
+        if len(areas) > 1:
+            cells.append(_count_cell(sum(applied[code, a] for a in areas), sum(proposed[code, a] for a in areas)))
+        rows.append(f"| `{code}` {names[code]} | " + " | ".join(cells) + " |")
     if len(names) > SCREEN_ROWS:
         summary = f"Fixes by rule and area ({len(names)} rules)"
         return ["<details>", f"<summary>{summary}</summary>", ""] + rows + ["", "</details>", ""]
