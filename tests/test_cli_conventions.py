@@ -230,3 +230,18 @@ def test_validate_without_torch_is_a_usage_error_with_the_install_command():
     result = run_cli_hooked(missing, "validate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "pip install 'optpatch[validate]'" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_the_engine_cites_the_projects_docs_not_the_specification_users_do_not_have():
+    """RULES.md and CONTRACT.md are the developers' specification; users have README.md and docs/.
+
+    Rule files and analysis/ (their proofs) are checked with the rules.
+    """
+    package = REPO_ROOT / "src" / "optpatch"
+    citing = [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py")) if path.parent.name != "analysis"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if re.search(r"\b(RULES|CONTRACT)\.md\b", line)
+    ]
+    assert citing == []
