@@ -66,6 +66,8 @@ def test_piped_text_fits_80_columns_without_padding(example):
     assert all(len(line) <= 80 or len(line.split()) == 1 for line in lines)
     listing = run_cli("rules").stdout.splitlines()
     assert all(line == line.rstrip() for line in listing) and any(line.startswith("OPT101") for line in listing)
+    explained = run_cli("explain", f"{example}:minivllm/kv_cache.py:34").stdout.splitlines()
+    assert len(explained) > 5 and all(line == line.rstrip() and len(line) <= 80 for line in explained)
 
 
 def test_columns_sets_the_width(example, monkeypatch):

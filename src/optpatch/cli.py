@@ -740,7 +740,7 @@ def _rule_listing(rules) -> str:
 @selection_options
 def explain(target: str, **options) -> None:
     """Why each site in REPO[:FILE:LINE] was rewritten or kept: the proof, or the blocking use."""
-    from optpatch.explain import explain_findings
+    from optpatch.explain import explain_text
 
     repo, file, line = _parse_target(target)
     if not repo.is_dir():
@@ -751,11 +751,11 @@ def explain(target: str, **options) -> None:
     session = Session(repo, options, config_start=paths[0] if paths else repo)
     result = session.run(paths)
     findings = [f for f in result.findings if line is None or f.line == line]
-    console = _console()
     if not findings:
         where = f"{file}:{line}" if file else str(repo)
-        console.print(f"No site examined at {where}: no rule found an allocation or call it handles there.", markup=False)
-    explain_findings(findings, console)
+        click.echo(f"No site examined at {where}: no rule found an allocation or call it handles there.")
+    for text in explain_text(findings, session.sink.width):
+        click.echo(text)
     for error in result.errors:
         session.stderr.print(f"error {error.location()}: {error.reason}", markup=False, soft_wrap=True)
     sys.exit(_exit_status(result))
