@@ -247,3 +247,20 @@ def test_the_engine_cites_the_projects_docs_not_the_specification_users_do_not_h
         if re.search(r"\b(RULES|CONTRACT)\.md\b", line)
     ]
     assert citing == []
+
+
+def test_the_readme_shows_what_make_demo_prints(example, tmp_path, monkeypatch):
+    """README's abridged demo: every block it shows is in a real run's output at 90 columns, as it says."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    shown = readme.split("`make demo` prints a block per finding", 1)[1].split("```\n", 2)[1]
+    monkeypatch.setenv("COLUMNS", "90")
+    printed = run_cli("apply", str(example), "-o", str(tmp_path / "model_patch.diff"), "--no-cache").stdout
+
+    def normal(text: str) -> str:
+        text = re.sub(r"in \d+\.\d+ s", "in N s", text)
+        return re.sub(r"Patch for .*", "Patch ...", text, flags=re.S)
+
+    blocks = normal(shown).split("\n\n")
+    assert len(blocks) >= 5
+    for block in blocks:
+        assert block.strip("\n") in normal(printed), block
