@@ -23,6 +23,7 @@ import click
 from optpatch import __version__
 from optpatch.reporters import CHOICES, FormatKind, ReportOptions, deprecation_note, output_format
 from optpatch.reporters.status import NOTHING_WRITTEN, PATCH_WRITTEN, Delivery
+from optpatch.reporters.wrapping import together, wrap
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILE_ERRORS, EXIT_VALIDATION = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
@@ -235,8 +236,8 @@ class Session:
                     self.stderr.print(Text(f"error {error.location()}: {error.reason}"), soft_wrap=True)
             else:
                 self.sink.lines(self.format.renderer()(result, options))
-            if note:
-                self.sink.lines([Text(note)])
+            if note:  # wrapped at words; a command stays whole, to be copied
+                self.sink.lines([Text(line) for part in note.split("\n") for line in wrap(part, options.width, "", "")])
         if validation is None:
             return
         from optpatch.poisoned_tests import render_validation
@@ -521,13 +522,13 @@ def _patch_note(result, output: str, repo: Path, checkable: bool) -> str:
     written = f"Patch for {len(changes)} file(s) written to {output}."
     if not checkable:
         return written
-    return f"{written} Check it with: git -C {repo} apply --check {Path(output).resolve()}"
+    return f"{written} Check it with: {together(f'git -C {repo} apply --check {Path(output).resolve()}')}"
 
 
 def _written_note(written: list[str], repo: Path) -> str | None:
     if not written:
         return None
-    return f"Wrote {len(written)} file(s) in {repo}; review the changes with: git -C {repo} diff"
+    return f"Wrote {len(written)} file(s) in {repo}; review the changes with: {together(f'git -C {repo} diff')}"
 
 
 @main.command()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from optpatch.model import Finding, Verdict
 from optpatch.reporters.status import status_of
-from optpatch.reporters.text import wrap
+from optpatch.reporters.wrapping import wrap
 
 
 def explain_lines(finding: Finding) -> list[str]:

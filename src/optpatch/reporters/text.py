@@ -22,7 +22,6 @@ reason.
 from __future__ import annotations
 
 import re
-import textwrap
 from collections import Counter
 
 from rich.text import Text
@@ -31,6 +30,7 @@ from optpatch.locations import rewritten_line
 from optpatch.model import CodeArea, Finding, KeepCategory, Verdict
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.status import Status, status_of
+from optpatch.reporters.wrapping import together, wrap
 from optpatch.results import RunResult
 from optpatch.source import LINE_BREAK
 
@@ -38,8 +38,6 @@ MIN_WIDTH = 40  # narrower than this, wrapping would leave a word or two a line
 CODE_LIMIT = 60  # characters of quoted code shown before the ellipsis
 ELLIPSIS = "…"
 _QUOTED = re.compile(r"`[^`]*`")
-_SPACES = re.compile(r"[ \t\n\r\x0b\x0c]+")  # the ASCII whitespace textwrap breaks at; not KEEP
-KEEP = "\u00a0"
 _STYLE = {
     Status.FIXED: "bold green", Status.IN_PATCH: "bold green", Status.FIXABLE: "bold green",
     Status.PROPOSED: "yellow", Status.KEPT: "dim", Status.ADVICE: "cyan",
@@ -168,23 +166,6 @@ def shorten_code(quoted: str, limit: int) -> str:
 def prose(text: str, limit: int) -> str:
     """A reason on one line, each quoted piece of code collapsed and shortened; the words around it untouched."""
     return " ".join(_QUOTED.sub(lambda match: shorten_code(match.group(), limit), text).split())
-
-
-def wrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    """TEXT wrapped at spaces to WIDTH; a word longer than a line gets a line of its own, uncut.
-
-    Words joined by `KEEP` (a no-break space) stay on one line, and are printed with a plain space.
-    """
-    lines = textwrap.wrap(
-        _SPACES.sub(" ", text).strip(), width=width, initial_indent=first, subsequent_indent=rest,
-        break_long_words=False, break_on_hyphens=False,
-    ) or [first.rstrip()]
-    return [line.replace(KEEP, " ") for line in lines]
-
-
-def together(text: str) -> str:
-    """TEXT as one unbreakable piece for `wrap`."""
-    return text.replace(" ", KEEP)
 
 
 # -- the fix's diff (--show-fixes) -------------------------------------------------------
