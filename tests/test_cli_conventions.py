@@ -91,6 +91,9 @@ def test_check_says_fixable_and_applied_means_written(tmp_path):
     assert finding["fixable"] and not finding["applied"]
     applied = json.loads(run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "json").stdout)
     assert applied["findings"][0]["applied"] and applied["summary"]["fixes_applied"] == 1
+    (result,) = json.loads(run_cli("check", str(root), "--format", "sarif").stdout)["runs"][0]["results"]
+    assert result["properties"]["fixable"] and not result["properties"]["applied"]
+    assert result["message"]["text"].endswith("(tier safe, fixable)")
     fixed = run_cli("check", str(root), "--fix", "--no-cache", "--format", "json")
     assert fixed.returncode == 0 and json.loads(fixed.stdout)["findings"][0]["applied"]
 
