@@ -1,12 +1,18 @@
-"""The `optpatch` command line (CONTRACT.md): apply, check, rules, explain.
+"""The `optpatch` command line: apply, check, rules, explain, validate (README.md, "Using it").
 
 Exit status: 0 ran to the end; 1 `check` found fixable findings; 2 usage or
 configuration error (nothing written); 3 some files could not be analysed
 (the rest was processed); 4 a validation failed.
+
+The options follow ruff's where ruff has one: `--output-format` (`--format`
+too), `--statistics`, `--show-fixes`, `--exit-zero`, `--extend-select`,
+`--extend-ignore`, `--output-file`, and `check --diff`.
 """
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 from dataclasses import replace
 from functools import cached_property
@@ -15,11 +21,28 @@ from pathlib import Path
 import click
 
 from optpatch import __version__
-from optpatch.reporters import FORMATS
+from optpatch.reporters import CHOICES, FormatKind, ReportOptions, deprecation_note, output_format
+from optpatch.reporters.status import NOTHING_WRITTEN, PATCH_WRITTEN, Delivery
+from optpatch.reporters.wrapping import together, wrap
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILE_ERRORS, EXIT_VALIDATION = 0, 1, 2, 3, 4
-EXIT_INTERRUPTED = 130  # Ctrl-C during --validate, as a shell reports SIGINT
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
+EXIT_TERMINATED = 143  # SIGTERM, likewise
 PROGRESS_MIN_FILES = 200
+DEFAULT_WIDTH = 80  # the text report's width when neither COLUMNS nor a terminal says
+
+
+class CommandError(click.ClickException):
+    """A mistake in what was asked (a setting, a rule code, a path): one line on stderr, exit 2, nothing written.
+
+    click's own usage errors (an unknown option, a missing argument) keep
+    their usage banner; ours are about values, where the banner is noise.
+    """
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
 
 
 def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -27,87 +50,100 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(code.strip() for value in values for code in value.split(",") if code.strip())
 
 
-def common_options(function):
-    options = [
-        click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (comma-separated)."),
-        click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."),
-        click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes of the `unsafe` tier."),
-        click.option("--force-exclude", is_flag=True, default=None,
-                     help="Apply `exclude` also to files named on the command line (the pre-commit hooks pass it)."),
-        click.option(
-            "--format", "output_format", type=click.Choice(FORMATS),
-            default="text", show_default=True,
-        ),
-        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
-        click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache ($OPTPATCH_CACHE_DIR, else ~/.cache/optpatch)."),
-        click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="Read settings from this TOML file."),
-        click.option("--trust-config", is_flag=True, help="Allow the scanned repo's configuration to name commands to run."),
-        click.option("-q", "--quiet", is_flag=True, help="Print only errors and the summary line."),
-        click.option("-v", "--verbose", is_flag=True, help="List kept sites too."),
-    ]
+def _add_options(function, options):
     for option in reversed(options):
         function = option(function)
     return function
 
 
+def selection_options(function):
+    """Which rules run, on which files, how: every command that analyses a tree takes these."""
+    return _add_options(function, [
+        click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (comma-separated)."),
+        click.option("--extend-select", multiple=True, metavar="CODES", help="These rules too, on top of `select`."),
+        click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."),
+        click.option("--extend-ignore", multiple=True, metavar="CODES", help="Skip these too, on top of `ignore` (as --ignore)."),
+        click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes of the `unsafe` tier."),
+        click.option("--force-exclude", is_flag=True, default=None,
+                     help="Apply `exclude` also to files named on the command line (the pre-commit hooks pass it)."),
+        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache ($OPTPATCH_CACHE_DIR, else ~/.cache/optpatch)."),
+        click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+                     help="Read settings from this TOML file instead of the nearest .optpatch.toml, optpatch.toml or "
+                          "pyproject.toml with [tool.optpatch]."),
+        click.option("--trust-config", is_flag=True, help="Allow the scanned repo's configuration to name commands to run."),
+        click.option("-q", "--quiet", is_flag=True, help="Print only errors and the summary line."),
+        click.option("-v", "--verbose", is_flag=True, help="List kept sites too."),
+    ])
+
+
+def report_options(function):
+    """How the findings are reported (apply and check)."""
+    return _add_options(function, [
+        click.option("--output-format", "--format", "output_format", type=click.Choice(CHOICES), default="full",
+                     show_default=True,
+                     help="full: a block per finding; concise: a line per finding; json; sarif; github: GitHub Actions "
+                          "annotations; markdown: a pull-request comment. (text = full; github-annotations: deprecated, = github.)"),
+        click.option("--statistics", is_flag=True, help="Print the number of findings by rule, tier and status instead of the findings."),
+        click.option("--show-fixes", is_flag=True, help="Show each fix's diff under its finding (--output-format full)."),
+        click.option("--output-file", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
+                     help="Write the report to PATH instead of the terminal."),
+    ])
+
+
 def validation_options(function):
     """--validate CMD and its companions (apply and check)."""
-    options = [
+    return _add_options(function, [
         click.option("--validate", "validate_command", metavar="CMD",
                      help="Run CMD on a temporary copy of the tree, first unchanged, then with the fixes, with "
                           "uninitialised memory poisoned; back out every fix that makes it fail."),
         click.option("--build", "build_command", metavar="CMD", help="With --validate: rebuild C++ extensions before the tests when C++ files changed."),
         click.option("--validate-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
                      help="With --validate: stop one run of CMD after this long (default: 1800)."),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return function
+    ])
 
 
 class Session:
-    """What one invocation resolved: root, settings, consoles."""
+    """What one invocation resolved: root, settings, where the report goes and what the command wrote."""
 
-    def __init__(self, root: Path, options: dict, report_to_stderr: bool = False):
+    def __init__(self, root: Path, options: dict, config_start: Path, report_to_stderr: bool = False):
         from optpatch.config import ConfigError, load_settings
 
         self.root = root.resolve()
         self.options = options
         try:
-            settings = load_settings(self.root, options["config_path"], options["trust_config"])
+            settings = load_settings(config_start.absolute(), options["config_path"], options["trust_config"])
         except ConfigError as error:
-            raise click.UsageError(str(error)) from None
-        overrides = {}
-        if options["select"]:
-            overrides["select"] = _codes(options["select"])
-        if options["ignore"]:
-            overrides["ignore"] = settings.ignore + _codes(options["ignore"])
-        if options["unsafe_fixes"]:
-            overrides["unsafe_fixes"] = True
-        if options.get("force_exclude"):
-            overrides["force_exclude"] = True
-        self.settings = replace(settings, **overrides)
+            raise CommandError(str(error)) from None
+        self.settings = _command_line_selection(settings, options)
         self._check_codes()
-        self.report_to_stderr = report_to_stderr
+        self.format = output_format(options.get("output_format") or "full")
+        self._check_report_options()
+        self.sink = ReportSink(report_to_stderr, options.get("output_file"))
+        self.delivery = NOTHING_WRITTEN  # what the command wrote, once it has
         self.patch_path: str | None = None  # the patch file `apply` wrote, for the JSON report
         self.scope_note: str | None = None
-
-    @cached_property
-    def console(self):
-        """Where the text report goes. Made on first use: a quiet run in a machine format never imports rich."""
-        return _console(stderr=self.report_to_stderr)
+        if note := deprecation_note(options.get("output_format") or "full"):
+            click.echo(note, err=True)
 
     @cached_property
     def stderr(self):
-        return _console(stderr=True, fixed_width=False)
+        return _console(stderr=True)
 
     def _check_codes(self) -> None:
         from optpatch.rule_facts import rule_facts  # not the rules themselves: importing them costs 0.2 s
 
         known = rule_facts()
-        for code in self.settings.select + self.settings.ignore:
+        for code in self.settings.select + self.settings.ignore + _codes(self.options.get("extend_select") or ()):
             if not any(rule.code.startswith(code) or rule.name == code for rule in known):
-                raise click.UsageError(f"unknown rule code or prefix `{code}` (see `optpatch rules`)")
+                raise CommandError(f"unknown rule code or prefix `{code}` (see `optpatch rules`)")
+
+    def _check_report_options(self) -> None:
+        options = self.options
+        if options.get("statistics") and self.format.name not in ("full", "concise", "json"):
+            raise CommandError(f"--statistics prints text or JSON, not {self.format.name}: drop --output-format {options['output_format']}")
+        if options.get("output_file"):
+            _check_output(options["output_file"].resolve(), "--output-file")
 
     def run(self, paths: list[Path] | None = None):
         from optpatch.engine import run
@@ -139,42 +175,169 @@ class Session:
         try:
             return narrow(self.root, self.settings.exclude, paths, request)
         except NarrowingError as error:
-            raise click.UsageError(str(error)) from None
+            raise CommandError(str(error)) from None
 
-    def report(self, result, patch_note: str | None = None, title: str | None = None) -> None:
-        fmt = self.options["output_format"]
-        if fmt != "text":  # beside a patch on stdout (`-o -`), the report goes to stderr like the text one
-            from optpatch.reporters import machine_renderer
+    def report_options(self, result, validation: dict | None = None) -> ReportOptions:
+        return ReportOptions(
+            delivery=self.delivery,
+            verbose=self.options["verbose"],
+            show_fixes=bool(self.options.get("show_fixes")),
+            width=self.sink.width,
+            patch_path=self.patch_path,
+            validation=validation,
+            original_text=_original_texts(result) if result is not None else ReportOptions.original_text,
+        )
 
-            if fmt == "json":
-                report = machine_renderer(fmt)(result, self.patch_path)
-            elif fmt == "sarif":  # kept sites are no alerts: with -v only, as in the text report
-                report = machine_renderer(fmt)(result, include_kept=self.options["verbose"])
+    def report(self, result, note: str | None = None, validation=None) -> None:
+        """The report in the chosen format; after --validate, with what validation ran, dropped and accepted."""
+        validation_dict = validation.to_dict() if validation is not None else None
+        if self.options.get("json_output"):
+            text = _json_document(self, result, validation_dict)
+            _write_output(self.options["json_output"].resolve(), text.encode(), "--json-output")
+        options = self.report_options(result, validation_dict)
+        if self.options.get("statistics") and result is not None:
+            self._statistics(result, options)
+        elif self.format.kind is FormatKind.MACHINE:
+            self._machine_report(result, options, validation)
+        else:
+            self._text_report(result, options, note, validation)
+
+    def _statistics(self, result, options: ReportOptions) -> None:
+        from optpatch.reporters.text import render_statistics, statistics
+
+        if self.format.name == "json":
+            import json
+
+            self.sink.write(json.dumps(statistics(result, options), indent=2) + "\n")
+        else:
+            self.sink.lines(render_statistics(result, options))
+
+    def _machine_report(self, result, options: ReportOptions, validation) -> None:
+        if self.format.name == "json":
+            self.sink.write(_json_document(self, result, options.validation))
+            return
+        if result is not None:
+            self.sink.write(self.format.renderer()(result, options))
+        if validation is not None and self.format.name != "markdown":  # a PR body says what validation did itself
+            from optpatch.poisoned_tests import render_validation
+
+            render_validation(validation, self.stderr)
+
+    def _text_report(self, result, options: ReportOptions, note: str | None, validation) -> None:
+        from rich.text import Text
+
+        from optpatch.reporters.text import summary_headline
+
+        note = "\n".join(part for part in (self.scope_note, note) if part) or None
+        if result is not None:
+            if self.options["quiet"]:
+                self.sink.lines(summary_headline(result, options, options.width))
+                for error in result.errors:
+                    self.stderr.print(Text(f"error {error.location()}: {error.reason}"), soft_wrap=True)
             else:
-                report = machine_renderer(fmt)(result)
-            click.echo(report, nl=False, err=self.report_to_stderr)
+                self.sink.lines(self.format.renderer()(result, options))
+            if note:  # wrapped at words; a command stays whole, to be copied
+                self.sink.lines([Text(line) for part in note.split("\n") for line in wrap(part, options.width, "", "")])
+        if validation is None:
             return
-        from optpatch.reporters.text import render_text
+        from optpatch.poisoned_tests import render_validation
 
-        patch_note = "\n".join(note for note in (self.scope_note, patch_note) if note) or None
-        if self.options["quiet"]:
-            result_findings = result.findings
-            applied = sum(f.applied for f in result_findings)
-            self.console.print(f"{applied} fixes, {len(result.errors)} files failed. {patch_note or ''}".strip())
-            for error in result.errors:
-                self.stderr.print(f"error {error.location()}: {error.reason}")
-            return
-        render_text(result, self.console, self.options["verbose"], patch_note, title)
+        if self.options["quiet"] and not validation.failed:
+            self.sink.lines([Text(validation.message)])
+        else:
+            render_validation(validation, self.sink.console)
+
+    def exit(self, status: int) -> None:
+        """Write the report file, if one was asked for, then end the command with STATUS."""
+        self.sink.close()
+        sys.exit(status)
 
 
-def _console(stderr: bool = False, fixed_width: bool = True):
-    """A terminal keeps its own width; logs and pipes get room for the reason column."""
+def _command_line_selection(settings, options: dict):
+    """The settings with the command line on top: --select replaces, --extend-select adds, the ignores add up."""
+    from optpatch.config import extend_selection
+
+    overrides = {}
+    select = _codes(options["select"]) or settings.select
+    overrides["select"] = extend_selection(select, _codes(options.get("extend_select") or ()))
+    overrides["ignore"] = settings.ignore + _codes(options["ignore"]) + _codes(options.get("extend_ignore") or ())
+    if options["unsafe_fixes"]:
+        overrides["unsafe_fixes"] = True
+    if options.get("force_exclude"):
+        overrides["force_exclude"] = True
+    return replace(settings, **overrides)
+
+
+def _original_texts(result):
+    """A function giving each file's text as this run read it, for --show-fixes: the bytes kept for a changed file, else the file."""
+    from optpatch.model import FileError
+    from optpatch.source import source_from_bytes
+
+    old = {r.rel: r.old for r in result.files if r.old is not None}
+
+    def text(rel: str) -> str | None:
+        path = result.root / rel
+        try:
+            raw = old[rel] if rel in old else path.read_bytes()
+        except OSError:
+            return None
+        source = source_from_bytes(path, rel, raw)
+        return None if isinstance(source, FileError) else source.text
+
+    return text
+
+
+class ReportSink:
+    """Where the report goes: stdout; stderr, beside a patch on stdout; or the file of --output-file, written whole at the end."""
+
+    def __init__(self, to_stderr: bool, path: Path | None):
+        self.to_stderr = to_stderr
+        self.path = path.resolve() if path is not None else None
+        self._buffer = io.StringIO() if path is not None else None
+
+    @cached_property
+    def width(self) -> int:
+        """COLUMNS when set, else the terminal's width, else 80: a pipe or a file gets no padding and no guesswork."""
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit() and int(columns) > 0:
+            return int(columns)
+        stream = sys.stderr if self.to_stderr else sys.stdout
+        if self._buffer is None and stream is not None:
+            try:
+                if stream.isatty():
+                    return os.get_terminal_size(stream.fileno()).columns
+            except (OSError, ValueError):
+                pass
+        return DEFAULT_WIDTH
+
+    @cached_property
+    def console(self):
+        """A rich console for the text formats: colour on a terminal, plain text elsewhere, never re-wrapped."""
+        from rich.console import Console  # imported here: machine formats do without it
+
+        if self._buffer is not None:
+            return Console(file=self._buffer, width=self.width, color_system=None, highlight=False, soft_wrap=True)
+        return Console(stderr=self.to_stderr, width=self.width, highlight=False, soft_wrap=True)
+
+    def lines(self, lines) -> None:
+        for line in lines:
+            self.console.print(line)
+
+    def write(self, text: str) -> None:
+        if self._buffer is not None:
+            self._buffer.write(text)
+        else:
+            click.echo(text, nl=False, err=self.to_stderr)
+
+    def close(self) -> None:
+        if self._buffer is not None and self.path is not None:
+            _write_output(self.path, self._buffer.getvalue().encode("utf-8"), "--output-file")
+
+
+def _console(stderr: bool = False):
     from rich.console import Console  # imported here: `--help` and `--version` do without it
 
-    console = Console(stderr=stderr, highlight=False)
-    if fixed_width and not console.is_terminal:
-        console = Console(stderr=stderr, highlight=False, width=160)
-    return console
+    return Console(stderr=stderr, highlight=False)
 
 
 class _ProgressBar:
@@ -207,25 +370,38 @@ def _exit_status(result, findings_status: int = EXIT_OK) -> int:
 
 def scope_options(function):
     """--changed-since, --changed-lines, --baseline: narrow a run to what a change or a legacy repo needs."""
-    options = [
+    return _add_options(function, [
         click.option("--changed-since", metavar="REF", help="Only files changed since git REF (its merge base with HEAD), plus untracked ones."),
         click.option("--changed-lines", is_flag=True, help="With --changed-since: only findings on changed lines."),
         click.option("--baseline", type=click.Path(path_type=Path, dir_okay=False), help="Hide and leave unfixed the findings recorded in this file."),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return function
+    ])
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main process is, so that the same clean-up runs as for Ctrl-C (no worker is left behind)."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated
 
 
 class _Commands(click.Group):
-    """Ctrl-C ends any command with exit status 130 and says what state it left, instead of click's "Aborted!" and 1."""
+    """Ctrl-C or SIGTERM ends any command with exit status 130 or 143 and says what state it left, instead of click's "Aborted!"."""
 
     def invoke(self, ctx: click.Context):
+        import signal
+        import threading
+
+        on_main_thread = threading.current_thread() is threading.main_thread()  # only it may set a handler
+        previous = signal.signal(signal.SIGTERM, _raise_terminated) if on_main_thread else None
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             click.echo("Interrupted: every file optpatch writes is replaced whole or not at all; none is half-written.", err=True)
-            ctx.exit(EXIT_INTERRUPTED)
+            ctx.exit(EXIT_TERMINATED if isinstance(interrupt, Terminated) else EXIT_INTERRUPTED)
+        finally:
+            if on_main_thread:
+                signal.signal(signal.SIGTERM, previous)
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -275,9 +451,10 @@ def entry() -> None:
 @click.option("-o", "--output", default="model_patch.diff", show_default=True, help="Where to write the patch; `-` for stdout.")
 @click.option("--write", "write_in_place", is_flag=True, help="Also apply the fixes to REPO in place (atomically).")
 @click.option("--json-output", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
-              help="Also write the JSON report (docs/json-schema.md) to PATH, whatever --format prints.")
+              help="Also write the JSON report (docs/json-schema.md) to PATH, whatever --output-format prints.")
 @scope_options
-@common_options
+@selection_options
+@report_options
 @validation_options
 def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     """Analyse REPO and write the patch of every fix that applies."""
@@ -285,7 +462,7 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     from optpatch.writer import write_fixes
 
     to_stdout = output == "-"
-    session = Session(repo, options, report_to_stderr=to_stdout)
+    session = Session(repo, options, config_start=repo, report_to_stderr=to_stdout)
     output_path = None if to_stdout else Path(output).resolve()
     if output_path is not None:
         _check_output(output_path, "-o")
@@ -294,9 +471,9 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     validation = _run_validation(session)
     result = session.run() if validation is None else validation.result
     if result is None:
-        _report_validation(session, None, None, validation)
+        session.report(None, validation=validation)
         session.stderr.print("No patch written.")
-        sys.exit(EXIT_VALIDATION)
+        session.exit(EXIT_VALIDATION)
     patch = write_patch(result.changes)
     if to_stdout:
         sys.stdout.buffer.write(patch)
@@ -305,25 +482,27 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     else:
         _write_output(output_path, patch, "-o")
         session.patch_path = str(output_path)
-        note = _patch_note(result, output, repo)
+        note = _patch_note(result, output, repo, checkable=not write_in_place)
+    session.delivery = PATCH_WRITTEN
+    status = EXIT_VALIDATION if validation is not None and validation.failed else _exit_status(result)
     if write_in_place:
         report = write_fixes(session.root, result.changes)
         for rel, why in report.refused:
-            session.stderr.print(f"error {rel}: not written: {why}")
-        note = (note or "") + f"\nWrote {len(report.written)} files in {repo}."
+            session.stderr.print(f"error {rel}: not written: {why}", markup=False, soft_wrap=True)
+        session.delivery = Delivery(patch=True, files=frozenset(report.written))
+        note = "\n".join(part for part in (note, _written_note(report.written, repo)) if part)
         if report.refused:
-            _report_validation(session, result, note, validation)
-            sys.exit(EXIT_FILE_ERRORS)
-    _report_validation(session, result, note, validation)
-    sys.exit(EXIT_VALIDATION if validation is not None and validation.failed else _exit_status(result))
+            status = EXIT_FILE_ERRORS
+    session.report(result, note, validation)
+    session.exit(status)
 
 
 def _check_output(path: Path, option: str) -> None:
     """Refuse an output path that cannot be written before any work is done (exit 2, nothing written)."""
     if path.is_dir():
-        raise click.UsageError(f"{option} {path}: is a directory; give a file path")
+        raise CommandError(f"{option} {path}: is a directory; give a file path")
     if not path.parent.is_dir():
-        raise click.UsageError(f"{option} {path}: directory {path.parent} does not exist; create it first")
+        raise CommandError(f"{option} {path}: directory {path.parent} does not exist; create it first")
 
 
 def _write_output(path: Path, data: bytes, option: str) -> None:
@@ -332,82 +511,102 @@ def _write_output(path: Path, data: bytes, option: str) -> None:
     try:
         write_atomically(path, data)
     except OSError as error:
-        raise click.UsageError(f"{option} {path}: cannot be written: {error.strerror or error}") from None
+        raise CommandError(f"{option} {path}: cannot be written: {error.strerror or error}") from None
 
 
-def _patch_note(result, output: str, repo: Path) -> str:
+def _patch_note(result, output: str, repo: Path, checkable: bool) -> str:
+    """What was written, and the command that checks it (not after --write: the tree holds the fixes, so the patch no longer applies)."""
     changes = result.changes
     if not changes:
         return f"No changes: wrote an empty patch to {output}."
-    return (
-        f"Patch for {len(changes)} file(s) written to {output}. "
-        f"Check it with: git -C {repo} apply --check {Path(output).resolve()}"
-    )
+    written = f"Patch for {len(changes)} file(s) written to {output}."
+    if not checkable:
+        return written
+    return f"{written} Check it with: {together(f'git -C {repo} apply --check {Path(output).resolve()}')}"
+
+
+def _written_note(written: list[str], repo: Path) -> str | None:
+    if not written:
+        return None
+    return f"Wrote {len(written)} file(s) in {repo}; review the changes with: {together(f'git -C {repo} diff')}"
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--fix", is_flag=True, help="Apply the fixes in place (what the pre-commit hook `optpatch-fix` runs).")
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Print the patch of the fixes on stdout and change nothing (the report goes to stderr).")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when fixable findings exist (still 3 for files not analysed).")
 @click.option(
     "--write-baseline", type=click.Path(path_type=Path, dir_okay=False),
     help="Record every finding in this file for later --baseline runs; exit 0.",
 )
 @click.option("--json-output", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
-              help="Also write the JSON report (docs/json-schema.md) to PATH, whatever --format prints.")
+              help="Also write the JSON report (docs/json-schema.md) to PATH, whatever --output-format prints.")
 @scope_options
-@common_options
+@selection_options
+@report_options
 @validation_options
-def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
+def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, **options) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
     paths = paths or (Path("."),)
     missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
-        raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
-    root = project_root([_resolve_parent(p) for p in paths])
+        raise CommandError(f"no such file or directory: {', '.join(missing)}")
+    named = [_resolve_parent(p) for p in paths]
+    root = project_root(named)
     write_baseline = options["write_baseline"]
     if write_baseline and (fix or options["baseline"]):
-        raise click.UsageError("--write-baseline records every finding: use it without --fix and --baseline")
+        raise CommandError("--write-baseline records every finding: use it without --fix and --baseline")
+    if show_diff and fix:
+        raise CommandError("--diff prints the fixes and writes nothing, --fix writes them: give one of them")
     if write_baseline:
         _check_output(write_baseline.resolve(), "--write-baseline")
     if options["json_output"]:
         _check_output(options["json_output"].resolve(), "--json-output")
-    session = Session(root, options)
+    session = Session(root, options, config_start=Path(os.path.commonpath([str(p) for p in named])), report_to_stderr=show_diff)
     validation = _run_validation(session, [p.absolute() for p in paths])
     result = session.run([p.absolute() for p in paths]) if validation is None else validation.result
     if result is None:
-        _report_validation(session, None, None, validation)
-        sys.exit(EXIT_VALIDATION)
-    fixable = [f for f in result.findings if f.applied]
-    note = None
-    refused_writes = False
+        session.report(None, validation=validation)
+        session.exit(EXIT_VALIDATION)
     if write_baseline:
         _record_baseline(session, result, write_baseline)
+    fixable = any(f.applied for f in result.findings)
+    note = None
+    refused_writes = False
+    if show_diff:
+        from optpatch.patch import write_patch
+
+        sys.stdout.buffer.write(write_patch(result.changes))
+        sys.stdout.flush()
     if fix:
         from optpatch.writer import write_fixes
 
         report = write_fixes(session.root, result.changes)
         for rel, why in report.refused:
-            session.stderr.print(f"error {rel}: not written: {why}")
+            session.stderr.print(f"error {rel}: not written: {why}", markup=False, soft_wrap=True)
+        session.delivery = Delivery(files=frozenset(report.written))
         note = f"Fixed {len(report.written)} file(s)."
-        fixable = []
+        fixable = False
         refused_writes = bool(report.refused)
-    _report_validation(session, result, note, validation)
+    session.report(result, note, validation)
     if validation is not None and validation.failed:
-        sys.exit(EXIT_VALIDATION)
+        session.exit(EXIT_VALIDATION)
     if refused_writes:  # as `apply --write`: a fix left unwritten must not pass a pre-commit hook as clean
-        sys.exit(EXIT_FILE_ERRORS)
-    sys.exit(_exit_status(result, EXIT_FINDINGS if fixable else EXIT_OK))
+        session.exit(EXIT_FILE_ERRORS)
+    session.exit(_exit_status(result, EXIT_FINDINGS if fixable and not exit_zero else EXIT_OK))
 
 
 def _run_validation(session: Session, paths: list[Path] | None = None):
     """The outcome of --validate CMD (or of a trusted config's validate-command); None when not asked for."""
     options = session.options
     if options["validate_command"] is not None and not options["validate_command"].strip():
-        raise click.UsageError("--validate needs a command, e.g. --validate \"python -m pytest -q\"")
+        raise CommandError("--validate needs a command, e.g. --validate \"python -m pytest -q\"")
     command = options["validate_command"] or session.settings.validate_command
     if not command:
         if options["build_command"]:
-            raise click.UsageError("--build CMD needs --validate CMD: the build runs only before validation runs")
+            raise CommandError("--build CMD needs --validate CMD: the build runs only before validation runs")
         return None
 
     def progress(message: str) -> None:
@@ -438,45 +637,15 @@ def _run_validation(session: Session, paths: list[Path] | None = None):
         sys.exit(EXIT_INTERRUPTED)
 
 
-def _report_validation(session: Session, result, note: str | None, validation) -> None:
-    """The usual report, plus what validation ran, dropped and accepted."""
-    if session.options["json_output"]:
-        _write_output(session.options["json_output"].resolve(), _json_report(session, result, validation).encode(), "--json-output")
-    if validation is None:
-        session.report(result, note)
-        return
-    from optpatch.poisoned_tests import render_validation
-    from optpatch.reporters import machine_renderer
-    from optpatch.reporters.markdown import render_markdown
-
-    fmt = session.options["output_format"]
-    if fmt == "json":
-        click.echo(_json_report(session, result, validation), nl=False)
-        return
-    if result is not None and fmt != "text" and machine_renderer(fmt) is render_markdown:  # a PR body says what validation did
-        click.echo(render_markdown(result, validation.to_dict()), nl=False)
-        return
-    if result is not None:
-        session.report(result, note)
-    if fmt != "text":
-        render_validation(validation, session.stderr)
-    elif session.options["quiet"] and not validation.failed:
-        session.console.print(validation.message, markup=False, soft_wrap=True)
-    else:
-        render_validation(validation, session.console)
-
-
-def _json_report(session: Session, result, validation) -> str:
+def _json_document(session: Session, result, validation: dict | None) -> str:
     """The JSON report, with the `validation` object after --validate (only that when the baseline failed)."""
     import json
 
     from optpatch.reporters.json_report import SCHEMA_VERSION, render_json
 
-    if validation is None:
-        return render_json(result, session.patch_path)
-    document = json.loads(render_json(result, session.patch_path)) if result is not None else {"schema_version": SCHEMA_VERSION}
-    document["validation"] = validation.to_dict()
-    return json.dumps(document, indent=2) + "\n"
+    if result is None:
+        return json.dumps({"schema_version": SCHEMA_VERSION, "validation": validation}, indent=2) + "\n"
+    return render_json(result, session.report_options(result, validation))
 
 
 def _record_baseline(session: Session, result, path: Path) -> None:
@@ -484,7 +653,7 @@ def _record_baseline(session: Session, result, path: Path) -> None:
 
     _write_output(path.resolve(), baseline_document(result.findings).encode("utf-8"), "--write-baseline")
     session.report(result, f"Recorded {len(recordable(result.findings))} finding(s) in {path}.")
-    sys.exit(_exit_status(result))
+    session.exit(_exit_status(result))
 
 
 def _resolve_parent(path: Path) -> Path:
@@ -494,72 +663,102 @@ def _resolve_parent(path: Path) -> Path:
 
 
 def project_root(paths: list[Path]) -> Path:
-    """The nearest directory above PATHS holding .git or pyproject.toml, else their common parent."""
-    import os
+    """The nearest directory above PATHS holding .git or a configuration file (optpatch's or a pyproject.toml), else their common parent.
+
+    Finding paths, `exclude` and `per-file-ignores` are relative to it.
+    """
+    from optpatch.config import CONFIG_FILES
 
     common = Path(os.path.commonpath([str(p) for p in paths]))
     if not common.is_dir():
         common = common.parent
     for candidate in (common, *common.parents):
-        if (candidate / ".git").exists() or (candidate / "pyproject.toml").is_file():
+        if (candidate / ".git").exists() or any((candidate / name).is_file() for name in CONFIG_FILES):
             return candidate
     return common
 
 
 @main.command()
 @click.argument("code", required=False)
+@click.option("--output-format", "--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: every rule (or CODE's) with its metadata and manual, for tools.")
 @click.option(
     "--write-docs", type=click.Path(path_type=Path, file_okay=False),
     help="Write every rule's page and an index into this directory (docs/rules), removing pages of rules that are gone.",
 )
-def rules(code: str | None, write_docs: Path | None) -> None:
+def rules(code: str | None, output_format: str, write_docs: Path | None) -> None:
     """List the rules, or print one rule's documentation."""
-    from rich.markdown import Markdown
-    from rich.table import Table
-
     from optpatch.rule import load_rules
     from optpatch.rule_docs import rule_docs, rule_page, write_rule_docs
 
-    console = _console()
     known = load_rules()
     if write_docs:
         write_rule_docs(write_docs, rule_docs(known))
-        console.print(f"Wrote {len(known)} rule page(s) and README.md to {write_docs}.")
+        click.echo(f"Wrote {len(known)} rule page(s) and README.md to {write_docs}.")
+        return
+    chosen = known
+    if code is not None:
+        chosen = [r for r in known if r.code == code.upper() or r.name == code]
+        if not chosen:
+            raise CommandError(f"unknown rule `{code}` (see `optpatch rules`)")
+    if output_format == "json":
+        import json
+
+        entries = [_rule_entry(rule, rule_page(rule)) for rule in chosen]
+        click.echo(json.dumps(entries[0] if code is not None else entries, indent=2))
         return
     if code is None:
-        table = Table("code", "name", "language", "tier", "summary")
-        for rule in known:
-            table.add_row(rule.code, rule.name, rule.language, rule.default_tier, rule.summary)
-        console.print(table)
+        click.echo(_rule_listing(chosen))
         return
-    matches = [r for r in known if r.code == code.upper() or r.name == code]
-    if not matches:
-        raise click.UsageError(f"unknown rule `{code}` (see `optpatch rules`)")
-    console.print(Markdown(rule_page(matches[0])))
+    console = _console()
+    if console.is_terminal:
+        from rich.markdown import Markdown
+
+        console.print(Markdown(rule_page(chosen[0])))
+    else:  # a pipe or a file gets the page as written, not padded to a width
+        click.echo(rule_page(chosen[0]), nl=False)
+
+
+def _rule_entry(rule, page: str) -> dict:
+    """A rule for tools (`rules --output-format json`), after ruff's `rule --output-format json`."""
+    return {
+        "code": rule.code, "name": rule.name, "summary": rule.summary, "language": rule.language,
+        "default_tier": rule.default_tier, "tags": list(rule.tags), "explanation": page,
+    }
+
+
+def _rule_listing(rules) -> str:
+    """One line a rule, in aligned columns, with no trailing spaces."""
+    rows = [("code", "name", "language", "tier", "summary")] + [
+        (rule.code, rule.name, rule.language, rule.default_tier, rule.summary) for rule in rules
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths)) + "  " + row[4] for row in rows)
 
 
 @main.command()
 @click.argument("target")
-@common_options
+@selection_options
 def explain(target: str, **options) -> None:
     """Why each site in REPO[:FILE:LINE] was rewritten or kept: the proof, or the blocking use."""
-    from optpatch.explain import explain_findings
+    from optpatch.explain import explain_text
 
     repo, file, line = _parse_target(target)
     if not repo.is_dir():
-        raise click.UsageError(f"{target}: {repo} is not a directory; give REPO, REPO:FILE:LINE or FILE:LINE")
-    session = Session(repo, options)
+        raise CommandError(f"{target}: {repo} is not a directory; give REPO, REPO:FILE:LINE or FILE:LINE")
     paths = [repo / file] if file else None
     if file and not (repo / file).exists():
-        raise click.UsageError(f"{repo / file}: no such file")
+        raise CommandError(f"{repo / file}: no such file")
+    session = Session(repo, options, config_start=paths[0] if paths else repo)
     result = session.run(paths)
     findings = [f for f in result.findings if line is None or f.line == line]
     if not findings:
         where = f"{file}:{line}" if file else str(repo)
-        session.console.print(f"No site examined at {where}: no rule found an allocation or call it handles there.")
-    explain_findings(findings, session.console)
+        click.echo(f"No site examined at {where}: no rule found an allocation or call it handles there.")
+    for text in explain_text(findings, session.sink.width):
+        click.echo(text)
     for error in result.errors:
-        session.stderr.print(f"error {error.location()}: {error.reason}")
+        session.stderr.print(f"error {error.location()}: {error.reason}", markup=False, soft_wrap=True)
     sys.exit(_exit_status(result))
 
 
@@ -588,14 +787,14 @@ def _plot_path(ctx: click.Context, param: click.Parameter, path: Path | None) ->
 
 
 @main.command()
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output-format", "--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--workdir", type=click.Path(path_type=Path, file_okay=False), help="Keep copies, builds and logs here.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), callback=_plot_path, metavar="FILE",
               help="Also draw the timings as a chart, SVG or PNG by FILE's suffix (needs matplotlib: "
                    "pip install 'optpatch[plot]').")
 @click.option("--from-report", "saved_report", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               metavar="REPORT.json",
-              help="Run nothing: print (and with --plot, draw) a report saved from `--format json`, e.g. a GPU machine's.")
+              help="Run nothing: print (and with --plot, draw) a report saved from `--output-format json`, e.g. a GPU machine's.")
 def validate(output_format: str, workdir: Path | None, plot_path: Path | None, saved_report: Path | None) -> None:
     """Build and run the bundled CUDA KV-cache kernels before and after optpatch's own rewrites.
 
@@ -604,7 +803,7 @@ def validate(output_format: str, workdir: Path | None, plot_path: Path | None, s
     reference checks on the CPU, with every skip stated. Exit 4 when a check fails.
     """
     if saved_report is not None and workdir is not None:
-        raise click.UsageError("--workdir keeps a run's files, and --from-report runs nothing: give one of them")
+        raise CommandError("--workdir keeps a run's files, and --from-report runs nothing: give one of them")
     if plot_path is not None:
         from optpatch.kernel_chart import ChartUnavailable, require_matplotlib
 
@@ -614,8 +813,11 @@ def validate(output_format: str, workdir: Path | None, plot_path: Path | None, s
             click.echo(f"optpatch validate --plot: {missing}", err=True)
             sys.exit(EXIT_USAGE)
     if saved_report is None:
-        from optpatch.kernel_check import run_validate
+        from optpatch.kernel_check import TORCH_INSTALL_HINT, run_validate, torch_installed
 
+        if not torch_installed():  # a missing dependency is a usage error, not a failed validation
+            click.echo(f"error: optpatch validate needs torch, which is not installed: {TORCH_INSTALL_HINT}", err=True)
+            sys.exit(EXIT_USAGE)
         sys.exit(run_validate(output_format, workdir, plot=plot_path))
     from optpatch.kernel_check import replay_report
     from optpatch.kernel_report import ReportError

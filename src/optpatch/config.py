@@ -1,4 +1,11 @@
-"""Settings: defaults, `[tool.optpatch]` from the scanned repo, then the command line.
+"""Settings: defaults, the scanned tree's configuration file, then the command line.
+
+One discovery for every command (`find_config`): from the scanned path
+upwards, the first folder holding `.optpatch.toml`, `optpatch.toml` or a
+`pyproject.toml` with a `[tool.optpatch]` table gives the configuration, in
+that order of preference within a folder (ruff's order for its own files).
+A `pyproject.toml` without the table is passed over, so a package's own
+pyproject does not hide its repository's settings.
 
 A scanned repository's configuration never names a command that optpatch
 will run unless the user passes --trust-config: a CI bot scanning a fork must
@@ -37,6 +44,8 @@ class Settings:
 _KEYS = {
     "select": "select",
     "ignore": "ignore",
+    "extend-select": "extend_select",
+    "extend-ignore": "extend_ignore",
     "exclude": "exclude",
     "force-exclude": "force_exclude",
     "per-file-ignores": "per_file_ignores",
@@ -47,24 +56,65 @@ _KEYS = {
 }
 
 
-def load_settings(root: Path, config_path: Path | None, trust_config: bool) -> Settings:
-    """Settings from `--config PATH`, else from ROOT/pyproject.toml, else defaults."""
-    path = config_path or root / "pyproject.toml"
-    if config_path is None and not path.is_file():
+CONFIG_FILES = (".optpatch.toml", "optpatch.toml", "pyproject.toml")  # within one folder, the first one found wins
+
+
+def load_settings(start: Path, config_path: Path | None, trust_config: bool) -> Settings:
+    """Settings from `--config PATH`, else from the configuration `find_config(START)` finds, else defaults."""
+    path = config_path or find_config(start)
+    if path is None:
         return Settings()
+    table = _optpatch_table(path, _read_toml(path))
+    return settings_from_table(_table(table, "tool.optpatch", str(path)), str(path), trust_config)
+
+
+def find_config(start: Path) -> Path | None:
+    """The configuration file nearest to START (a file or folder), looking upwards; None when there is none."""
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        for name in CONFIG_FILES:
+            path = candidate / name
+            if path.is_file() and (name != "pyproject.toml" or _has_optpatch_table(path)):
+                return path
+    return None
+
+
+def _has_optpatch_table(pyproject: Path) -> bool:
+    """Whether a pyproject.toml configures optpatch; one that never says "optpatch" is not even parsed."""
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False  # another tool's file that optpatch cannot read is not optpatch's to refuse
+    if "optpatch" not in text:
+        return False
+    tool = _parse_toml(pyproject, text).get("tool")
+    return isinstance(tool, dict) and "optpatch" in tool
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: configuration file not found") from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: cannot be read: {error}") from None
+    return _parse_toml(path, text)
+
+
+def _parse_toml(path: Path, text: str) -> dict:
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
+
+
+def _optpatch_table(path: Path, document: dict):
+    """`[tool.optpatch]`; in optpatch's own files, also the settings at the top level (as ruff.toml has them)."""
     tool = document.get("tool", {})
     table = tool.get("optpatch") if isinstance(tool, dict) else None  # another tool's malformed `tool` is not ours
     if table is None:
         table = {} if path.name == "pyproject.toml" else document
-    return settings_from_table(_table(table, "tool.optpatch", str(path)), str(path), trust_config)
+    return table
 
 
 def settings_from_table(table: dict, origin: str, trust_config: bool) -> Settings:
@@ -78,6 +128,10 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
     for name in ("select", "ignore", "exclude"):
         if name in values:
             settings = replace(settings, **{name: _string_list(values[name], name, origin)})
+    if "extend_select" in values:
+        settings = replace(settings, select=extend_selection(settings.select, _string_list(values["extend_select"], "extend-select", origin)))
+    if "extend_ignore" in values:
+        settings = replace(settings, ignore=settings.ignore + _string_list(values["extend_ignore"], "extend-ignore", origin))
     _check_patterns(settings.exclude, "exclude", origin)
     if "per_file_ignores" in values:
         table = _table(values["per_file_ignores"], "per-file-ignores", origin)
@@ -108,6 +162,11 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
             )
         settings = replace(settings, validate_command=str(values["validate_command"]))
     return settings
+
+
+def extend_selection(select: tuple[str, ...], more: tuple[str, ...]) -> tuple[str, ...]:
+    """`extend-select`: SELECT plus MORE; an empty SELECT already means every rule, and stays so."""
+    return select + more if select else select
 
 
 def _check_patterns(patterns: tuple[str, ...], name: str, origin: str) -> None:

@@ -530,7 +530,7 @@ class CppUnit:
         return frozenset(n.spelling for n in self.nodes if n.kind == "MACRO_INSTANTIATION")
 
     def run_context(self, node: Node, function: Node | None) -> Context:
-        """HOT inside a loop, ONCE in set-up functions, else CALL (RULES.md, principle 2)."""
+        """HOT inside a loop, ONCE in set-up functions, else CALL (the `context` of docs/json-schema.md)."""
         for ancestor in node.ancestors():
             if ancestor is function:
                 break

@@ -140,11 +140,45 @@ def _map(task, files, jobs, progress) -> Iterator[tuple[FileResult, FileRecord |
 
     load_rules()  # imported once here, inherited by every forked worker
     chunk = max(1, min(32, total // (jobs * 8)))
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_worker_signals)
+    finished = False
+    try:
         for index, result in enumerate(pool.map(task, files, chunksize=chunk), start=1):
             yield result
             if progress:
                 progress(index, total)
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown()
+        else:
+            _stop_workers(pool)
+
+
+def _worker_signals() -> None:
+    """Workers leave interrupts to the main process, and die of SIGTERM: it is how the main process stops them."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop_workers(pool) -> None:
+    """End the pool's workers now, not after the queued files: an interrupt to the main process alone reaches none of them.
+
+    `shutdown(wait=False)` would leave each worker finishing its files, or
+    waiting forever for more once this process is gone; so each is
+    terminated, and killed if it does not end at once.
+    """
+    workers = list((pool._processes or {}).values())  # the executor has no public handle on its processes
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join(timeout=2)
+        if worker.is_alive():
+            worker.kill()
+            worker.join()
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.text import Text
-
 from optpatch.model import Finding, Verdict
-from optpatch.reporters.text import status_of
+from optpatch.reporters.status import status_of
+from optpatch.reporters.wrapping import wrap
 
 
 def explain_lines(finding: Finding) -> list[str]:
@@ -27,8 +25,12 @@ def explain_lines(finding: Finding) -> list[str]:
     return lines
 
 
-def explain_findings(findings: list[Finding], console: Console) -> None:
+def explain_text(findings: list[Finding], width: int) -> list[str]:
+    """Every finding's explanation, each line wrapped to WIDTH under its own indentation, a blank line after each."""
+    lines: list[str] = []
     for finding in findings:
         for line in explain_lines(finding):
-            console.print(Text(line))
-        console.print()
+            indent = line[: len(line) - len(line.lstrip())]
+            lines += wrap(line, width, indent, indent + "    ")
+        lines.append("")
+    return lines

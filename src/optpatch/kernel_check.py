@@ -52,6 +52,7 @@ from optpatch.kernel_report import (
 EXIT_USAGE = 2  # a chart that cannot be written, as for any output (cli.py)
 
 RULES_UNDER_TEST = "OPT201,OPT202,OPT101"
+TORCH_INSTALL_HINT = "pip install 'optpatch[validate]' (or a CUDA build of torch)"
 KERNELS_DIR_ENV = "OPTPATCH_KERNELS_DIR"
 TARGETS_FILE = "targets.json"
 HOST_CODE_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp"})
@@ -401,7 +402,7 @@ def validate(
 ) -> ValidationReport:
     report = ValidationReport()
     if not torch_installed():
-        report.failures.append("torch is not installed: `pip install 'optpatch[validate]'` (or a CUDA build of torch)")
+        report.failures.append(f"torch is not installed: {TORCH_INSTALL_HINT}")
         return report
     if not (kernels_dir / "csrc").is_dir():
         report.failures.append(f"{kernels_dir}: no bundled kernels here (set {KERNELS_DIR_ENV} to the kernels/ folder)")

@@ -87,7 +87,7 @@ class KeepCategory(enum.StrEnum):
     CONDITION = "read in a condition"
     OUT_TARGET = "out= target"
     ATTRIBUTE_BUFFER = "attribute buffer without writer"
-    # RULES.md's "always keep" shapes (OPT101)
+    # OPT101's "always keep" shapes (docs/rules/OPT101.md)
     PADDED = "padded buffer"
     INDEX_TENSOR = "index/id tensor"
     DUMMY_INPUT = "dummy input"

@@ -419,7 +419,7 @@ class ValidationOutcome:
 
     @property
     def failed(self) -> bool:
-        """Exit status 4 (CONTRACT.md): the baseline failed, or no fix survived."""
+        """Exit status 4 (README.md, "Exit status"): the baseline failed, or no fix survived."""
         return self.status.failed
 
     @property

@@ -58,7 +58,8 @@ def _run(root, *args):
     text_run = runner.invoke(cli.main, ["apply", str(root), "-o", str(patch), "--no-cache", "-j", "1", *args])
     check_run = runner.invoke(cli.main, ["check", str(root), "--format", "json", "--no-cache", "-j", "1", *args])
     document = json.loads(json_run.output)
-    summary = [line for line in text_run.output.splitlines() if line.startswith("Summary:")]
+    lines = text_run.output.splitlines()
+    summary = lines[next(i for i, line in enumerate(lines) if line.startswith("Summary:")):]  # the counts by status, rule, tier, area, category
     return {
         "patch": patch.read_bytes(),
         "exit": (json_run.exit_code, text_run.exit_code, check_run.exit_code),

@@ -1,4 +1,4 @@
-"""--format github-annotations (workflow annotations) and --format markdown / github (a pull-request comment)."""
+"""--output-format github (workflow annotations, as ruff's) and --output-format markdown (a pull-request comment)."""
 
 import json
 import re
@@ -34,8 +34,9 @@ def test_escaping_follows_githubs_rules():
 
 def test_github_annotations_point_at_each_fix(tmp_path):
     write_files(tmp_path, {"pkg/model.py": FIXABLE, "pkg/other, odd.py": FIXABLE})
-    result = run_cli("check", "pkg", "--format", "github-annotations", cwd=tmp_path)
+    result = run_cli("check", "pkg", "--output-format", "github", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
+    assert result.stderr == ""
     found = annotations(result.stdout)
     assert [(kind, props["file"], props["line"], props["col"]) for kind, props, _ in found] == [
         ("warning", "pkg/model.py", "5", "11"),
@@ -43,7 +44,7 @@ def test_github_annotations_point_at_each_fix(tmp_path):
     ]
     kind, props, message = found[0]
     assert props["title"] == "OPT101 zeros-to-empty"
-    assert "%0AFix (safe, applies): torch.empty(x.shape)" in message
+    assert "%0AFix (safe, fixable): torch.empty(x.shape)" in message  # check writes nothing: fixable, not fixed
 
 
 def test_markdown_comment_has_table_suggestion_and_folded_patch(tmp_path):
@@ -60,13 +61,14 @@ def test_markdown_comment_has_table_suggestion_and_folded_patch(tmp_path):
     assert folded and folded.group(1) + "\n" == (tmp_path / "p.diff").read_text()
 
 
-def test_github_format_is_the_pull_request_comment(tmp_path):
-    """CONTRACT.md: `--format github` and `--format markdown` produce a PR comment body with the patch and suggestions."""
-    root = tmp_path / "repo"
-    write_files(root, {"model.py": FIXABLE})
-    github = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "github").stdout
-    markdown = run_cli("apply", str(root), "-o", str(tmp_path / "q.diff"), "--format", "markdown").stdout
-    assert github == markdown and "```suggestion" in github and "```diff" in github
+def test_github_annotations_keeps_its_old_name_for_one_release_with_a_note(tmp_path):
+    """`github` is ruff's name for workflow annotations; `github-annotations` still works, and says it is going."""
+    write_files(tmp_path, {"pkg/model.py": FIXABLE})
+    github = run_cli("check", "pkg", "--output-format", "github", cwd=tmp_path)
+    old = run_cli("check", "pkg", "--format", "github-annotations", cwd=tmp_path)
+    assert old.stdout == github.stdout and annotations(old.stdout)
+    (note,) = old.stderr.splitlines()
+    assert "deprecated" in note and "use github" in note
 
 
 def test_suggested_line_applies_to_the_file(tmp_path):
@@ -128,3 +130,43 @@ def test_json_output_writes_the_json_report_beside_another_format(tmp_path):
     assert document == expected and document["patch"] == str(tmp_path / "p.diff")
     missing = run_cli("check", str(root), "--json-output", str(tmp_path / "no" / "such.json"))
     assert missing.returncode == 2 and "--json-output" in missing.stderr
+
+
+def test_markdown_opens_with_the_fixes_by_rule_and_area(tmp_path):
+    on_device = "import torch\n\n\ndef ids(n: int, device: torch.device):\n    return torch.arange(n).to(device)\n"
+    body = comment_for(tmp_path, {"pkg/a.py": FIXABLE, "pkg/b.py": FIXABLE, "pkg/c.py": on_device,
+                                  "tests/test_a.py": FIXABLE, "benchmarks/bench_a.py": FIXABLE})
+    head, rest = body.split("| | rule | location |", 1)
+    summary = head[head.index("| rule |"):].strip().splitlines()
+    assert summary == [
+        "| rule | library | tests | benchmarks | total |",
+        "|---|---:|---:|---:|---:|",
+        "| `OPT101` zeros-to-empty | 2 | 1 | 1 | 4 |",
+        "| `OPT102` create-on-device | 1 | - | - | 1 |",
+    ]
+    assert head.index("### optpatch:") < head.index("| rule |")
+
+
+def _fixes_of_many_rules(count: int):
+    from pathlib import Path
+
+    from optpatch.model import Context, Finding, Impact, Tier, Verdict
+    from optpatch.results import FileResult, RunResult
+
+    findings = [
+        Finding(code=f"OPT{900 + index}", name=f"rule-{index}", path="m.py", line=index + 1, col=1, verdict=Verdict.FIX,
+                reason="why", context=Context.CALL, impact=Impact.LOW, impact_basis="basis", tier=Tier.SAFE, applied=True)
+        for index in range(count)
+    ]
+    return RunResult(Path("/repo"), [FileResult("m.py", findings)], [], [])
+
+
+def test_a_summary_longer_than_a_screen_is_folded():
+    from optpatch.reporters.markdown import SCREEN_ROWS, render_markdown
+
+    short = render_markdown(_fixes_of_many_rules(3))
+    assert "<details>" not in short.split("| | rule |")[0]
+    long = render_markdown(_fixes_of_many_rules(SCREEN_ROWS + 1))
+    folded = long.split("| | rule |")[0]
+    assert f"<details>\n<summary>Fixes by rule and area ({SCREEN_ROWS + 1} rules)</summary>\n\n| rule | library |" in folded
+    assert folded.count("| `OPT9") == SCREEN_ROWS + 1 and folded.rstrip().endswith("</details>")

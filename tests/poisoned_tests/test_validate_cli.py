@@ -63,7 +63,8 @@ def test_check_validate_reports_the_same_in_json_and_exits_one(decode_repo):
     assert dropped["fix"].startswith("decoding/inputs.py:10:")
     assert dropped["failure"]["failing_tests"] == ["tests/test_inputs.py::test_mean_seq_len_with_free_slots"]
     by_line = {f["line"]: f for f in document["findings"]}
-    assert by_line[9]["applied"] and not by_line[10]["applied"]
+    assert by_line[9]["fixable"] and not by_line[10]["fixable"]
+    assert not by_line[9]["applied"]  # check writes nothing
     assert by_line[10]["not_applied_because"].startswith("backed out:")
     assert snapshot(decode_repo) == before
 

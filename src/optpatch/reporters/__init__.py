@@ -1,29 +1,80 @@
 """Reporters: one module per output format, each a function of the run's result.
 
 The registry below is the one list of formats: the command line takes its
-choices from it. A reporter module is imported only when its format is
-asked for, so choosing among them costs nothing at start-up.
+`--output-format` choices from it, aliases included. A reporter module is
+imported only when its format is asked for, so choosing among them costs
+nothing at start-up.
+
+The names follow ruff's where ruff has the format (`full`, `concise`,
+`json`, `sarif`, `github` for GitHub Actions workflow annotations);
+`markdown` is optpatch's own, the pull-request comment body.
 """
 
 from __future__ import annotations
 
+import enum
 import importlib
+from dataclasses import dataclass
 from typing import Callable
 
-# Machine formats return a string; "text" prints to a rich console itself (reporters/text.py).
-# `github` and `markdown` are both the pull-request comment body, as CONTRACT.md has it;
-# GitHub Actions' workflow annotations are `github-annotations`.
-_MACHINE_FORMATS: dict[str, tuple[str, str]] = {
-    "json": ("json_report", "render_json"),
-    "sarif": ("sarif", "render_sarif"),
-    "github": ("markdown", "render_markdown"),
-    "markdown": ("markdown", "render_markdown"),
-    "github-annotations": ("github", "render_github"),
+from optpatch.reporters.status import NOTHING_WRITTEN, Delivery
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What one command asks of its report, the same for every format."""
+
+    delivery: Delivery = NOTHING_WRITTEN  # what the command wrote: "fixed", "in patch" or "fixable"
+    verbose: bool = False  # kept sites too (text, SARIF)
+    show_fixes: bool = False  # each fix's diff under its finding (full)
+    width: int = 80  # text formats wrap to this many columns
+    patch_path: str | None = None  # the patch file written, for the JSON report
+    validation: dict | None = None  # --validate's outcome (the JSON report's `validation` object)
+    original_text: Callable[[str], str | None] = lambda rel: None  # a file's text before this run, for --show-fixes
+
+
+class FormatKind(enum.Enum):
+    TEXT = "text"  # lines for people, wrapped to a width, coloured on a terminal (reporters/text.py)
+    MACHINE = "machine"  # one string for a program to read
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    name: str
+    kind: FormatKind
+    module: str
+    function: str
+    help: str
+
+    def renderer(self) -> Callable:
+        return getattr(importlib.import_module(f"optpatch.reporters.{self.module}"), self.function)
+
+
+FORMATS: dict[str, OutputFormat] = {
+    format.name: format
+    for format in (
+        OutputFormat("full", FormatKind.TEXT, "text", "render_full", "a block per finding: location, rule, status, proof"),
+        OutputFormat("concise", FormatKind.TEXT, "text", "render_concise", "one line per finding"),
+        OutputFormat("json", FormatKind.MACHINE, "json_report", "render_json", "the JSON report (docs/json-schema.md)"),
+        OutputFormat("sarif", FormatKind.MACHINE, "sarif", "render_sarif", "SARIF 2.1.0, for code scanning"),
+        OutputFormat("github", FormatKind.MACHINE, "github", "render_github", "GitHub Actions workflow annotations"),
+        OutputFormat("markdown", FormatKind.MACHINE, "markdown", "render_markdown", "a pull-request comment body"),
+    )
 }
-FORMATS = ("text", *_MACHINE_FORMATS)
+# Other names a format is accepted by. `text` was the name of `full`; `github-annotations` that of `github`,
+# before `github` took ruff's meaning: it is deprecated, and goes in the release after the one that says so.
+ALIASES: dict[str, str] = {"text": "full", "github-annotations": "github"}
+DEPRECATED: frozenset[str] = frozenset({"github-annotations"})
+CHOICES: tuple[str, ...] = (*FORMATS, *ALIASES)
 
 
-def machine_renderer(name: str) -> Callable:
-    """The function that renders a run in the machine format NAME (anything but "text")."""
-    module, function = _MACHINE_FORMATS[name]
-    return getattr(importlib.import_module(f"optpatch.reporters.{module}"), function)
+def output_format(name: str) -> OutputFormat:
+    """The format NAME stands for, alias or not."""
+    return FORMATS[ALIASES.get(name, name)]
+
+
+def deprecation_note(name: str) -> str | None:
+    """One line for stderr when NAME is a deprecated alias, else None."""
+    if name not in DEPRECATED:
+        return None
+    return f"warning: --output-format {name} is deprecated and will be removed in the next release; use {ALIASES[name]}"

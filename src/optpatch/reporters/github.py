@@ -1,10 +1,11 @@
-"""`--format github-annotations`: GitHub Actions workflow commands, one annotation per fix or advice, one per failed file.
+"""`--output-format github`: GitHub Actions workflow annotations, as ruff's `github` format; one per fix or advice, one per failed file.
 
 `::warning file=F,line=L,col=C,title=T::MESSAGE`. GitHub decodes `%25`,
 `%0D` and `%0A` in the message, and additionally `%3A` and `%2C` in
 property values, so those characters are escaped as such. Paths are written
 relative to the current directory (the checkout root in a workflow), where
-GitHub looks for them. Kept sites are not annotated.
+GitHub looks for them. Kept sites are not annotated. (Before ruff's name was
+taken, this format was `github-annotations`, still accepted for one release.)
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from optpatch.results import RunResult
 from optpatch.model import Finding, Verdict
+from optpatch.reporters import ReportOptions
 from optpatch.reporters.json_report import summary_of
+from optpatch.reporters.status import Delivery, status_of
+from optpatch.results import RunResult
 
 _COMMAND = {Verdict.FIX: "warning", Verdict.ADVICE: "notice"}
 
@@ -32,22 +35,22 @@ def workflow_command(command: str, properties: dict[str, object], message: str) 
     return f"::{command} {props}::{escape_data(message)}"
 
 
-def render_github(result: RunResult) -> str:
-    lines = [annotation(f, result.root) for f in result.findings if f.verdict in _COMMAND]
+def render_github(result: RunResult, options: ReportOptions = ReportOptions()) -> str:
+    lines = [annotation(f, result.root, options.delivery) for f in result.findings if f.verdict in _COMMAND]
     for error in result.errors:
         properties: dict[str, object] = {"file": display_path(result.root, error.path)}
         if error.line:
             properties["line"] = error.line
         lines.append(workflow_command("error", {**properties, "title": "optpatch: file not analysed"}, error.reason))
-    summary = summary_of(result)
+    summary = summary_of(result, options.delivery)
     lines.append(
-        f"optpatch: {summary['fixes_applied']} fix(es) apply, {summary['fixes_not_applied']} proposed but not applied, "
+        f"optpatch: {summary['fixable']} fixable, {summary['fixes_not_applied']} proposed but not applied, "
         f"{summary['advice']} advice, {summary['files_failed']} file(s) not analysed."
     )
     return "\n".join(lines) + "\n"
 
 
-def annotation(finding: Finding, root: Path) -> str:
+def annotation(finding: Finding, root: Path, delivery: Delivery) -> str:
     properties = {
         "file": display_path(root, finding.path),
         "line": finding.line,
@@ -57,8 +60,8 @@ def annotation(finding: Finding, root: Path) -> str:
     body = [finding.reason]
     if finding.verdict is Verdict.FIX:
         tier = finding.tier.value if finding.tier else "safe"
-        applies = "applies" if finding.applied else f"not applied: {finding.not_applied_because}"
-        body.append(f"Fix ({tier}, {applies}): {finding.replacement}")
+        status = str(status_of(finding, delivery)) if finding.applied else f"not applied: {finding.not_applied_because}"
+        body.append(f"Fix ({tier}, {status}): {finding.replacement}")
         body.append(f"Impact: {finding.impact.value} ({finding.context.value}); {finding.impact_basis}")
     return workflow_command(_COMMAND[finding.verdict], properties, "\n".join(body))
 

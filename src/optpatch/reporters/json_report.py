@@ -1,7 +1,10 @@
 """JSON output: a documented, versioned schema (docs/json-schema.md).
 
 `schema_version` changes only when a field changes meaning or disappears;
-new fields may be added within a version.
+new fields may be added within a version. Version 2: `applied` means that
+this command wrote the fix (into the patch, or into the file), and
+`fixable` that the run's policy accepts it; in version 1 `applied` meant the
+latter, so `check` said `"applied": true` of fixes it never wrote.
 """
 
 from __future__ import annotations
@@ -9,13 +12,15 @@ from __future__ import annotations
 import json
 
 from optpatch import __version__
+from optpatch.model import FileError, Finding, Verdict
+from optpatch.reporters import ReportOptions
+from optpatch.reporters.status import NOTHING_WRITTEN, Delivery, Status, status_of
 from optpatch.results import RunResult
-from optpatch.model import FileError, Finding
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
-def finding_to_dict(finding: Finding) -> dict:
+def finding_to_dict(finding: Finding, delivery: Delivery = NOTHING_WRITTEN) -> dict:
     return {
         "code": finding.code,
         "name": finding.name,
@@ -24,7 +29,8 @@ def finding_to_dict(finding: Finding) -> dict:
         "column": finding.col,
         "verdict": finding.verdict.value,
         "tier": finding.tier.value if finding.tier else None,
-        "applied": finding.applied,
+        "applied": status_of(finding, delivery).written,
+        "fixable": finding.applied,
         "not_applied_because": finding.not_applied_because or None,
         "held": finding.refusal.hold.value if finding.refusal else None,
         "keep_category": finding.keep_category.value if finding.keep_category else None,
@@ -53,31 +59,40 @@ def error_to_dict(error: FileError) -> dict:
     return {"path": error.path, "line": error.line, "reason": error.reason}
 
 
-def summary_of(result: RunResult) -> dict:
+def summary_of(result: RunResult, delivery: Delivery = NOTHING_WRITTEN) -> dict:
     findings = result.findings
+    statuses = [status_of(f, delivery) for f in findings]
     return {
         "files_analysed": result.analysed,
         "files_failed": len(result.errors),
         "files_changed": len(result.changes),
-        "fixes_applied": sum(f.applied for f in findings),
-        "fixes_not_applied": sum(f.fixable and not f.applied for f in findings),
-        "kept": sum(f.verdict.value == "keep" for f in findings),
-        "advice": sum(f.verdict.value == "advice" for f in findings),
+        "fixes_applied": sum(status.written for status in statuses),
+        "fixable": sum(f.applied for f in findings),
+        "fixes_not_applied": statuses.count(Status.PROPOSED),
+        "kept": sum(f.verdict is Verdict.KEEP for f in findings),
+        "advice": sum(f.verdict is Verdict.ADVICE for f in findings),
         "suppressed": result.suppressed,
         "seconds": round(result.seconds, 3),
     }
 
 
-def render_json(result: RunResult, patch_path: str | None = None) -> str:
+def render_json(result: RunResult, options: ReportOptions = ReportOptions()) -> str:
+    return json.dumps(report_document(result, options), indent=2, sort_keys=False) + "\n"
+
+
+def report_document(result: RunResult, options: ReportOptions = ReportOptions()) -> dict:
+    """The report as a JSON object; with --validate, its `validation` object last."""
     document = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "optpatch", "version": __version__},
         "root": str(result.root),
-        "patch": patch_path,
-        "summary": summary_of(result),
-        "findings": [finding_to_dict(f) for f in result.findings],
+        "patch": options.patch_path,
+        "summary": summary_of(result, options.delivery),
+        "findings": [finding_to_dict(f, options.delivery) for f in result.findings],
         "errors": [error_to_dict(e) for e in result.errors],
         "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
         "unused_suppressions": [{"path": path, "line": line} for path, line in result.unused_suppressions],
     }
-    return json.dumps(document, indent=2, sort_keys=False) + "\n"
+    if options.validation is not None:
+        document["validation"] = options.validation
+    return document

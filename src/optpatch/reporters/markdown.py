@@ -1,4 +1,8 @@
-"""`--format markdown` and `--format github`: a pull-request comment body, with a summary table, one suggestion per small fix and the whole patch folded.
+"""`--output-format markdown`: a pull-request comment body, with a summary table, one suggestion per small fix and the whole patch folded.
+
+It opens with the headline and a compact table of the fixes by rule and
+area (library, tests, benchmarks), folded in `<details>` when it is longer
+than a screen; then the findings, the suggestions and the patch.
 
 The first line is a hidden marker, so a bot can find and update its previous
 comment instead of adding another. A fix whose edits all lie on the
@@ -16,22 +20,25 @@ failed it and were backed out, and which validate-tier fixes passed it (the
 from __future__ import annotations
 
 import re
+from collections import Counter
 
-from optpatch.results import RunResult
 from optpatch.locations import rewritten_line
-from optpatch.model import Finding, Verdict
+from optpatch.model import CodeArea, Finding, Verdict
 from optpatch.patch import write_patch
+from optpatch.reporters import ReportOptions
 from optpatch.reporters.json_report import summary_of
+from optpatch.results import RunResult
 
 MARKER = "<!-- optpatch-report -->"
 COMMENT_LIMIT = 65_536
 _PATCH_NAME = "model_patch.diff"
+SCREEN_ROWS = 20  # a summary with more rules than this is folded: the findings below should show without scrolling
 
 
-def render_markdown(result: RunResult, validation: dict | None = None) -> str:
+def render_markdown(result: RunResult, options: ReportOptions = ReportOptions()) -> str:
     findings = [f for f in result.findings if f.verdict is not Verdict.KEEP]
     patch = write_patch(result.changes).decode("utf-8", errors="replace")
-    head = [MARKER, headline(result), ""] + errors_section(result) + validation_section(validation)
+    head = [MARKER, headline(result), ""] + fixes_summary(findings) + errors_section(result) + validation_section(options.validation)
     table = findings_table(findings) + [""] if findings else []
     suggestions = suggestions_section(findings)
     # Most complete first; GitHub rejects a longer comment outright.
@@ -50,12 +57,40 @@ def headline(result: RunResult) -> str:
     summary = summary_of(result)
     if not result.changes and not summary["fixes_not_applied"] and not summary["advice"]:
         return f"### optpatch: no changes\n\n{summary['files_analysed']} file(s) analysed, nothing to rewrite."
-    parts = [f"{summary['fixes_applied']} fix(es) in {summary['files_changed']} file(s)"]
+    parts = [f"{summary['fixable']} fix(es) in {summary['files_changed']} file(s)"]
     if summary["fixes_not_applied"]:
         parts.append(f"{summary['fixes_not_applied']} proposed but not applied")
     if summary["advice"]:
         parts.append(f"{summary['advice']} advice")
     return f"### optpatch: {', '.join(parts)}\n\n{summary['files_analysed']} file(s) analysed; every fix below carries its proof."
+
+
+def fixes_summary(findings: list[Finding]) -> list[str]:
+    """The fixes counted by rule (rows) and area (columns): `2 + 1 proposed` is two in the patch and one held back."""
+    fixes = [f for f in findings if f.verdict is Verdict.FIX]
+    if not fixes:
+        return []
+    areas = [area for area in CodeArea if any(f.area is area for f in fixes)]
+    applied = Counter((f.code, f.area) for f in fixes if f.applied)
+    proposed = Counter((f.code, f.area) for f in fixes if not f.applied)
+    names = {f.code: f.name for f in fixes}
+    columns = [area.value for area in areas] + (["total"] if len(areas) > 1 else [])
+    rows = ["| rule | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
+    for code in sorted(names):
+        cells = [_count_cell(applied[code, area], proposed[code, area]) for area in areas]
+        if len(areas) > 1:
+            cells.append(_count_cell(sum(applied[code, a] for a in areas), sum(proposed[code, a] for a in areas)))
+        rows.append(f"| `{code}` {names[code]} | " + " | ".join(cells) + " |")
+    if len(names) > SCREEN_ROWS:
+        summary = f"Fixes by rule and area ({len(names)} rules)"
+        return ["<details>", f"<summary>{summary}</summary>", ""] + rows + ["", "</details>", ""]
+    return rows + [""]
+
+
+def _count_cell(applied: int, proposed: int) -> str:
+    if not proposed:
+        return str(applied) if applied else "-"
+    return f"{applied} + {proposed} proposed"
 
 
 def findings_table(findings: list[Finding]) -> list[str]:

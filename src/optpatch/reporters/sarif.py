@@ -5,7 +5,7 @@ fix and advice finding is a result with its rule, location and message, the
 optpatch fields (tier, verdict, context, impact and its basis, proof) in
 `properties`, and, for fixes, `fixes[]` whose replacements reproduce the
 patch: `deletedRegion` in lines and columns, `insertedContent` the new text.
-With `-v` (`include_kept`), kept sites are results too, of kind `pass` and
+With `-v` (`ReportOptions.verbose`), kept sites are results too, of kind `pass` and
 level `none` (SARIF's "the rule was evaluated and found nothing to change"),
 so that they carry their reason as in JSON without showing as alerts;
 otherwise they are left out, as from the text report, and a code-scanning
@@ -21,9 +21,11 @@ from urllib.parse import quote
 
 from optpatch import __version__
 from optpatch.baseline import fingerprint
-from optpatch.results import RunResult
 from optpatch.model import Finding, Region, Verdict
+from optpatch.reporters import ReportOptions
 from optpatch.reporters.json_report import summary_of
+from optpatch.reporters.status import Delivery, status_of
+from optpatch.results import RunResult
 from optpatch.rule import Rule, load_rules
 from optpatch.rule_docs import rule_page
 
@@ -32,7 +34,7 @@ ROOT_BASE = "SRCROOT"
 _LEVEL = {Verdict.FIX: "warning", Verdict.ADVICE: "note", Verdict.KEEP: "none"}
 
 
-def render_sarif(result: RunResult, include_kept: bool = False) -> str:
+def render_sarif(result: RunResult, options: ReportOptions = ReportOptions()) -> str:
     rules = load_rules()
     rule_index = {rule.code: index for index, rule in enumerate(rules)}
     run = {
@@ -48,9 +50,10 @@ def render_sarif(result: RunResult, include_kept: bool = False) -> str:
         "columnKind": "unicodeCodePoints",
         "invocations": [invocation(result)],
         "results": [
-            sarif_result(f, rule_index) for f in result.findings if include_kept or f.verdict is not Verdict.KEEP
+            sarif_result(f, rule_index, options.delivery) for f in result.findings
+            if options.verbose or f.verdict is not Verdict.KEEP
         ],
-        "properties": {"summary": summary_of(result)},
+        "properties": {"summary": summary_of(result, options.delivery)},
     }
     document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     return json.dumps(document, indent=2) + "\n"
@@ -81,17 +84,18 @@ def invocation(result: RunResult) -> dict:
     return {"executionSuccessful": True, "toolExecutionNotifications": notifications}
 
 
-def sarif_result(finding: Finding, rule_index: dict[str, int]) -> dict:
+def sarif_result(finding: Finding, rule_index: dict[str, int], delivery: Delivery) -> dict:
     entry = {
         "ruleId": finding.code,
         "level": _LEVEL[finding.verdict],
-        "message": {"text": message(finding)},
+        "message": {"text": message(finding, delivery)},
         "locations": [{"physicalLocation": {"artifactLocation": artifact(finding.path), "region": site_region(finding)}}],
         "partialFingerprints": {"optpatchLineHash/v1": fingerprint(finding)},
         "properties": {
             "tier": finding.tier.value if finding.tier else None,
             "verdict": finding.verdict.value,
-            "applied": finding.applied,
+            "applied": status_of(finding, delivery).written,
+            "fixable": finding.applied,
             "not_applied_because": finding.not_applied_because or None,
             "context": finding.context.value,
             "impact": finding.impact.value,
@@ -109,11 +113,11 @@ def sarif_result(finding: Finding, rule_index: dict[str, int]) -> dict:
     return entry
 
 
-def message(finding: Finding) -> str:
+def message(finding: Finding, delivery: Delivery) -> str:
     if finding.verdict is not Verdict.FIX:
         return finding.reason
     tier = finding.tier.value if finding.tier else "safe"
-    status = "applied" if finding.applied else f"not applied: {finding.not_applied_because}"
+    status = str(status_of(finding, delivery)) if finding.applied else f"not applied: {finding.not_applied_because}"
     return f"{finding.name}: {finding.reason} (tier {tier}, {status})"
 
 

@@ -1,103 +1,341 @@
-"""The terminal report: one table of findings, the files that failed, one summary.
+"""The text reports, as ruff's users know them: `full`, a block per finding, and `concise`, a line per finding.
 
-Designed to fit one screen on a small repository: fixes first (applied, then
-proposed), kept sites counted by why they were kept (listed one by one with
--v), and the exact next command to run.
+`full` (the default):
+
+    minivllm/kv_cache.py:34:22: OPT101 zeros-to-empty [safe, in patch]
+      impact: medium, per-call; rewrite: `torch.empty(cpu_blocks.shape,
+        dtype=cpu_blocks.dtype, dev…`
+      proof: every path overwrites `gpu_blocks` before reading it: L35: overwritten
+        in full by `gpu_blocks.copy_(cpu_blocks, non_blocking=True)`
+
+Findings come in path and line order, so each file's findings stay
+together. Every line is wrapped at word boundaries to the width; only a
+single word longer than the width (a long path) runs over it. Quoted code
+(between backticks) is collapsed to one line and shortened with an
+ellipsis, so source pasted into a reason cannot flood the screen, while the
+prose of a reason is never cut. Kept sites are listed only with -v, in the
+same form. The summary counts each status by rule, tier and area, and kept
+sites by why they were kept (their `KeepCategory`), never by the words of a
+reason.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
+from optpatch.locations import rewritten_line
+from optpatch.model import CodeArea, Finding, KeepCategory, Verdict
+from optpatch.reporters import ReportOptions
+from optpatch.reporters.status import Status, status_of
+from optpatch.reporters.wrapping import together, wrap
 from optpatch.results import RunResult
-from optpatch.model import Finding, KeepCategory, Verdict
+from optpatch.source import LINE_BREAK
 
-_STATUS = {
-    "applied": ("fixed", "bold green"),
-    "proposed": ("proposed", "yellow"),
-    "keep": ("kept", "dim"),
-    "advice": ("advice", "cyan"),
+MIN_WIDTH = 40  # narrower than this, wrapping would leave a word or two a line
+CODE_LIMIT = 60  # characters of quoted code shown before the ellipsis
+ELLIPSIS = "…"
+_QUOTED = re.compile(r"`[^`]*`")
+_STYLE = {
+    Status.FIXED: "bold green", Status.IN_PATCH: "bold green", Status.FIXABLE: "bold green",
+    Status.PROPOSED: "yellow", Status.KEPT: "dim", Status.ADVICE: "cyan",
 }
-def status_of(finding: Finding) -> str:
+_LABEL = {Verdict.FIX: "proof", Verdict.KEEP: "blocked by", Verdict.ADVICE: "advice"}
+_COUNTED = {
+    Status.FIXED: "{} fixed", Status.IN_PATCH: "{} fixes in the patch", Status.FIXABLE: "{} fixable",
+    Status.PROPOSED: "{} proposed (not applied)", Status.KEPT: "{} kept", Status.ADVICE: "{} advice",
+}
+SUMMARY_ORDER = (Status.FIXED, Status.IN_PATCH, Status.FIXABLE, Status.PROPOSED, Status.KEPT, Status.ADVICE)
+
+
+# -- the two formats ----------------------------------------------------------------------
+
+
+def render_full(result: RunResult, options: ReportOptions) -> list[Text]:
+    width = max(MIN_WIDTH, options.width)
+    lines: list[Text] = []
+    for finding in shown_findings(result, options):
+        lines += finding_block(finding, options, width)
+        lines.append(Text())
+    return lines + trailer(result, options, width)
+
+
+def render_concise(result: RunResult, options: ReportOptions) -> list[Text]:
+    """One line per finding, never wrapped (for grep), then the same summary as `full`."""
+    width = max(MIN_WIDTH, options.width)
+    lines = []
+    for finding in shown_findings(result, options):
+        status = status_of(finding, options.delivery)
+        line = Text(header(finding, status))
+        _style_header([line], finding, status)
+        line.append(f" {concise_message(finding)}")
+        lines.append(line)
+    if lines:
+        lines.append(Text())
+    return lines + trailer(result, options, width)
+
+
+def shown_findings(result: RunResult, options: ReportOptions) -> list[Finding]:
+    return [f for f in result.findings if options.verbose or f.verdict is not Verdict.KEEP]
+
+
+# -- one finding --------------------------------------------------------------------------
+
+
+def finding_block(finding: Finding, options: ReportOptions, width: int) -> list[Text]:
+    status = status_of(finding, options.delivery)
+    limit = code_limit(width)
+    head = [Text(line) for line in wrapped_header(finding, status, width)]
+    _style_header(head, finding, status)
+    body = wrap(short_message(finding, limit), width, "  ", "    ")
+    if status is Status.PROPOSED and finding.not_applied_because:
+        body += wrap(f"not applied: {finding.not_applied_because}", width, "  ", "    ")
+    body += wrap(f"{_LABEL[finding.verdict]}: {prose(finding.reason, limit)}", width, "  ", "    ")
+    if options.show_fixes and finding.verdict is Verdict.FIX:
+        body += fix_diff(finding, options.original_text(finding.path), width)
+    return head + [Text(line) for line in body]
+
+
+def header(finding: Finding, status: Status) -> str:
+    """`path:line:col: CODE name [tier, status]`; kept sites and advice have no tier."""
     if finding.verdict is Verdict.FIX:
-        return "applied" if finding.applied else "proposed"
-    return finding.verdict.value
+        tier = finding.tier.value if finding.tier else "safe"
+        return f"{finding.location()}: {finding.code} {finding.name} [{tier}, {status}]"
+    return f"{finding.location()}: {finding.code} {finding.name} [{status}]"
 
 
-def render_text(
-    result: RunResult, console: Console, verbose: bool = False, patch_note: str | None = None, title: str | None = None
-) -> None:
-    findings = result.findings
-    shown = [f for f in findings if verbose or f.verdict is not Verdict.KEEP]
-    if title:
-        console.print(Text(title, style="bold"))
-    if shown:
-        console.print(_findings_table(shown))
-    for error in result.errors:
-        console.print(Text.assemble(("error ", "bold red"), (error.location(), "bold"), f": {error.reason}"))
-    unused = result.unused_suppressions
-    if unused and verbose:
-        places = ", ".join(f"{path}:{line}" for path, line in unused)
-        console.print(Text.assemble(("unused suppressions ", "bold"), f"(they silence nothing): {places}"))
-    console.print(_summary(result, findings, verbose))
-    if patch_note:
-        console.print(Text(patch_note))
+def wrapped_header(finding: Finding, status: Status, width: int) -> list[str]:
+    """The header over as many lines as the width needs, never splitting its `[tier, status]`."""
+    head, bracket = header(finding, status).rsplit(" [", 1)
+    return wrap(f"{head} {together('[' + bracket)}", width, "", "    ")
 
 
-def _findings_table(findings: list[Finding]) -> Table:
-    table = Table(show_lines=False, pad_edge=False, expand=True, box=None, header_style="bold")
-    table.add_column("status", no_wrap=True, min_width=8)
-    table.add_column("code", no_wrap=True, min_width=6)
-    table.add_column("location", no_wrap=True)
-    table.add_column("tier", no_wrap=True, min_width=8)
-    table.add_column("impact", no_wrap=True)
-    table.add_column("reason", overflow="fold", ratio=1, min_width=30)
-    for finding in findings:
-        label, style = _STATUS[status_of(finding)]
-        reason = finding.reason
-        if finding.verdict is Verdict.FIX and not finding.applied and finding.not_applied_because:
-            reason = f"{reason} [not applied: {finding.not_applied_because}]"
-        impact = f"{finding.impact.value} ({finding.context.value})" if finding.verdict is not Verdict.KEEP else finding.context.value
-        table.add_row(
-            Text(label, style=style),
-            finding.code,
-            finding.location(),
-            finding.tier.value if finding.tier else "-",
-            impact,
-            Text(reason),
-        )
-    return table
+def _style_header(lines: list[Text], finding: Finding, status: Status) -> None:
+    """Location and code in bold, `[tier, status]` in the status's colour, wherever the wrapping put them."""
+    location = len(finding.location()) + 1
+    lines[0].stylize("bold", 0, location)
+    lines[0].stylize("bold", location + 1, location + 1 + len(finding.code))
+    last = lines[-1]
+    last.stylize(_STYLE[status], last.plain.rfind("["))
+
+
+def short_message(finding: Finding, limit: int) -> str:
+    """What the finding is, from its typed fields: the rewrite and its impact, or why the site was kept."""
+    where = f"{finding.impact.value}, {finding.context.value}"
+    if finding.area is not CodeArea.LIBRARY:
+        where += f"; in {finding.area.value}"
+    if finding.verdict is Verdict.KEEP:
+        return f"kept: {_keep_label(finding)}"
+    if finding.verdict is Verdict.FIX and finding.replacement:
+        return f"impact: {where}; rewrite: {quote(finding.replacement, limit)}"
+    return f"impact: {where}"
+
+
+def concise_message(finding: Finding) -> str:
+    """The one-line form: the short message, and the reason with its code shortened, never cut."""
+    return f"{short_message(finding, CODE_LIMIT)}; {_LABEL[finding.verdict]}: {prose(finding.reason, CODE_LIMIT)}"
 
 
 def _keep_label(finding: Finding) -> str:
+    """How a kept site is named and counted: by its category, whatever its reason says."""
     return (finding.keep_category or KeepCategory.OTHER).value
 
 
-def _summary(result: RunResult, findings: list[Finding], verbose: bool) -> Text:
-    statuses = Counter(status_of(f) for f in findings)
-    tiers_proposed = Counter(f.tier.value for f in findings if status_of(f) == "proposed" and f.tier)
-    kept = Counter(_keep_label(f) for f in findings if f.verdict is Verdict.KEEP)
-    parts = [f"{statuses['applied']} fixed"]
-    if statuses["proposed"]:
-        detail = ", ".join(f"{n} {tier}" for tier, n in sorted(tiers_proposed.items()))
-        parts.append(f"{statuses['proposed']} proposed but not applied ({detail}; see the table)")
-    if kept:
-        detail = ", ".join(f"{n} {label}" for label, n in kept.most_common())
-        parts.append(f"{sum(kept.values())} kept ({detail})")
-    if statuses["advice"]:
-        parts.append(f"{statuses['advice']} advice")
+# -- text that fits -----------------------------------------------------------------------
+
+
+def code_limit(width: int) -> int:
+    """Quoted code is cut to fit a continuation line, so that no word of it runs over the width."""
+    return max(16, min(CODE_LIMIT, width - 6))
+
+
+def quote(code: str, limit: int) -> str:
+    return shorten_code(f"`{' '.join(code.split())}`", limit)
+
+
+def shorten_code(quoted: str, limit: int) -> str:
+    """A backticked span collapsed to one line and, past LIMIT characters, cut with an ellipsis."""
+    collapsed = " ".join(quoted.split())
+    if len(collapsed) <= limit:
+        return collapsed
+    return collapsed[: limit - 2].rstrip() + ELLIPSIS + "`"
+
+
+def prose(text: str, limit: int) -> str:
+    """A reason on one line, each quoted piece of code collapsed and shortened; the words around it untouched."""
+    return " ".join(_QUOTED.sub(lambda match: shorten_code(match.group(), limit), text).split())
+
+
+# -- the fix's diff (--show-fixes) -------------------------------------------------------
+
+
+def fix_diff(finding: Finding, original: str | None, width: int) -> list[str]:
+    """The lines the fix changes, before (`-`) and after (`+`), numbered as in the file; cut to the width."""
+    hunks = _hunks(finding, original)
+    if hunks is None:
+        return wrap("diff: not shown, the file's text was not at hand; the patch has it", width, "  ", "    ")
+    number_width = max(len(str(first + max(len(old), 1) - 1)) for first, old, _ in hunks)
+    lines = ["  diff:"]
+    for first, old, new in hunks:
+        indent = _common_indent(old + new)
+        lines += [f"    {first + offset:>{number_width}} - {line[indent:]}" for offset, line in enumerate(old)]
+        lines += [f"    {'' if old else first:>{number_width}} + {line[indent:]}" for line in new]
+    return [_cut(line.rstrip(), width) for line in lines]
+
+
+def _hunks(finding: Finding, original: str | None) -> list[tuple[int, list[str], list[str]]] | None:
+    """(first line, old lines, new lines) for each run of lines the fix's regions touch; None without the text.
+
+    Regions are in the original file's lines and columns, also for a fix a
+    later pass found; the text must be the one the run read, which the
+    finding's own line confirms where it was read from that text (pass 0).
+    """
+    lines = LINE_BREAK.split(original) if original is not None else []
+    regions = sorted(finding.regions, key=lambda r: (r.start_line, r.start_column))
+    if not regions or max(r.end_line for r in regions) > len(lines):
+        return None
+    if finding.analysis_pass == 0 and lines[finding.line - 1] != finding.line_text:
+        return None
+    hunks, group = [], [regions[0]]
+    for region in regions[1:]:
+        if region.start_line > max(_last_line(r) for r in group):
+            hunks.append(_hunk(group, lines))
+            group = []
+        group.append(region)
+    hunks.append(_hunk(group, lines))
+    return hunks
+
+
+def _last_line(region) -> int:
+    """The last line a region changes: one ending at the start of a line leaves that line alone."""
+    return region.end_line - 1 if region.end_column == 1 and region.end_line > region.start_line else region.end_line
+
+
+def _hunk(regions: list, lines: list[str]) -> tuple[int, list[str], list[str]]:
+    """The lines REGIONS touch, before and after, less the lines they leave as they were at either end."""
+    first, last = regions[0].start_line, max(_last_line(r) for r in regions)
+    old = lines[first - 1 : last]
+    starts = [0]
+    for line in old:
+        starts.append(starts[-1] + len(line) + 1)
+    text = "\n".join(old) + "\n"
+    for region in sorted(regions, key=lambda r: (r.start_line, r.start_column), reverse=True):
+        start = starts[region.start_line - first] + region.start_column - 1
+        end = starts[region.end_line - first] + region.end_column - 1
+        text = text[:start] + LINE_BREAK.sub("\n", region.inserted) + text[end:]
+    new = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+    while old and new and old[0] == new[0]:
+        old, new, first = old[1:], new[1:], first + 1
+    while old and new and old[-1] == new[-1]:
+        old, new = old[:-1], new[:-1]
+    return first, old, new
+
+
+def _common_indent(lines: list[str]) -> int:
+    indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
+    return min(indents, default=0)
+
+
+def _cut(line: str, width: int) -> str:
+    line = line.expandtabs(4)
+    return line if len(line) <= width else line[: width - 1] + ELLIPSIS
+
+
+# -- after the findings: failed files, unused suppressions, the summary ------------------
+
+
+def trailer(result: RunResult, options: ReportOptions, width: int) -> list[Text]:
+    lines: list[Text] = []
+    for error in result.errors:
+        for index, line in enumerate(wrap(f"error {error.location()}: {error.reason}", width, "", "    ")):
+            text = Text(line)
+            if index == 0:
+                text.stylize("bold red", 0, len("error"))
+            lines.append(text)
+    if result.unused_suppressions and options.verbose:
+        places = ", ".join(f"{path}:{line}" for path, line in result.unused_suppressions)
+        lines += [Text(line) for line in wrap(f"unused suppressions (they silence nothing): {places}", width, "", "    ")]
+    return lines + summary_lines(result, options, width)
+
+
+def summary_lines(result: RunResult, options: ReportOptions, width: int) -> list[Text]:
+    """`Summary:` with the count of each status, then one line per status by rule, tier and area (and, kept, by category)."""
+    by_status = _by_status(result, options)
+    lines = summary_headline(result, options, width)
+    label_width = max(len(str(status)) for status in by_status) + 1 if by_status else 0
+    for status in SUMMARY_ORDER:
+        if status in by_status:
+            label = f"  {status}:".ljust(label_width + 3)
+            detail = "; ".join(breakdown(by_status[status], status))
+            lines += [Text(line) for line in wrap(detail, width, label, " " * len(label))]
+    if Status.KEPT in by_status and not options.verbose:
+        hint = "Kept sites are listed with -v; `optpatch explain REPO:FILE:LINE` shows any site's proof or blocking use."
+        lines += [Text(line, style="dim") for line in wrap(hint, width, "", "")]
+    return lines
+
+
+def summary_headline(result: RunResult, options: ReportOptions, width: int) -> list[Text]:
+    """The first line of the summary (all that -q prints): how many of each status, and how many files."""
+    by_status = _by_status(result, options)
+    counts = [_COUNTED[status].format(len(by_status[status])) for status in SUMMARY_ORDER if status in by_status]
     if result.suppressed:
-        parts.append(f"{result.suppressed} suppressed")
-    if result.unused_suppressions and not verbose:
-        parts.append(f"{len(result.unused_suppressions)} unused suppressions (-v lists them)")
+        counts.append(f"{result.suppressed} suppressed")
+    if result.unused_suppressions and not options.verbose:
+        counts.append(f"{len(result.unused_suppressions)} unused suppressions (-v lists them)")
     files = f"{result.analysed} files analysed in {result.seconds:.2f} s"
     if result.errors:
         files += f", {len(result.errors)} could not be analysed"
-    text = Text.assemble(("Summary: ", "bold"), " · ".join(parts), f" — {files}.")
-    if kept and not verbose:
-        text.append("\nKept sites are listed with -v; `optpatch explain REPO:FILE:LINE` shows any site's proof or blocking use.", style="dim")
-    return text
+    counts = [together(count) for count in counts]  # each count on one line: "3 proposed (not applied)"
+    lines = [Text(line) for line in wrap(f"Summary: {', '.join(counts) or 'nothing found'}; {files}.", width, "", "  ")]
+    lines[0].stylize("bold", 0, len("Summary:"))
+    return lines
+
+
+def _by_status(result: RunResult, options: ReportOptions) -> dict[Status, list[Finding]]:
+    by_status: dict[Status, list[Finding]] = {}
+    for finding in result.findings:
+        by_status.setdefault(status_of(finding, options.delivery), []).append(finding)
+    return by_status
+
+
+def breakdown(findings: list[Finding], status: Status) -> list[str]:
+    """Counts by rule, tier (fixes), area, and why kept (kept sites), most first."""
+    groups = [Counter(f.code for f in findings)]
+    if status not in (Status.KEPT, Status.ADVICE):
+        groups.append(Counter(f.tier.value for f in findings if f.tier))
+    groups.append(Counter(f.area.value for f in findings))
+    if status is Status.KEPT:
+        groups.append(Counter(_keep_label(f) for f in findings))
+    return [
+        ", ".join(together(f"{n} {label}") for label, n in sorted(group.items(), key=lambda item: (-item[1], item[0])))
+        for group in groups
+    ]
+
+
+# -- --statistics -------------------------------------------------------------------------
+
+
+def statistics(result: RunResult, options: ReportOptions) -> list[dict]:
+    """Findings counted by rule, tier and status, most first (ruff's --statistics)."""
+    counted = Counter(
+        (f.code, f.name, f.tier.value if f.tier else None, status_of(f, options.delivery)) for f in result.findings
+    )
+    rows = [
+        {"code": code, "name": name, "tier": tier, "status": str(status), "count": count}
+        for (code, name, tier, status), count in counted.items()
+    ]
+    return sorted(rows, key=lambda row: (-row["count"], row["code"], SUMMARY_ORDER.index(Status(row["status"])), row["tier"] or ""))
+
+
+def render_statistics(result: RunResult, options: ReportOptions) -> list[Text]:
+    rows = statistics(result, options)
+    if not rows:
+        return [Text("No findings.")]
+    cells = [(str(row["count"]), row["code"], row["name"], row["tier"] or "-", row["status"]) for row in rows]
+    widths = [max(len(cell[i]) for cell in cells) for i in range(5)]
+    return [
+        Text(f"{count:>{widths[0]}}  {code:<{widths[1]}}  {name:<{widths[2]}}  {tier:<{widths[3]}}  {status}")
+        for count, code, name, tier, status in cells
+    ]

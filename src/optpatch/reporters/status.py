@@ -1,0 +1,52 @@
+"""What a finding's fix became in this command: written, in the patch, fixable, or only proposed.
+
+A fix the run's policy accepts (`Finding.applied`) is not yet a changed
+file: `apply` writes it into the patch, `--write` and `check --fix` into the
+file, and `check` writes nothing. Reports say which, from these values:
+"fixed" only where a file was written, and the JSON report's `applied`
+only for what this command wrote.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from optpatch.model import Finding, Verdict
+
+
+class Status(enum.StrEnum):
+    FIXED = "fixed"  # this command rewrote the file with it (--write, check --fix)
+    IN_PATCH = "in patch"  # in the patch this command wrote (apply)
+    FIXABLE = "fixable"  # the policy accepts it, and this command writes nothing (check, check --diff, explain)
+    PROPOSED = "proposed"  # held back: its tier, a failed validation, an overlap, the run's scope
+    KEPT = "kept"
+    ADVICE = "advice"
+
+    @property
+    def written(self) -> bool:
+        return self in (Status.FIXED, Status.IN_PATCH)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Where this command put the fixes its policy accepted."""
+
+    patch: bool = False  # a patch holding every accepted fix was written (apply)
+    files: frozenset[str] = frozenset()  # files rewritten in place, relative to the root (--write, check --fix)
+
+
+NOTHING_WRITTEN = Delivery()
+PATCH_WRITTEN = Delivery(patch=True)
+
+
+def status_of(finding: Finding, delivery: Delivery = NOTHING_WRITTEN) -> Status:
+    if finding.verdict is Verdict.KEEP:
+        return Status.KEPT
+    if finding.verdict is Verdict.ADVICE:
+        return Status.ADVICE
+    if not finding.applied:
+        return Status.PROPOSED
+    if finding.path in delivery.files:
+        return Status.FIXED
+    return Status.IN_PATCH if delivery.patch else Status.FIXABLE
