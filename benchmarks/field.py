@@ -27,7 +27,7 @@ For each TREE (only read: everything that writes works on a copy under $TMPDIR):
    it covers before and after the patch; the formatters read their settings
    ([tool.black], [tool.ruff], ruff.toml, .style.yapf, .clang-format) from
    the copy. Nothing the scanned tree names is ever executed.
-5. With `--tests`, for the trees in `TEST_SUITES`: `optpatch apply TREE
+5. With `--tests`, for the trees in `PROJECT_TESTS`: `optpatch apply TREE
    --validate "python -m pytest ..."` on the tests that touch patched files
    (the patched test files, and test files that import a patched module or
    name a class it defines), their extra requirements installed into a cached
@@ -50,6 +50,7 @@ import os
 import platform
 import py_compile
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -215,9 +216,13 @@ class InstallFailed(Exception):
     """pip could not install a pinned requirement; the message holds pip's words."""
 
 
-def pip_install(requirements: tuple[str, ...], cache: Path) -> Path:
-    """REQUIREMENTS installed once with pip into CACHE/<requirements>/ (`--target`); a finished folder is reused."""
+def pip_install(requirements: tuple[str, ...], cache: Path, with_dependencies: bool = True) -> Path:
+    """REQUIREMENTS installed once with pip into CACHE/<requirements>/ (`--target`); a finished folder is reused.
+
+    Without dependencies for packages that require torch: pip's `--target` would install another torch beside
+    the one this interpreter has."""
     slug = "+".join(re.sub(r"\s+", "", r) for r in requirements).replace("==", "-")
+    slug += "" if with_dependencies else "+no-deps"
     folder = cache / "packages" / slug
     if (folder / ".installed").is_file():
         return folder
@@ -225,7 +230,7 @@ def pip_install(requirements: tuple[str, ...], cache: Path) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{slug}-", dir=folder.parent))
     completed = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(staging),
-         *requirements],
+         *([] if with_dependencies else ["--no-deps"]), *requirements],
         capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
     )
     if completed.returncode != 0:
@@ -580,6 +585,7 @@ class TreeReport:
     formatters: list[dict] = field(default_factory=list)
     patch: PatchCheck = field(default_factory=PatchCheck)
     review: list[ReviewItem] = field(default_factory=list)
+    library_files: list[str] = field(default_factory=list)  # files the patch changes in library code
     validation: dict | None = None
 
     @property
@@ -601,6 +607,8 @@ def count_findings(report: TreeReport, findings: list[dict]) -> None:
             count(report.applied, f"{f['code']} {f['tier']} {f['area']}")
             if f["area"] == "library" and f["tier"] == "safe":
                 report.review.append(ReviewItem(f["path"], f["line"], f["code"], f["reason"], f["replacement"]))
+            if f["area"] == "library" and f["path"] not in report.library_files:
+                report.library_files.append(f["path"])
         elif f["verdict"] == "fix":
             count(report.proposed, f"{f['code']} {f['tier']} {f['held']}")
         elif f["verdict"] == "keep":
@@ -635,17 +643,26 @@ def benchmark_tree(tree: Path, installed: list[InstalledFormatter], toolchain: C
 
 
 @dataclass(frozen=True)
-class TestSuite:
+class ProjectTests:
     """How a tree's CPU tests run here: where they are, what they need beyond this venv, what cannot run."""
 
     roots: tuple[str, ...]  # folders of test files
-    requirements: tuple[str, ...]  # installed with pip into a cached folder on the tests' PYTHONPATH
+    requirements: tuple[str, ...]  # pip-installed with their dependencies into a cached folder on the tests' PYTHONPATH
+    torch_dependent: tuple[str, ...] = ()  # the same without dependencies: their torch is this interpreter's
     pytest_args: tuple[str, ...] = ()
     not_here: tuple[tuple[str, str], ...] = ()  # (test file, why it cannot run on this machine)
 
 
-TEST_SUITES = {
-    "ao": TestSuite(("test",), ("expecttest==0.3.0", "parameterized==0.9.0", "packaging==26.4")),
+# The trees whose tests touching patched files run on a CPU here (docs/field.md says why the others do not).
+PROJECT_TESTS = {
+    "ao": ProjectTests(("test",), ("expecttest==0.3.0", "parameterized==0.9.0", "packaging==26.4")),
+    "diffusers": ProjectTests(
+        ("tests/models", "tests/schedulers"),
+        ("huggingface-hub==1.33.0", "httpx==0.28.1", "regex==2026.11.19", "safetensors==0.8.0", "Pillow==13.0.0",
+         "parameterized==0.9.0", "importlib_metadata==10.2.0", "filelock==4.3.1", "requests==2.34.2", "psutil==7.1.3"),
+        torch_dependent=("accelerate==1.15.0",),
+        pytest_args=("-k", "not pretrained and not hub"),  # these download models from the Hugging Face Hub
+    ),
 }
 
 
@@ -665,14 +682,16 @@ def defined_classes(path: Path) -> set[str]:
     return {node.name for node in tree.body if isinstance(node, ast.ClassDef) and not node.name.startswith("_")}
 
 
-def select_tests(tree: Path, suite: TestSuite, patched: list[str]) -> list[str]:
-    """The patched test files, and test files that import a patched module or name a class it defines."""
+def select_tests(tree: Path, suite: ProjectTests, patched: list[str], library: list[str]) -> list[str]:
+    """The patched test files, and test files that import a patched LIBRARY module or name a class it defines.
+
+    Only library modules: an example that defines its own `UNet2DConditionModel` would select every test of it."""
     skipped = {path for path, _ in suite.not_here}
     tests = sorted(
         p.relative_to(tree).as_posix() for root in suite.roots for p in (tree / root).rglob("*.py")
         if p.name.startswith("test_") or p.name.endswith("_test.py")
     )
-    library = [rel for rel in patched if rel not in tests and rel.endswith(".py")]
+    library = [rel for rel in library if rel.endswith(".py")]
     names = set().union(*(library_modules(rel) for rel in library), *(defined_classes(tree / rel) for rel in library))
     mentions = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None
 
@@ -682,23 +701,24 @@ def select_tests(tree: Path, suite: TestSuite, patched: list[str]) -> list[str]:
     return [rel for rel in tests if rel not in skipped and touches(rel)]
 
 
-def validate_tree(tree: Path, suite: TestSuite, patched: list[str], cache: Path, jobs: int) -> dict:
+def validate_tree(tree: Path, suite: ProjectTests, report: TreeReport, cache: Path, jobs: int) -> dict:
     """`optpatch apply TREE --validate CMD` with the selected tests: what ran, what passed, what was backed out."""
-    selection = select_tests(tree, suite, patched)
+    selection = select_tests(tree, suite, report.patch.patched_files, report.library_files)
     outcome = {"selection": selection, "not_here": [list(p) for p in suite.not_here]}
     if not selection:
         outcome["status"] = "no test touches a patched file"
         return outcome
     try:
-        deps = pip_install(suite.requirements, cache)
+        deps = tuple(pip_install(reqs, cache, with_dependencies=full) for reqs, full in (
+            (suite.requirements, True), (suite.torch_dependent, False)) if reqs)
     except InstallFailed as failure:
         outcome["status"] = str(failure)
         return outcome
-    command = " ".join([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suite.pytest_args, *selection])
+    command = shlex.join([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suite.pytest_args, *selection])
     outcome["command"] = command
     with tempfile.TemporaryDirectory(prefix=f"optpatch-field-validate-{tree.name}-") as scratch:
         status, report, stderr, seconds = run_optpatch(
-            tree, Path(scratch) / "validated.diff", jobs, ["--validate", command], (deps,))
+            tree, Path(scratch) / "validated.diff", jobs, ["--validate", command, "--validate-timeout", "1200"], deps)
     outcome.update(exit_status=status, seconds=round(seconds, 1))
     if report is None or "validation" not in report:
         outcome["status"] = f"no validation report: {stderr.strip()[-OUTPUT_TAIL:]}"
@@ -891,7 +911,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the raw data here")
     parser.add_argument("--jobs", type=int, default=2, help="optpatch --jobs, and formatter checks at once (default 2)")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help=f"pip installs kept here (default {DEFAULT_CACHE})")
-    parser.add_argument("--tests", action="store_true", help="also run the trees' CPU tests with --validate (TEST_SUITES)")
+    parser.add_argument("--tests", action="store_true", help="also run the trees' CPU tests with --validate (PROJECT_TESTS)")
     parser.add_argument("--review-list", action="store_true", help="list every default-tier fix in library code")
     args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -901,8 +921,8 @@ def main(argv: list[str] | None = None) -> int:
     reports = []
     for tree, formatters in trees.items():
         report = benchmark_tree(tree, [installed[f] for f in formatters], toolchain, args.jobs, args.cache)
-        if args.tests and tree.name in TEST_SUITES:
-            report.validation = validate_tree(tree, TEST_SUITES[tree.name], report.patch.patched_files, args.cache, args.jobs)
+        if args.tests and tree.name in PROJECT_TESTS:
+            report.validation = validate_tree(tree, PROJECT_TESTS[tree.name], report, args.cache, args.jobs)
         reports.append(report)
     header = f"optpatch {optpatch_commit()}; {machine()}; {date.today().isoformat()}"
     print(render(reports, header, args.review_list))

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import field
+from benchmarks.field import ProjectTests
 
 BLACK = "24.10.0"
 PRE_COMMIT = f"""\
@@ -286,18 +287,24 @@ def test_formatters_without_hooks_come_from_requirement_pins(tmp_path):
     assert clang.requirements == (f"clang-format=={field.UNPINNED_CLANG_FORMAT}",)
 
 
-def test_tests_are_selected_by_the_patched_modules_they_use(repo):
-    suite = field.TestSuite(("tests",), ())
+def test_tests_are_selected_by_the_patched_library_modules_they_use(repo):
+    suite = field.ProjectTests(("tests",), ())
     (repo / "tests" / "test_other.py").write_text("def test_nothing():\n    pass\n")
     (repo / "tests" / "test_dotted.py").write_text("import pkg.buffers\n")
     (repo / "pkg" / "model.py").write_text("class LinearModel:\n    pass\n")
     (repo / "tests" / "test_model.py").write_text("from pkg import LinearModel\n")
+    (repo / "examples").mkdir()
+    (repo / "examples" / "demo.py").write_text("class LinearModel:\n    pass\n")
 
-    assert field.select_tests(repo, suite, ["pkg/buffers.py"]) == ["tests/test_buffers.py", "tests/test_dotted.py"]
-    assert field.select_tests(repo, suite, ["pkg/model.py"]) == ["tests/test_model.py"]
-    assert field.select_tests(repo, suite, ["tests/test_other.py"]) == ["tests/test_other.py"]
-    assert field.select_tests(repo, field.TestSuite(("tests",), (), (), (("tests/test_model.py", "GPU"),)),
-                              ["pkg/model.py"]) == []
+    def select(patched: list[str], library: list[str], chosen: ProjectTests = suite) -> list[str]:
+        return field.select_tests(repo, chosen, patched, library)
+
+    assert select(["pkg/buffers.py"], ["pkg/buffers.py"]) == ["tests/test_buffers.py", "tests/test_dotted.py"]
+    assert select(["pkg/model.py"], ["pkg/model.py"]) == ["tests/test_model.py"]
+    assert select(["examples/demo.py"], []) == []  # an example's class names select nothing
+    assert select(["tests/test_other.py"], []) == ["tests/test_other.py"]
+    gpu_only = field.ProjectTests(("tests",), (), not_here=(("tests/test_model.py", "needs a GPU"),))
+    assert select(["pkg/model.py"], ["pkg/model.py"], gpu_only) == []
 
 
 def test_verdicts_are_kept_only_for_a_clean_git_tree(repo, cache):
