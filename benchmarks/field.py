@@ -717,16 +717,18 @@ def validate_tree(tree: Path, suite: ProjectTests, report: TreeReport, cache: Pa
     command = shlex.join([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suite.pytest_args, *selection])
     outcome["command"] = command
     with tempfile.TemporaryDirectory(prefix=f"optpatch-field-validate-{tree.name}-") as scratch:
-        status, report, stderr, seconds = run_optpatch(
+        status, validated, stderr, seconds = run_optpatch(
             tree, Path(scratch) / "validated.diff", jobs, ["--validate", command, "--validate-timeout", "1200"], deps)
     outcome.update(exit_status=status, seconds=round(seconds, 1))
-    if report is None or "validation" not in report:
+    if validated is None or "validation" not in validated:
         outcome["status"] = f"no validation report: {stderr.strip()[-OUTPUT_TAIL:]}"
         return outcome
-    validation = report["validation"]
-    outcome["status"] = validation["status"]
-    outcome["validation"] = validation
-    outcome["applied_after_validation"] = sum(1 for f in report["findings"] if f["applied"])
+    validation = validated["validation"]
+    outcome.update(status=validation["status"], validation=validation)
+    # A fix in a file that is neither a selected test nor a library file the selection was made for passed
+    # validation without a test that could see it.
+    covered = set(selection) | set(report.library_files)
+    outcome["passed_unexercised"] = [fix for fix in validation["kept"] if fix.split(":")[0] not in covered]
     return outcome
 
 
@@ -844,10 +846,12 @@ def validation_table(reports: list[TreeReport]) -> str:
                             for d in details.get("dropped", [])) or "-"
         rows.append([
             r.name, len(v["selection"]), v["status"], details.get("candidates", "-"), len(details.get("kept", [])),
-            dropped, len(details.get("validate_tier_passed", [])), details.get("runs", "-"), v.get("seconds", "-"),
+            dropped, len(details.get("validate_tier_passed", [])), len(v.get("passed_unexercised", [])),
+            details.get("runs", "-"), v.get("seconds", "-"),
         ])
     return markdown_table(["repository", "test files", "validation", "candidate fixes", "kept", "backed out (failing tests)",
-                           "validate tier passed", "runs of the tests", "wall (s)"], rows)
+                           "validate tier passed", "kept, in files no selected test covers", "runs of the tests",
+                           "wall (s)"], rows)
 
 
 def review_table(reports: list[TreeReport]) -> str:

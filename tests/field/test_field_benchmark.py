@@ -320,3 +320,19 @@ def test_verdicts_are_kept_only_for_a_clean_git_tree(repo, cache):
     assert field.VerdictStore.for_tree(repo, cache) is None
     shutil.rmtree(repo / ".git")
     assert field.VerdictStore.for_tree(repo, cache) is None
+
+
+@pytest.mark.slow
+def test_the_tests_touching_patched_files_run_before_and_after(repo, cache, tmp_path):
+    suite = ProjectTests(("tests",), ("iniconfig==2.1.0",))  # a requirement, to exercise the cached install
+    report = field.TreeReport("synthetic", str(repo), "abc", patch=field.PatchCheck(
+        patched_files=["csrc/ops.cpp", "pkg/buffers.py"]), library_files=["csrc/ops.cpp", "pkg/buffers.py"])
+
+    outcome = field.validate_tree(repo, suite, report, cache, jobs=1)
+
+    assert outcome["selection"] == ["tests/test_buffers.py"]
+    assert outcome["status"] == "passed", outcome
+    validation = outcome["validation"]
+    assert validation["dropped"] == [] and validation["baseline_failure"] is None
+    assert "pkg/buffers.py:5:11:OPT101" in validation["kept"]
+    assert outcome["passed_unexercised"] == []
