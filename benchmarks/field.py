@@ -132,7 +132,7 @@ class Formatter:
         return self.requirements[0].split("==")[-1].strip()
 
     def covers(self, rel: str) -> bool:
-        if language_of(rel) is not self.tool.language or (self.tool is not Tool.CLANG_FORMAT and not rel.endswith(".py")):
+        if language_of(rel) is not self.tool.language:
             return False
         if self.files is not None and not re.search(self.files, rel):
             return False
@@ -177,8 +177,7 @@ def formatters_of(tree: Path) -> list[Formatter]:
             found.append(Formatter(
                 tool, (f"{package}=={match.group()}", *extra),
                 f".pre-commit-config.yaml: {hook_repository(repo['repo'])} rev {repo['rev']}",
-                tuple(str(a) for a in hook.get("args") or () if a not in WRITING_ARGS),
-                hook.get("files"), top_exclude + ((hook["exclude"],) if hook.get("exclude") else ()),
+                *hook_scope(hook, top_exclude),
             ))
     if not any(f.tool.language is Language.PYTHON for f in found):
         found += python_formatter_pinned_elsewhere(tree)
@@ -202,11 +201,13 @@ def clang_format(tree: Path, why: str, hook: dict, top_exclude: tuple[str, ...])
     """A clang-format hook that does not pin a version: the one pinned in the tree's requirement files, else ours."""
     pin = pinned_version(tree, "clang-format")
     version, source = pin if pin else (UNPINNED_CLANG_FORMAT, "not pinned by the tree: the newest release in 2026-11")
-    return [Formatter(
-        Tool.CLANG_FORMAT, (f"clang-format=={version}",), f"{why}; {source}",
-        tuple(str(a) for a in hook.get("args") or () if a not in WRITING_ARGS),
-        hook.get("files"), top_exclude + ((hook["exclude"],) if hook.get("exclude") else ()),
-    )]
+    return [Formatter(Tool.CLANG_FORMAT, (f"clang-format=={version}",), f"{why}; {source}", *hook_scope(hook, top_exclude))]
+
+
+def hook_scope(hook: dict, top_exclude: tuple[str, ...]) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
+    """A hook's arguments for a check (without those that write), its `files` and every `exclude` that applies."""
+    args = tuple(str(a) for a in hook.get("args") or () if a not in WRITING_ARGS)
+    return args, hook.get("files"), top_exclude + ((hook["exclude"],) if hook.get("exclude") else ())
 
 
 # ---------------------------------------------------------------- installing and running formatters
@@ -394,6 +395,8 @@ def check_python(rel: str, original: Path, patched: Path, scratch: Path) -> Comp
 
 CPP_UNITS = {".cpp", ".cc", ".cxx"}
 CUDA_UNITS = {".cu"}
+# What torch.utils.cpp_extension defines for every extension source.
+EXTENSION_DEFINES = ("-DTORCH_EXTENSION_NAME=field_check", "-DTORCH_API_INCLUDE_EXTENSION_H")
 
 
 @dataclass(frozen=True)
@@ -416,13 +419,21 @@ class CppToolchain:
             toolchain = find_toolchain()
             nvcc = (str(toolchain.nvcc), *NVCC_FLAGS)
             dirs += [d for d in toolchain.include_dirs if d not in dirs]
-            dirs.append(toolchain.nvcc.resolve().parent.parent / "include")
+            dirs += cuda_include(toolchain.nvcc)
         except ToolchainMissing as absent:
             missing.append(str(absent))
         gxx = shutil.which("g++")
         if gxx is None:
             missing.append("g++ not found")
         return cls(gxx, nvcc, tuple(dirs), "; ".join(missing))
+
+
+def cuda_include(nvcc: Path) -> list[Path]:
+    """The CUDA toolkit's include folder (nvcc may be a wrapper script elsewhere), for C++ files that include
+    cuda_runtime.h."""
+    candidates = [Path(os.environ[v]) / "include" for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    candidates += [nvcc.resolve().parent.parent / "include", Path("/usr/local/cuda/include")]
+    return [c for c in candidates if (c / "cuda_runtime_api.h").is_file()][:1]
 
 
 def tree_include_dirs(root: Path, rel: str) -> list[Path]:
@@ -438,9 +449,10 @@ def compile_command(toolchain: CppToolchain, root: Path, rel: str, scratch: Path
     suffix = Path(rel).suffix.lower()
     includes = [f"-I{d}" for d in (*tree_include_dirs(root, rel), *toolchain.include_dirs)]
     if suffix in CPP_UNITS and toolchain.gxx:
-        return [toolchain.gxx, "-std=c++20", "-fsyntax-only", "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE", *includes, str(root / rel)]
+        return [toolchain.gxx, "-std=c++20", "-fsyntax-only", "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE", *EXTENSION_DEFINES,
+                *includes, str(root / rel)]
     if suffix in CUDA_UNITS and toolchain.nvcc_command:
-        return [*toolchain.nvcc_command, "-c", str(root / rel), "-o", str(scratch / "unit.o"), *includes]
+        return [*toolchain.nvcc_command, *EXTENSION_DEFINES, "-c", str(root / rel), "-o", str(scratch / "unit.o"), *includes]
     return None
 
 
