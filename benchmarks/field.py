@@ -272,11 +272,24 @@ class InstalledFormatter:
                 binary = next(folder.glob("clang_format/data/bin/clang-format*"))
                 return [str(binary), "--dry-run", "--Werror", *args, str(path)]
 
-    def environment(self, scratch: Path) -> dict[str, str]:
-        """The tool's own modules first; its caches in SCRATCH, so that no earlier run answers for this one."""
+    def environment(self) -> dict[str, str]:
+        """The tool's own modules first, and a cache folder of its own: yapf and black keep their grammar tables
+        there (`warm_up` writes them once; processes that generate them at the same time can read each other's
+        half-written file and fail). Black's file cache is not consulted with --diff; ruff's is switched off."""
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-        env.update(PYTHONPATH=str(self.folder), XDG_CACHE_HOME=str(scratch), RUFF_NO_CACHE="true", NO_COLOR="1")
+        env.update(PYTHONPATH=str(self.folder), XDG_CACHE_HOME=str(self.folder / ".home-cache"), RUFF_NO_CACHE="true",
+                   NO_COLOR="1")
         return env
+
+    def warm_up(self) -> None:
+        """One check of a one-line file, alone, so that the caches `environment` names exist before checks run in
+        parallel."""
+        language = self.formatter.tool.language
+        with tempfile.TemporaryDirectory(prefix="optpatch-field-warm-up-") as scratch:
+            sample = Path(scratch) / ("sample.py" if language is Language.PYTHON else "sample.cpp")
+            sample.write_text("x = 1\n" if language is Language.PYTHON else "int x = 1;\n")
+            subprocess.run(self.check_command(sample), cwd=scratch, capture_output=True, env=self.environment(),
+                           timeout=COMMAND_TIMEOUT_S)
 
 
 class Verdict(enum.StrEnum):
@@ -293,16 +306,17 @@ class FormatterCheck:
     before: Verdict
     after: Verdict | None = None
     output: str = ""  # the end of what the formatter printed after the patch, when it did not pass
+    output_before: str = ""  # the same before the patch
 
     @property
     def regression(self) -> bool:
         return self.before is Verdict.PASS and self.after is not Verdict.PASS
 
 
-def run_check(installed: InstalledFormatter, copy: Path, rel: str, scratch: Path) -> tuple[Verdict, str]:
+def run_check(installed: InstalledFormatter, copy: Path, rel: str) -> tuple[Verdict, str]:
     completed = subprocess.run(
         installed.check_command(copy / rel), cwd=copy, capture_output=True, text=True,
-        env=installed.environment(scratch), timeout=COMMAND_TIMEOUT_S,
+        env=installed.environment(), timeout=COMMAND_TIMEOUT_S,
     )
     verdict = {0: Verdict.PASS, 1: Verdict.FAIL}.get(completed.returncode, Verdict.ERROR)
     output = (completed.stdout + completed.stderr).strip()
@@ -347,7 +361,7 @@ class VerdictStore:
         staging.replace(path)
 
 
-def check_formatting(pairs: list[tuple[InstalledFormatter, str]], copy: Path, scratch: Path, pool: ThreadPoolExecutor,
+def check_formatting(pairs: list[tuple[InstalledFormatter, str]], copy: Path, pool: ThreadPoolExecutor,
                      store: VerdictStore | None) -> list[tuple[Verdict, str]]:
     """Each (formatter, file) pair's verdict on the file as it is now in COPY, from STORE when it has one."""
 
@@ -357,8 +371,8 @@ def check_formatting(pairs: list[tuple[InstalledFormatter, str]], copy: Path, sc
         kept = store.get(installed.formatter, rel, text) if store else None
         if kept is not None:
             return kept
-        outcome = run_check(installed, copy, rel, scratch)
-        if store:
+        outcome = run_check(installed, copy, rel)
+        if store and outcome[0] is not Verdict.ERROR:  # an error may be the machine's (memory), not the file's
             store.put(installed.formatter, rel, text, outcome)
         return outcome
 
@@ -527,14 +541,14 @@ def check_patch(tree: Path, patch: Path, formatters: list[InstalledFormatter], t
     usable = [f for f in formatters if f.folder is not None]
     pairs = [(f, rel) for rel in outcome.patched_files for f in usable if f.formatter.covers(rel)]
     outcome.unformatted_scope = [rel for rel in outcome.patched_files if not any(f.formatter.covers(rel) for f in usable)]
-    caches = scratch / "formatter-caches"
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        before = check_formatting(pairs, copy, caches, pool, store)
+        before = check_formatting(pairs, copy, pool, store)
         subprocess.run(["git", "apply", str(patch)], cwd=copy, check=True, capture_output=True)
-        after = check_formatting(pairs, copy, caches, pool, store)
-    for (installed, rel), (verdict_before, _), (verdict_after, output) in zip(pairs, before, after):
+        after = check_formatting(pairs, copy, pool, store)
+    for (installed, rel), (verdict_before, output_before), (verdict_after, output) in zip(pairs, before, after):
         outcome.formatting.append(FormatterCheck(
-            rel, installed.formatter.tool, installed.formatter.version, verdict_before, verdict_after, output))
+            rel, installed.formatter.tool, installed.formatter.version, verdict_before, verdict_after, output,
+            output_before))
     for rel in outcome.patched_files:
         if language_of(rel) is Language.PYTHON:
             outcome.compiles.append(check_python(rel, tree / rel, copy / rel, scratch))
@@ -904,21 +918,16 @@ def render(reports: list[TreeReport], header: str, review_list: bool) -> str:
 
 
 def install_all(trees: dict[Path, list[Formatter]], cache: Path) -> dict[Formatter, InstalledFormatter]:
-    """Every pinned formatter, each set of requirements installed once, in parallel (pip mostly waits on the network)."""
+    """Every pinned formatter, each set of requirements installed and warmed up once, in parallel (pip mostly
+    waits on the network)."""
     unique = sorted({f for formatters in trees.values() for f in formatters}, key=lambda f: (f.requirements, str(f)))
+    by_requirements = {f.requirements: f for f in unique}
     with ThreadPoolExecutor(max_workers=4) as pool:
-        folders = dict(zip(
-            sorted({f.requirements for f in unique}),
-            pool.map(lambda reqs: _install_or_why(reqs, cache), sorted({f.requirements for f in unique})),
-        ))
-    return {f: InstalledFormatter(f, *folders[f.requirements]) for f in unique}
-
-
-def _install_or_why(requirements: tuple[str, ...], cache: Path) -> tuple[Path | None, str]:
-    try:
-        return pip_install(requirements, cache), ""
-    except InstallFailed as failure:
-        return None, str(failure)
+        installed = dict(zip(by_requirements, pool.map(
+            lambda f: InstalledFormatter.install(f, cache), by_requirements.values())))
+        list(pool.map(InstalledFormatter.warm_up, [i for i in installed.values() if i.folder is not None]))
+    return {f: InstalledFormatter(f, installed[f.requirements].folder, installed[f.requirements].problem)
+            for f in unique}
 
 
 def main(argv: list[str] | None = None) -> int:
