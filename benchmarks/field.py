@@ -485,7 +485,8 @@ def check_cpp(rel: str, tree: Path, copy: Path, toolchain: CppToolchain, scratch
         return CompileCheck(rel, None, header_free, why)
     original = subprocess.run(original_command, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S * 2)
     if original.returncode != 0:
-        first_error = next((l for l in original.stderr.splitlines() if "error" in l), original.stderr.strip()[-300:])
+        errors = [line for line in original.stderr.splitlines() if "error" in line]
+        first_error = errors[0] if errors else original.stderr.strip()[-300:]
         return CompileCheck(rel, None, header_free, f"the original does not compile here: {first_error.strip()}")
     patched = subprocess.run(compile_command(toolchain, copy, rel, scratch), capture_output=True, text=True,
                              timeout=COMMAND_TIMEOUT_S * 2)
@@ -786,7 +787,8 @@ def runs_table(reports: list[TreeReport]) -> str:
             f"{len(check.regressions)} of {sum(c.before is Verdict.PASS for c in check.formatting)}",
         ])
     return markdown_table(
-        ["repository", "commit", "files (Python + C++/CUDA)", "optpatch wall (s)", "checks wall (s)", "fixes applied", "proposed", "kept",
+        ["repository", "commit", "files (Python + C++/CUDA)", "optpatch wall (s)", "checks wall (s)", "fixes applied",
+         "proposed", "kept",
          "advice", "files patched", "patch applies", "patched files compile", "formatter regressions"], rows)
 
 
@@ -888,7 +890,8 @@ def review_table(reports: list[TreeReport]) -> str:
 
 def machine() -> str:
     cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
-    model = next((l.split(":", 1)[1].strip() for l in cpuinfo.splitlines() if l.startswith("model name")), platform.machine())
+    models = [line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")]
+    model = models[0] if models else platform.machine()
     return f"{os.cpu_count()}-core {model}, Python {platform.python_version()}"
 
 
