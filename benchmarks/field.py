@@ -788,8 +788,8 @@ def runs_table(reports: list[TreeReport]) -> str:
         ])
     return markdown_table(
         ["repository", "commit", "files (Python + C++/CUDA)", "optpatch wall (s)", "checks wall (s)", "fixes applied",
-         "proposed", "kept",
-         "advice", "files patched", "patch applies", "patched files compile", "formatter regressions"], rows)
+         "proposed", "kept", "advice", "files patched", "patch applies", "patched files compile", "formatter regressions"],
+        rows)
 
 
 def applied_table(reports: list[TreeReport]) -> str:
