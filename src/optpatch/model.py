@@ -126,6 +126,7 @@ class Hold(enum.StrEnum):
     OUT_OF_SCOPE = "out-of-scope"  # --changed-lines, --baseline
     BACKED_OUT = "backed-out"  # --validate ran the tests with it, and they failed
     NOT_BUILT = "not-built"  # --validate without --build cannot validate C++/CUDA
+    NOT_EXERCISED = "not-exercised"  # --validate ran, but no test process imported the fix's file
     NOT_CHOSEN = "not-chosen"  # a step of --validate's bisection left it out
 
 
@@ -136,6 +137,7 @@ _HOLD_MESSAGES = {
     Hold.OUT_OF_SCOPE: "outside the run's scope",
     Hold.BACKED_OUT: "backed out: the --validate command failed with this fix",
     Hold.NOT_BUILT: "not validated: no --build (a C++/CUDA fix is validated only by a run that rebuilt it)",
+    Hold.NOT_EXERCISED: "not validated: no process the --validate command started imported this file",
     Hold.NOT_CHOSEN: "not part of this validation step",
 }
 

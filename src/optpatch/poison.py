@@ -30,6 +30,8 @@ PATTERN_FLOAT = 1.2345e4
 PATTERN_INT = -7
 PATTERN_UINT8 = 251
 LOG_VARIABLE = "OPTPATCH_POISON_LOG"  # a file each poisoned process appends "pid mode" to
+IMPORT_LOG_VARIABLE = "OPTPATCH_IMPORT_LOG"  # a file each process appends, at exit, the tree's source files it imported
+TREE_VARIABLE = "OPTPATCH_TREE"  # the tree whose files count (the validation's copy)
 _ALLOCATORS = ("empty", "empty_like", "empty_strided")
 _wrappers: dict = {}  # created once per process: TorchScript knows them by id(), which must never be reused
 
@@ -189,6 +191,36 @@ def poison_on_import(mode: str) -> None:
         sys.meta_path.insert(0, _PoisonTorchOnImport(mode))
 
 
+def record_imports_at_exit() -> None:
+    """At exit, append to $OPTPATCH_IMPORT_LOG the files under $OPTPATCH_TREE that this process imported.
+
+    That is the evidence that a test ran a fixed module at all: a
+    validate-tier fix in a file no process imported was not validated by
+    the command, however it ended. A process killed before it exits
+    records nothing, which only keeps more fixes unvalidated.
+    """
+    path, tree = os.environ.get(IMPORT_LOG_VARIABLE), os.environ.get(TREE_VARIABLE)
+    if not path or not tree:
+        return
+    import atexit
+
+    root = os.path.realpath(tree) + os.sep
+
+    def write() -> None:
+        files = set()
+        for module in list(sys.modules.values()):
+            name = getattr(module, "__file__", None)
+            if isinstance(name, str):
+                real = os.path.realpath(name)
+                if real.startswith(root):
+                    files.add(real[len(root):].replace(os.sep, "/"))
+        with contextlib.suppress(OSError):
+            with open(path, "a", encoding="utf-8") as log:
+                log.write("".join(f"{name}\n" for name in sorted(files)))
+
+    atexit.register(write)
+
+
 def run_shadowed_sitecustomize(own_directory: str) -> None:
     """Run the `sitecustomize` that this one hides on sys.path (a distribution's or the user's)."""
     import importlib.machinery
@@ -213,6 +245,7 @@ def sitecustomize_source(mode: str) -> str:
     footer = (
         "\n\n# Written by optpatch --validate: poison this process, then run the sitecustomize this file hides.\n"
         f"poison_on_import({mode!r})\n"
+        "record_imports_at_exit()\n"
         "run_shadowed_sitecustomize(os.path.dirname(os.path.abspath(__file__)))\n"
     )
     return body + footer

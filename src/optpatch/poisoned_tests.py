@@ -299,7 +299,20 @@ class Workspace:
         env["OPTPATCH_POISON"] = mode
         report = self.logs / f"poisoned-{self._runs}.txt"
         env[poison.LOG_VARIABLE] = str(report)
+        env[poison.IMPORT_LOG_VARIABLE] = str(self.import_log)
+        env[poison.TREE_VARIABLE] = str(self.tree)
         return env, log, report
+
+    @property
+    def import_log(self) -> Path:
+        """The tree's source files any poisoned process imported (poison.record_imports_at_exit), one per line."""
+        return self.logs / "imported.txt"
+
+    def imported(self) -> frozenset[str]:
+        try:
+            return frozenset(line for line in self.import_log.read_text(encoding="utf-8").splitlines() if line)
+        except OSError:
+            return frozenset()
 
     def remove(self) -> None:
         _remove_tree(self.base)
@@ -413,6 +426,7 @@ class ValidationOutcome:
     candidates: list[Finding] = field(default_factory=list)
     kept: list[Finding] = field(default_factory=list)
     dropped: list[tuple[Finding, CommandRun | None]] = field(default_factory=list)
+    unexercised: list[Finding] = field(default_factory=list)  # validate tier, in files no test process imported
     runs: list[CommandRun] = field(default_factory=list)
     baseline_failure: CommandRun | None = None
     seconds: float = 0.0
@@ -444,6 +458,7 @@ class ValidationOutcome:
             "candidates": len(self.candidates),
             "kept": [fix_id(f) for f in self.kept],
             "validate_tier_passed": [fix_id(f) for f in self.validated_passed],
+            "not_exercised": [fix_id(f) for f in self.unexercised],
             "dropped": [{"fix": fix_id(f), "failure": run_dict(r)} for f, r in self.dropped],
             "baseline_failure": run_dict(self.baseline_failure),
             "seconds": round(self.seconds, 3),
@@ -493,18 +508,24 @@ def validate(
         workspace = Workspace(root)
         try:
             renderer = FixRenderer(root, settings, policy, analysis, candidates)
-            validation_run = ValidationRun(workspace, renderer, command, build_command, timeout_s, progress)
+            validation_run = ValidationRun(workspace, renderer, command, build_command, timeout_s, progress, settings.tiers)
             outcome = validation_run.validate(candidates)
         finally:
             workspace.remove()
-    if outcome.status in (ValidationStatus.PASSED, ValidationStatus.NONE_SURVIVED):
+    if outcome.status in (ValidationStatus.PASSED, ValidationStatus.NONE_SURVIVED, ValidationStatus.NOTHING_TO_VALIDATE):
         chosen = frozenset(fix_id(f) for f in outcome.kept)
         held = tuple((fix_id(f), Refusal(Hold.BACKED_OUT, _dropped_reason(r))) for f, r in outcome.dropped) + unbuilt
+        held += tuple((fix_id(f), Refusal(Hold.NOT_EXERCISED)) for f in outcome.unexercised)
         final_policy = ChosenFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, chosen=chosen, held=held)
         outcome.result = run(root, settings, final_policy, paths, jobs, use_cache=use_cache, filters=filters)
         _check_final_matches(outcome, validation_run.passed_tree())
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def _needs_an_import(finding: Finding, tiers: tuple[tuple[str, str], ...]) -> bool:
+    """A validate-tier Python fix counts as validated only if a poisoned process imported its file."""
+    return effective_tier(finding, tiers) is Tier.VALIDATE and language_of(finding.path) is Language.PYTHON
 
 
 def _needs_a_build(finding: Finding, settings: Settings, build_command: str | None) -> bool:
@@ -538,8 +559,9 @@ class ValidationRun:
     """One validation: the copy, the fixes, and every run of the command."""
 
     def __init__(self, workspace: Workspace, renderer: FixRenderer, command: str, build_command: str | None,
-                 timeout_s: float, progress: Progress | None):
+                 timeout_s: float, progress: Progress | None, tiers: tuple[tuple[str, str], ...] = ()):
         self.workspace = workspace
+        self.tiers = tiers  # the `tiers` setting: which fixes count as validate tier
         self.renderer = renderer
         self.command = command
         self.build_command = build_command
@@ -567,6 +589,13 @@ class ValidationRun:
                 f"(pass {', '.join(unpoisoned)}): validation would prove nothing. Run the tests directly "
                 "(e.g. `python -m pytest`), not through a tool that clears PYTHONPATH (tox, nox, `python -I`)"
             )
+            return outcome
+        exercised = self.workspace.imported()
+        outcome.unexercised = [f for f in candidates if _needs_an_import(f, self.tiers) and f.path not in exercised]
+        candidates = [f for f in candidates if f not in outcome.unexercised]
+        if not candidates:
+            outcome.status = ValidationStatus.NOTHING_TO_VALIDATE
+            outcome.message = f"`{self.command}` imported none of the files its {len(outcome.unexercised)} fixes are in"
             return outcome
         total = len(candidates)
         bisection = bisect_fixes(candidates, lambda chosen: self.probe(chosen, f"{len(chosen)} of {total} fixes"))
@@ -696,6 +725,9 @@ def render_validation(outcome: ValidationOutcome, console) -> None:
             console.print(Text(_indent(failure.tail), style="dim"), soft_wrap=True)
     for finding in outcome.validated_passed:
         console.print(Text.assemble(("passed ", "bold green"), f"{finding.code} {finding.location()} (validate tier): applied"), soft_wrap=True)
+    for finding in outcome.unexercised:
+        console.print(Text.assemble(("not exercised ", "yellow"), f"{finding.code} {finding.location()} (validate tier): "
+                                    "no process the command started imported this file; not applied"), soft_wrap=True)
     style = "bold red" if outcome.failed else "bold"
     console.print(Text(outcome.message, style=style), soft_wrap=True)
 

@@ -95,3 +95,24 @@ def test_a_cpp_fix_rebuilt_by_build_is_validated(tmp_path, cache):
     assert finding["applied"], finding
     assert built.read_text().split() == ["built", "built"]  # the original tree, then the tree with the fix
     assert any("std::vector<float> tmp(n)" in line for line in _patch_lines(tmp_path / "p.diff"))
+
+
+def test_a_validate_tier_fix_no_test_imported_is_not_validated(repo, tmp_path, cache):
+    """Passing tests that never import a fixed module prove nothing about it: the fix is held, not applied."""
+    imports_nothing = PASSES  # poisoned, passing, and importing no file of the tree
+    result = optpatch("apply", repo, "-o", tmp_path / "p.diff", "--validate", imports_nothing, "--format", "json", **cache)
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    validate_tier = [f for f in document["findings"] if f["tier"] == "validate"]
+    assert validate_tier and all(f["held"] == "not-exercised" and not f["applied"] for f in validate_tier)
+    assert len(document["validation"]["not_exercised"]) == len(validate_tier)
+    assert _patch_lines(tmp_path / "p.diff") == []
+
+
+def test_a_real_python_test_run_records_what_it_imported(repo, tmp_path, cache):
+    """The sitecustomize records the tree's files a real interpreter imported (poison.record_imports_at_exit)."""
+    imports_inputs = f"{os.environ.get('PYTHON', 'python')} -c 'import decoding.inputs'"
+    result = optpatch("apply", repo, "-o", tmp_path / "p.diff", "--validate", imports_inputs, "--format", "json", **cache)
+    assert result.returncode == 0, result.stdout + result.stderr
+    validation = json.loads(result.stdout)["validation"]
+    assert validation["not_exercised"] == [] and validation["validate_tier_passed"], validation

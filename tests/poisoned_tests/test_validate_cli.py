@@ -24,6 +24,7 @@ def stand_in_suite(breaks_on: str) -> str:
     decoding/inputs.py contains BREAKS_ON, and reports itself poisoned without importing torch."""
     return (
         'printf "$$ %s\\n" "$OPTPATCH_POISON" >> "$OPTPATCH_POISON_LOG"; '
+        'printf "decoding/inputs.py\\n" >> "$OPTPATCH_IMPORT_LOG"; '
         f"if grep -qF '{breaks_on}' decoding/inputs.py; then "
         "echo 'FAILED tests/test_inputs.py::test_mean_seq_len_with_free_slots - AssertionError'; exit 1; fi"
     )

@@ -12,7 +12,11 @@ from optpatch.policy import fix_id
 
 # The poison oracle is checked by looking for processes that reported being poisoned; these
 # fake test commands report themselves instead of importing torch, which keeps them fast.
-REPORT_POISON = 'printf "$$ %s\\n" "$OPTPATCH_POISON" >> "$OPTPATCH_POISON_LOG"'
+# What a poisoned Python test process records (poison.py): that it was poisoned, and the tree's files it imported.
+REPORT_POISON = (
+    'printf "$$ %s\\n" "$OPTPATCH_POISON" >> "$OPTPATCH_POISON_LOG"; '
+    'find . -name "*.py" | sed "s|^\\./||" >> "$OPTPATCH_IMPORT_LOG"'
+)
 
 
 def test_the_copy_points_absolute_links_at_itself_and_skips_fifos(tmp_path):
