@@ -50,7 +50,7 @@ class ExpectedException:
 
 def expected_exception(module: PythonModule, node: cst.CSTNode) -> ExpectedException | None:
     """The innermost block around `node`, in its function, that expects or swallows an exception; else None."""
-    child = node
+    child, deferred = node, False
     for ancestor in module.ancestors(node):
         if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
             return None
@@ -59,11 +59,12 @@ def expected_exception(module: PythonModule, node: cst.CSTNode) -> ExpectedExcep
             found = _expecting_with(module, ancestor)
         elif isinstance(ancestor, (cst.Try, cst.TryStar)) and child is ancestor.body:
             found = _catching_try(module, ancestor)
-        elif isinstance(ancestor, cst.Call) and child in ancestor.args and _expects(module, ancestor):
+        elif deferred and isinstance(ancestor, cst.Call) and child in ancestor.args and _expects(module, ancestor):
             line = module.start(ancestor)[0]
             found = ExpectedException(f"`{_callee_text(module, ancestor)}(...)` on L{line}", line)
         if found is not None:
             return found
+        deferred = deferred or isinstance(ancestor, cst.Lambda)  # an argument itself runs before the check does
         child = ancestor
     return None
 
