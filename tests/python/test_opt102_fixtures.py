@@ -1,11 +1,14 @@
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from annotated import analyse, assert_same, check_fixture, expectations
+from annotated import Raised, analyse, assert_same, changed_lines, check_fixture, expectations, load_module, sites
 from cuda_on_cpu import CudaOnCpu, device_of
-from optpatch.policy import FixPolicy
+from optpatch.poison import MODES, poisoned
+from optpatch.policy import FixPolicy, fix_id
+from optpatch.rule import load_rules
 
 FIXTURE_DIR = Path(__file__).parents[1] / "fixtures" / "python" / "opt102"
 GOLDEN_SUFFIXES = (".fixed.py", ".validate.py", ".unsafe.py")
@@ -43,3 +46,50 @@ def test_cuda_emulation_tells_devices_apart():
     assert device_of(created) == device_of(current) == torch.device("cuda", 0)
     with pytest.raises(AssertionError):
         assert_same(moved, created, "moved vs created")
+
+
+# -- sites kept for what they do: forcing their rewrite changes what the code does ---------------------------
+
+SIDE_EFFECTS = FIXTURE_DIR / "side_effects.py"
+RULE_MODULE = sys.modules[next(rule for rule in load_rules() if rule.code == "OPT102").__module__]
+
+
+def _outcomes(code: str, name: str, mode: str) -> dict[str, tuple[object, int]]:
+    """Each case's result (or what it raised) and the host-to-device copies it made."""
+    outcomes = {}
+    with poisoned(mode):
+        module = load_module(code, name)
+        for case in sorted(n for n in vars(module) if n.startswith("case_")):
+            with CudaOnCpu() as emulation:
+                try:
+                    result = getattr(module, case)()
+                except (Exception, pytest.fail.Exception) as error:
+                    result = Raised(type(error).__name__, str(error))
+            outcomes[case] = (result, emulation.copies)
+    return outcomes
+
+
+def _differ(a, b) -> bool:
+    try:
+        assert_same(a, b, "")
+    except AssertionError:
+        return True
+    return False
+
+
+def test_forcing_the_side_effect_keeps_changes_results_and_copies(monkeypatch):
+    """With the two checks off, every kept site of side_effects.py is rewritten: the probes stop copying (on a GPU,
+    stop waiting for queued work), and the exception checks see another error or none."""
+    text = SIDE_EFFECTS.read_text()
+    monkeypatch.setattr(RULE_MODULE, "_exception_expected", lambda module, site: None)
+    monkeypatch.setattr(RULE_MODULE, "_discarded", lambda module, site: None)
+    first = analyse(SIDE_EFFECTS, ("OPT102",))
+    accepted = frozenset(fix_id(f) for f in first.findings if f.fixable)
+    forced = analyse(SIDE_EFFECTS, ("OPT102",), FixPolicy(validated=accepted)).new.decode()
+    kept = {site.line for site in sites(text) if site.verdict == "keep"}
+    assert kept <= changed_lines(text, forced)
+    for mode in MODES:
+        before, after = _outcomes(text, "before", mode), _outcomes(forced, "after", mode)
+        changed = {case for case in before if _differ(before[case][0], after[case][0])}
+        assert changed == {"case_rejected_by_pytest", "case_failure_message", "case_optional_copy", "case_unittest_checks"}
+        assert (before["case_probes"][1], after["case_probes"][1]) == (4, 0)
