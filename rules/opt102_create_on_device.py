@@ -58,6 +58,8 @@ QUEUED = ("with 5 ms of GPU work queued, every host form waited for all of it (5
 # Impact classes by known size: a few us saved up to SMALL elements, tens of us up to MEDIUM_SIZE, more beyond.
 SMALL = 1024
 MEDIUM_SIZE = 65536
+# Methods that copy their receiver into a tensor of its own (which a move would also have done).
+_COPIES = frozenset(("clone", "contiguous", "repeat"))
 # Methods that never launch a kernel on a factory's fresh, contiguous result.
 _FREE_VIEWS = frozenset(("view", "expand", "unsqueeze", "squeeze", "permute", "transpose", "t", "detach"))
 LIKE_UNKNOWN_BASIS = (
@@ -613,18 +615,38 @@ def _expression_text(module: PythonModule, node: cst.BaseExpression) -> str:
 
 
 def _op_between(module: PythonModule, site: Site) -> Kept | None:
-    """A method call between the factory and the move that computes new values (`.sum()`, `.fill_(v)`)."""
+    """A method call between the factory and the move that computes new values (`.sum()`, `.fill_(v)`), or a
+    broadcast view that the move would have copied into a tensor of its own."""
+    broadcast = None
     for op in site.ops:
         if op.step is Step.OTHER:
             what = "reinterprets the bits as another dtype" if op.method == "view" else \
                 "is not a view, a copy or a dtype conversion"
             return Kept(f"`{_op_text(module, op)}` between `{site.callee}(...)` and the move {what}: computed on the "
                         "device, it is not proven to give the same values", KeepCategory.OP_BETWEEN)
+        if op.method == "expand" and not _expands_nothing(op.call):
+            broadcast = op
+        elif op.method in _COPIES:
+            broadcast = None
+    if broadcast is not None:
+        return Kept(f"`{_op_text(module, broadcast)}` makes a view whose elements share memory, which the move copied "
+                    "into a tensor of its own; on the device the result would stay that view (writes to one element "
+                    "would show in others, or fail)", KeepCategory.OP_BETWEEN)
     if site.ops and site.move.dtype is not None:
         return Kept(f"the move also converts to `{module.text(site.move.dtype)}` after "
                     f"`{_op_text(module, site.ops[-1])}`: the dtype cannot go into the factory past the chain",
                     KeepCategory.CANNOT_SPELL)
     return None
+
+
+def _expands_nothing(call: cst.Call) -> bool:
+    """`expand(1, -1)`: every size is 1 or -1, so no element is repeated (at most a dimension of size 1 is added)."""
+    def one_or_minus_one(node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            node = node.expression
+        return isinstance(node, cst.Integer) and node.evaluated_value == 1
+
+    return bool(call.args) and all(arg.keyword is None and not arg.star and one_or_minus_one(arg.value) for arg in call.args)
 
 
 def _discarded(module: PythonModule, site: Site) -> Kept | None:
