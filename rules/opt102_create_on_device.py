@@ -150,9 +150,11 @@ class CreateOnDevice(Rule):
     integer start and step, any `*_like` of them); a merged dtype is exact;
     and every method between the factory and the move gives the same result
     on every device. Those are the views and copies `view` (not
-    `view(dtype)`), `reshape`, `repeat`, `expand`, `unsqueeze`, `squeeze`,
-    `flatten`, `permute`, `transpose`, `t`, `contiguous`, `clone`, `detach`,
-    and the dtype conversions (`.int()`, `.float()`, ..., `.to(dtype)`) that
+    `view(dtype)`), `reshape`, `repeat`, `unsqueeze`, `squeeze`, `flatten`,
+    `permute`, `transpose`, `t`, `contiguous`, `clone`, `detach`, `expand`
+    where it repeats no element (`expand(1, -1)`) or a copy follows it (the
+    move copied the view into a tensor of its own, where the device form
+    would return the view itself), and the dtype conversions (`.int()`, `.float()`, ..., `.to(dtype)`) that
     are exact: anything from 0/1-valued factories (zeros, ones, empty, eye,
     a fill of 0 or 1); integers to integers, which wrap the same way on every
     device; integers to a floating dtype where the factory's literals bound
@@ -183,7 +185,8 @@ class CreateOnDevice(Rule):
     Kept, with the reason: a factory that already has a `device=` other than
     the CPU (never a second one); a call that is not a factory
     (`torch.cat(...).to(d)`); a method between the factory and the move that
-    computes new values (`.sum()`, `.fill_(v)`), or a dtype conversion that
+    computes new values (`.sum()`, `.fill_(v)`), an `expand` that repeats
+    elements with no copy after it, or a dtype conversion that
     is not exact (`torch.full(s, 0.1).half()`); a merged dtype that is not
     exact (`torch.full(s, 0.1).to(d, torch.float64)`: the float32 value
     widened is not the float64 value); `pin_memory=True` factories and
