@@ -389,29 +389,30 @@ class CreateOnDevice(Rule):
         return moves
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
-        judged: set[int] = set()  # factories a move further out in the same chain has judged
+        # One finding per factory. `module.calls()` gives the outermost call of a chain first, so the move at the
+        # end of `F(...).to(torch.int32).to(d)` judges `F`, not the conversion inside it; and `t = t.to(d)` comes
+        # after `t = F(...).to(torch.int32)`, whose conversion it judges again as part of the two-statement form.
+        judged: dict[int, Finding] = {}
         for call in module.calls():
             if move_method(call) is None:
                 continue
             receiver = call.func.value
             if isinstance(receiver, cst.Call):
-                finding = self._chained(module, call, receiver, judged)
+                found = self._chained(module, call, receiver, judged)
             elif isinstance(receiver, cst.Name):
-                finding = self._two_statement(module, call, receiver)
+                found = self._two_statement(module, call, receiver)
             else:
-                finding = None
-            if finding is not None:
-                yield finding
+                found = None
+            if found is not None:
+                factory, finding = found
+                judged[id(factory)] = finding
+        yield from judged.values()
 
     # -- the two forms ---------------------------------------------------------------------------
 
-    def _chained(self, module: PythonModule, move_call: cst.Call, receiver: cst.Call, judged: set[int]) -> Finding | None:
-        """`F(args).to(d)`, `F(args).op(...).to(d)`, `F(args).cuda(i)`; also the keeps that look like them.
-
-        `module.calls()` gives the outermost call of a chain first, so the move
-        at the end of `F(...).to(torch.int32).to(d)` judges `F` before the
-        dtype conversion inside it would.
-        """
+    def _chained(self, module: PythonModule, move_call: cst.Call, receiver: cst.Call,
+                 judged: dict[int, Finding]) -> tuple[cst.Call, Finding] | None:
+        """`F(args).to(d)`, `F(args).op(...).to(d)`, `F(args).cuda(i)`; also the keeps that look like them."""
         root, ops = method_chain(module, receiver)
         if not isinstance(root, cst.Call) or id(root) in judged:
             return None
@@ -421,7 +422,7 @@ class CreateOnDevice(Rule):
             if not ops and _is_method(root, "pin_memory"):
                 site = Site(root, move_call, "pin_memory", parse_move(module, move_call))
                 if site.move.blocker is None:
-                    return self._keep(module, site, Kept(
+                    return root, self._keep(module, site, Kept(
                         "`x.pin_memory().to(...)`: a pinned staging buffer for an asynchronous copy is deliberate",
                         KeepCategory.DELIBERATE))
             return None
@@ -429,12 +430,11 @@ class CreateOnDevice(Rule):
         if factory is None and callee != "torch.from_numpy":
             if ops or site.move.blocker is not None or not _is_function(callee):
                 return None  # a conversion of some other tensor, or a module or legacy class: not this rule's business
-            return self._keep(module, site, Kept(
+            return root, self._keep(module, site, Kept(
                 f"`{callee}` is not a factory: it has no `device=` to create its result on the device", KeepCategory.NOT_A_FACTORY))
-        judged.add(id(root))
-        return self._judge(module, site)
+        return root, self._judge(module, site)
 
-    def _two_statement(self, module: PythonModule, move_call: cst.Call, receiver: cst.Name) -> Finding | None:
+    def _two_statement(self, module: PythonModule, move_call: cst.Call, receiver: cst.Name) -> tuple[cst.Call, Finding] | None:
         """`t = F(args)` (or `t = F(args).op(...)`) then, with no use of `t` in between, `t = t.to(d)`."""
         name = receiver.value
         assign = module.parent(move_call)
@@ -460,10 +460,10 @@ class CreateOnDevice(Rule):
                     return None
                 site = Site(root, move_call, callee, parse_move(module, move_call), second=line, ops=tuple(ops))
                 if name in device_names:
-                    return self._keep(module, site, Kept(f"the device expression reads `{name}` itself", KeepCategory.OTHER))
+                    return root, self._keep(module, site, Kept(f"the device expression reads `{name}` itself", KeepCategory.OTHER))
                 if blocker is not None:
-                    return self._keep(module, site, blocker)
-                return self._judge(module, site)
+                    return root, self._keep(module, site, blocker)
+                return root, self._judge(module, site)
             if blocker is None:
                 blocker = _intervening_blocker(module, statement, device_names)
         return None
