@@ -270,7 +270,8 @@ class CreateOnDevice(Rule):
     The impact class follows the size where the call's literals give it:
     low up to 1,024 elements, medium up to 65,536, high beyond (and where
     the size is unknown); one-time creation (module level, `__init__`,
-    set-up) is low. No gain: `zeros_like` of a template already on the
+    set-up) is low, and so is a `*_like` whose template may already be on
+    the device (then `.to()` was free). No gain: `zeros_like` of a template already on the
     device (12.1 vs 11.7 us), `from_numpy(a).cuda()` vs
     `as_tensor(a, device="cuda")` (381.5 vs 356.1 us for 1,048,576
     floats), `torch.tensor(list_of_1024).cuda()` vs `device="cuda"` (163.4
