@@ -394,14 +394,15 @@ class CreateOnDevice(Rule):
         # end of `F(...).to(torch.int32).to(d)` judges `F`, not the conversion inside it; and `t = t.to(d)` comes
         # after `t = F(...).to(torch.int32)`, whose conversion it judges again as part of the two-statement form.
         judged: dict[int, Finding] = {}
+        reads = FunctionReads(module)
         for call in module.calls():
             if move_method(call) is None:
                 continue
             receiver = call.func.value
             if isinstance(receiver, cst.Call):
-                found = self._chained(module, call, receiver, judged)
+                found = self._chained(module, call, receiver, judged, reads)
             elif isinstance(receiver, cst.Name):
-                found = self._two_statement(module, call, receiver)
+                found = self._two_statement(module, call, receiver, reads)
             else:
                 found = None
             if found is not None:
@@ -411,8 +412,8 @@ class CreateOnDevice(Rule):
 
     # -- the two forms ---------------------------------------------------------------------------
 
-    def _chained(self, module: PythonModule, move_call: cst.Call, receiver: cst.Call,
-                 judged: dict[int, Finding]) -> tuple[cst.Call, Finding] | None:
+    def _chained(self, module: PythonModule, move_call: cst.Call, receiver: cst.Call, judged: dict[int, Finding],
+                 reads: FunctionReads) -> tuple[cst.Call, Finding] | None:
         """`F(args).to(d)`, `F(args).op(...).to(d)`, `F(args).cuda(i)`; also the keeps that look like them."""
         root, ops = method_chain(module, receiver)
         if not isinstance(root, cst.Call) or id(root) in judged:
@@ -433,9 +434,10 @@ class CreateOnDevice(Rule):
                 return None  # a conversion of some other tensor, or a module or legacy class: not this rule's business
             return root, self._keep(module, site, Kept(
                 f"`{callee}` is not a factory: it has no `device=` to create its result on the device", KeepCategory.NOT_A_FACTORY))
-        return root, self._judge(module, site)
+        return root, self._judge(module, site, reads)
 
-    def _two_statement(self, module: PythonModule, move_call: cst.Call, receiver: cst.Name) -> tuple[cst.Call, Finding] | None:
+    def _two_statement(self, module: PythonModule, move_call: cst.Call, receiver: cst.Name,
+                       reads: FunctionReads) -> tuple[cst.Call, Finding] | None:
         """`t = F(args)` (or `t = F(args).op(...)`) then, with no use of `t` in between, `t = t.to(d)`."""
         name = receiver.value
         assign = module.parent(move_call)
@@ -464,14 +466,14 @@ class CreateOnDevice(Rule):
                     return root, self._keep(module, site, Kept(f"the device expression reads `{name}` itself", KeepCategory.OTHER))
                 if blocker is not None:
                     return root, self._keep(module, site, blocker)
-                return root, self._judge(module, site)
+                return root, self._judge(module, site, reads)
             if blocker is None:
                 blocker = _intervening_blocker(module, statement, device_names)
         return None
 
     # -- the verdict ----------------------------------------------------------------------------
 
-    def _judge(self, module: PythonModule, site: Site) -> Finding:
+    def _judge(self, module: PythonModule, site: Site, reads: FunctionReads) -> Finding:
         move = site.move
         if move.blocker is not None:
             return self._keep(module, site, Kept(move.blocker, move.blocker_category))
@@ -481,8 +483,7 @@ class CreateOnDevice(Rule):
         device = _device_spelling(module, move)
         if isinstance(device, Kept):
             return self._keep(module, site, device)
-        for blocker in (_exception_expected, _discarded, _factory_blocker):
-            kept = blocker(module, site)
+        for kept in (_exception_expected(module, site), _discarded(module, site, reads), _factory_blocker(module, site)):
             if kept is not None:
                 return self._keep(module, site, kept)
         no_gain = _no_gain(module, site, device)
@@ -653,7 +654,7 @@ def _expands_nothing(call: cst.Call) -> bool:
     return bool(call.args) and all(arg.keyword is None and not arg.star and one_or_minus_one(arg.value) for arg in call.args)
 
 
-def _discarded(module: PythonModule, site: Site) -> Kept | None:
+def _discarded(module: PythonModule, site: Site, reads: FunctionReads) -> Kept | None:
     """The moved tensor is never read: the blocking copy is all the statement does."""
     statement = site.second.body[0] if site.second is not None else module.parent(site.move_call)
     target = _assigned_name(statement, site.move_call)
@@ -663,7 +664,7 @@ def _discarded(module: PythonModule, site: Site) -> Kept | None:
         name = target.value
         if name == "_":
             how = "the moved tensor is assigned to `_`"
-        elif _never_read(module, statement, name, site):
+        elif reads.never_read(statement, name, site.move_call.func.value if site.second is not None else None):
             how = f"the local `{name}` is never read"
         else:
             return None
@@ -685,31 +686,50 @@ def _assigned_name(statement: cst.CSTNode | None, value: cst.Call) -> cst.Name |
     return target if isinstance(target, cst.Name) else None
 
 
-def _never_read(module: PythonModule, assignment: cst.Assign | cst.AnnAssign, name: str, site: Site) -> bool:
-    """True when `name` is a local of the function holding `assignment` that nothing in the function reads.
+class FunctionReads:
+    """Which names each function of a module reads: one walk per function, however many sites it holds."""
 
-    Assignments to it do not read it; anything else does (`del`, `+=`, a
-    nested function, `locals()`), except the `t` of `t = t.to(d)`, which
-    reads the factory's own result.
-    """
-    function = module.enclosing_function(assignment)
-    if function is None or module.enclosing(assignment, SCOPE_NODES) is not function:
-        return False  # module and class attributes are read from elsewhere
-    own = id(site.move_call.func.value) if site.second is not None else None
-    for node in walk(function.body):
-        if isinstance(node, (cst.Global, cst.Nonlocal)) and any(item.name.value == name for item in node.names):
-            return False
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("locals", "vars", "eval", "exec"):
-            return False
-        if not isinstance(node, cst.Name) or node.value != name or id(node) == own:
-            continue
-        parent = module.parent(node)
-        if isinstance(parent, cst.Attribute) and parent.attr is node or isinstance(parent, cst.Arg) and parent.keyword is node:
-            continue
-        if isinstance(parent, cst.AssignTarget) or isinstance(parent, cst.AnnAssign) and parent.target is node:
-            continue  # rebound, not read
-        return False
-    return True
+    def __init__(self, module: PythonModule):
+        self._module = module
+        self._reads: dict[int, tuple[dict[str, list[cst.Name]], bool]] = {}
+
+    def never_read(self, assignment: cst.CSTNode, name: str, own: cst.CSTNode | None) -> bool:
+        """True when `name`, assigned by `assignment`, is a local of its function that nothing in the function reads.
+
+        Assignments to it do not read it; anything else does (`del`, `+=`, a
+        nested function, `global`, `locals()`), except `own`: the `t` of
+        `t = t.to(d)`, which reads the factory's own result.
+        """
+        function = self._module.enclosing_function(assignment)
+        if function is None or self._module.enclosing(assignment, SCOPE_NODES) is not function:
+            return False  # module and class attributes are read from elsewhere
+        names, dynamic = self._of(function)
+        return not dynamic and all(read is own for read in names.get(name, ()))
+
+    def _of(self, function: cst.FunctionDef) -> tuple[dict[str, list[cst.Name]], bool]:
+        found = self._reads.get(id(function))
+        if found is None:
+            found = self._reads[id(function)] = self._walk(function)
+        return found
+
+    def _walk(self, function: cst.FunctionDef) -> tuple[dict[str, list[cst.Name]], bool]:
+        """The reading `Name`s by name, and whether the function may read names dynamically or out of scope."""
+        parent = self._module.parent
+        names: dict[str, list[cst.Name]] = {}
+        dynamic = False
+        for node in walk(function.body):
+            kind = type(node)
+            if kind is cst.Name:
+                above = parent(node)
+                if (type(above) is cst.Attribute and above.attr is node or type(above) is cst.Arg and above.keyword is node
+                        or type(above) is cst.AssignTarget or type(above) is cst.AnnAssign and above.target is node):
+                    continue
+                names.setdefault(node.value, []).append(node)
+            elif kind is cst.Global or kind is cst.Nonlocal:
+                dynamic = True  # the name may live in another scope, which reads it
+            elif kind is cst.Call and type(node.func) is cst.Name and node.func.value in ("locals", "vars", "eval", "exec"):
+                dynamic = True
+        return names, dynamic
 
 
 def _exception_expected(module: PythonModule, site: Site) -> Kept | None:
@@ -887,13 +907,18 @@ def _autograd_tier(module: PythonModule, site: Site):
 
 
 def _evaluation_order(module: PythonModule, site: Site) -> Kept | None:
-    """`device=` is evaluated before the chain's own arguments: both must be free of calls and `:=` for that to be moot."""
-    if not site.ops or site.move.device is None or not _may_have_effects(site.move.device):
+    """`device=` is evaluated before the chain's own arguments, and before the factory's arguments after a
+    `device="cpu"` it replaces: where both hold calls or `:=`, their order could matter."""
+    if site.move.device is None or not _may_have_effects(site.move.device):
         return None
-    for op in site.ops:
-        if any(_may_have_effects(arg.value) for arg in op.call.args):
-            return Kept(f"`device={module.text(site.move.device)}` would be evaluated before the arguments of "
-                        f"`.{op.method}(...)`, and both hold calls", KeepCategory.OTHER)
+    args = list(site.factory.args)
+    cpu_device = keyword_arg(site.factory, "device")
+    later = [("the factory", arg) for arg in args[args.index(cpu_device) + 1:]] if cpu_device is not None else []
+    later += [(f"`.{op.method}(...)`", arg) for op in site.ops for arg in op.call.args]
+    for owner, arg in later:
+        if _may_have_effects(arg.value):
+            return Kept(f"`device={module.text(site.move.device)}` would be evaluated before `{module.text(arg)}` of "
+                        f"{owner}, and both hold calls", KeepCategory.OTHER)
     return None
 
 

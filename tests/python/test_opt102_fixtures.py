@@ -92,7 +92,7 @@ def test_forcing_the_side_effect_keeps_changes_results_and_copies(monkeypatch):
     stop waiting for queued work), and the exception checks see another error or none."""
     text = SIDE_EFFECTS.read_text()
     forced = _forced(SIDE_EFFECTS, monkeypatch, _exception_expected=lambda module, site: None,
-                     _discarded=lambda module, site: None)
+                     _discarded=lambda module, site, reads: None)
     kept = {site.line for site in sites(text) if site.verdict == "keep"}
     assert kept <= changed_lines(text, forced)
     for mode in MODES:
