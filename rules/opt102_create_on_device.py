@@ -244,8 +244,9 @@ class CreateOnDevice(Rule):
       statements and caught in the same function would find `t` already on
       the device; statements with calls in between keep the site.
     - In a chain, `device=` is evaluated before the arguments of the methods
-      between the factory and the move: where both hold calls, the site is
-      kept.
+      between the factory and the move, and a `device=` that replaces
+      `device="cpu"` before the factory's arguments after it: where both
+      hold calls, the site is kept.
     - A rewrite that enables an OPT101 fix in the two-statement form
       (`t = torch.zeros(n)`; `t = t.to(d)`; `t.copy_(x)`) is seen by OPT101
       only on the next run; the chained form (`torch.zeros(n).cuda()`) gets
