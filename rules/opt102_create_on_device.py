@@ -7,9 +7,10 @@ from typing import Iterator, NamedTuple
 import libcst as cst
 
 from optpatch.planner import preview
-from optpatch.python_frontend import PythonModule, walk
+from optpatch.python_frontend import SCOPE_NODES, PythonModule, walk
 from optpatch.python_screen import CallIndex, callee_name
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
+from optpatch.analysis.exception_contexts import expected_exception
 from optpatch.analysis.torch_api import (
     CONSTANT_FACTORIES,
     DATA_FACTORIES,
@@ -19,25 +20,65 @@ from optpatch.analysis.torch_api import (
     exact_in,
     keyword_arg,
 )
-from optpatch.analysis.torch_values import Kind, Move, classify, factory_name, move_method, on_cpu, parse_move, torch_callee
-
-DEVICE_BASIS = (
-    "generates the values on the device instead of on the host plus a blocking copy: `arange(1e6).cuda()` -> "
-    "`device='cuda'` measured 846-1336 us -> 11-12 us (70-115x) on an H100 (RULES.md), 780 -> 11 us and "
-    "`zeros(1e6)` 433 -> 11 us (docs/benchmarks.md, H100); the host form also waits for all queued GPU work "
-    "(5864 -> 76 us with 5 ms queued)"
+from optpatch.analysis.torch_values import (
+    ChainOp,
+    Kind,
+    Move,
+    Step,
+    classify,
+    convert,
+    factory_elements,
+    factory_name,
+    factory_numel,
+    method_chain,
+    move_method,
+    on_cpu,
+    parse_move,
+    torch_callee,
 )
+
+# Host time per call in us, built on the host then moved -> built on the device, by number of elements:
+# NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, idle GPU, 2026-11-26 (benchmarks/opt102_kinds.py,
+# docs/benchmarks.md). "chain" is `arange(n).int()`: the device also runs the conversion's kernel.
+MEASURED: dict[str, dict[int, tuple[float, float]]] = {
+    "zeros": {1: (17.0, 12.2), 1024: (14.2, 8.4), 65536: (57.7, 8.3), 1048576: (520.5, 12.2)},
+    "ones": {1: (16.9, 10.7), 1024: (14.7, 8.1), 65536: (57.6, 11.7), 1048576: (496.0, 8.2)},
+    "empty": {1: (16.9, 4.5), 1024: (13.8, 2.8), 65536: (40.9, 4.8), 1048576: (372.3, 4.5)},
+    "full": {1: (12.3, 11.3), 1024: (16.0, 8.7), 65536: (93.6, 12.1), 1048576: (843.3, 11.6)},
+    "eye": {1: (17.5, 19.6), 1024: (14.8, 15.1), 65536: (65.3, 21.1), 1048576: (483.2, 15.1)},
+    "arange": {1: (15.2, 11.6), 1024: (15.8, 8.3), 65536: (105.9, 11.8), 1048576: (850.7, 8.4)},
+    "linspace": {1: (13.3, 9.0), 1024: (16.4, 8.6), 65536: (113.1, 12.2), 1048576: (609.3, 12.7)},
+    "randn": {1024: (18.2, 14.0), 1048576: (6510.2, 9.8)},
+    "randint": {1024: (27.9, 14.7), 1048576: (8182.0, 14.1)},
+    "randperm": {1024: (29.1, 53.1), 1048576: (13041.1, 95.1)},
+    "chain": {1024: (23.9, 23.6), 1048576: (522.3, 21.2)},
+}
+QUEUED = ("with 5 ms of GPU work queued, every host form waited for all of it (5.0-5.7 ms) and the device form "
+          "returned in 7-100 us")
+# Impact classes by known size: a few us saved up to SMALL elements, tens of us up to MEDIUM_SIZE, more beyond.
+SMALL = 1024
+MEDIUM_SIZE = 65536
+# Methods that copy their receiver into a tensor of its own (which a move would also have done).
+_COPIES = frozenset(("clone", "contiguous", "repeat"))
+# Methods that never launch a kernel on a factory's fresh, contiguous result.
+_FREE_VIEWS = frozenset(("view", "expand", "unsqueeze", "squeeze", "permute", "transpose", "t", "detach"))
+LIKE_UNKNOWN_BASIS = (
+    "the template's device is not known here: if it is already on the device, `.to()` was free (`zeros_like`: 12.1 "
+    "vs 11.7 us); if it is on the CPU, as `zeros` (506.8 -> 11.9 us at 1,048,576 elements), on an H100 "
+    "(docs/benchmarks.md)"
+)
+LIKE_SAME_BASIS = "`zeros_like` of a template on the device, then `.to()` that device: 12.1 vs 11.7 us on an H100 (docs/benchmarks.md)"
 DATA_BASIS = (
-    "`torch.tensor(list_of_1024).cuda()` -> `device='cuda'` measured no gain (5041 vs 5041 us with 5 ms of GPU "
-    "work queued, H100, docs/benchmarks.md): the data starts in host memory and both forms wait; "
-    "`pin_memory=True` + `non_blocking=True` measured 5035 -> 292 us (17x)"
+    "`torch.tensor(list_of_1024).cuda()` -> `device='cuda'`: 163.4 vs 162.1 us idle, 5013.9 vs 5013.7 us with 5 ms "
+    "of GPU work queued (H100, docs/benchmarks.md): the data starts in host memory and both forms wait; "
+    "`pin_memory=True` + `non_blocking=True` measured 5035 -> 292 us (17x) with 5 ms queued"
 )
 FROM_NUMPY_BASIS = (
-    "the array's data crosses from host memory either way: `from_numpy(a).cuda()` 415 us vs "
-    "`as_tensor(a, device='cuda')` 399 us for 1e6 floats on an H200 (torch 2.11); saves one wrapper tensor"
+    "`from_numpy(a).cuda()` -> `as_tensor(a, device='cuda')`: 381.5 vs 356.1 us for 1,048,576 floats, 17.6 vs 18.7 us "
+    "for 1,024; both waited 5.2 ms with 5 ms of GPU work queued (H100, docs/benchmarks.md)"
 )
 ONCE_BASIS = "one-time creation (module level, __init__, set-up): the saving is paid once, not per step"
-CPU_BASIS = "moves to the CPU, where the tensor already is: `.to('cpu')` returns it unchanged, nothing to save"
+CPU_BASIS = "a move to the CPU of a tensor on the CPU: `.to('cpu')` returns it unchanged, nothing to save"
 
 
 class CreateOnDevice(Rule):
@@ -51,10 +92,17 @@ class CreateOnDevice(Rule):
     `t = F(args)` followed by `t = t.to(d)` with no use of `t` in between,
     and rewrites it to `F(args, device=d)`. `F` is a real torch factory,
     resolved through imports: `zeros`, `ones`, `empty`, `full`, `eye`,
-    `arange`, `linspace`, `logspace`, the `*_like` factories when the
-    template is on the CPU, the random factories, `tensor` and `as_tensor`
-    (advice only, see below). `torch.from_numpy(a).to(d)` becomes
-    `torch.as_tensor(a, device=d)`.
+    `arange`, `linspace`, `logspace`, the `*_like` factories, the random
+    factories; `tensor`, `as_tensor` and `from_numpy` get advice only (see
+    below).
+
+    Between the factory and the move may stand views, copies and dtype
+    conversions: `torch.arange(n).view(-1, 1).repeat(1, k).to(d)` becomes
+    `torch.arange(n, device=d).view(-1, 1).repeat(1, k)`, the chain kept.
+    A factory created on the CPU on purpose and then moved,
+    `torch.zeros(n, device="cpu").to(d)` (also `torch.device("cpu")`),
+    gets its `device=` changed. `torch.zeros_like(x).to(d)` becomes
+    `torch.zeros_like(x, device=d)`, whatever device `x` is on.
 
     `d` must be a device: a device string (`"cuda:0"`), an f-string,
     `torch.device(...)`, `x.device`, an integer index, or a name whose every
@@ -64,6 +112,9 @@ class CreateOnDevice(Rule):
     `.cuda(0)` becomes `device="cuda:0"`, `.cuda(i)` for an integer
     expression `device=f"cuda:{i}"`. `.to(d, dtype)` merges the dtype too
     (`device=d, dtype=dtype`) when the conversion is exact.
+
+    Every factory-then-move site it examines is reported, kept ones with
+    the reason (`-v`, the JSON report).
 
     ## Why is this bad
     `torch.arange(n).cuda()` computes the values on the CPU, then copies them
@@ -75,32 +126,52 @@ class CreateOnDevice(Rule):
     ```python
     def positions(n, device: torch.device):
         return torch.arange(n).to(device)
+
+    def rows(n, k, x):
+        return torch.arange(n).view(-1, 1).repeat(1, k).view(-1).to(x.device)
     ```
 
     ## Use instead
     ```python
     def positions(n, device: torch.device):
         return torch.arange(n, device=device)
+
+    def rows(n, k, x):
+        return torch.arange(n, device=x.device).view(-1, 1).repeat(1, k).view(-1)
     ```
 
     ## Fix safety
-    `safe` when every obligation holds: `F` is one of the factories above with
-    no `device=`, `out=`, `generator=`, `**kwargs` or `pin_memory=True`; the
-    move target is provably a device (never `.to(dtype)`,
-    `.to(other_tensor)`, `.to(memory_format=...)`, `.to(None)`); the values do
-    not depend on the device that computes them (zeros, ones, empty, full,
-    eye, `arange` with integer start and step, `*_like` of a CPU template);
-    and a merged dtype is exact. The two-statement form also needs the
-    statements between the two to leave `t`, the names in `d` and the current
-    device alone (no calls in between).
+    `safe` when every obligation holds: `F` is one of the factories above
+    with no `device=` (or a `device=` that provably names the CPU), `out=`,
+    `generator=`, `**kwargs` or `pin_memory=True`; the move target is
+    provably a device (never `.to(dtype)`, `.to(other_tensor)`,
+    `.to(memory_format=...)`, `.to(None)`); the values do not depend on the
+    device that computes them (zeros, ones, empty, full, eye, `arange` with
+    integer start and step, any `*_like` of them); a merged dtype is exact;
+    and every method between the factory and the move gives the same result
+    on every device. Those are the views and copies `view` (not
+    `view(dtype)`), `reshape`, `repeat`, `unsqueeze`, `squeeze`, `flatten`,
+    `permute`, `transpose`, `t`, `contiguous`, `clone`, `detach`, `expand`
+    where it repeats no element (`expand(1, -1)`) or a copy follows it (the
+    move copied the view into a tensor of its own, where the device form
+    would return the view itself), and the dtype conversions (`.int()`, `.float()`, ..., `.to(dtype)`) that
+    are exact: anything from 0/1-valued factories (zeros, ones, empty, eye,
+    a fill of 0 or 1); integers to integers, which wrap the same way on every
+    device; integers to a floating dtype where the factory's literals bound
+    them within its exact integers (2048 for float16, 256 for bfloat16,
+    2**24 for float32); a float to a wider float. The two-statement form also
+    needs the statements between the two to leave `t`, the names in `d` and
+    the current device alone (no calls in between).
 
     `validate`: the target is a device only by its name (a parameter called
     `device` with no annotation, `get_accelerator().device_name()`);
     `.cuda(x)` with an `x` that may not name a CUDA device (`.cuda(x)`
     raises there, `device=x` would not); `linspace`, whose device kernel was
-    measured bit-identical on an H200 but is not proven to be;
-    `torch.from_numpy(a).to(d)` -> `torch.as_tensor(a, device=d)` (it
-    accepts inputs that `from_numpy` rejects).
+    measured bit-identical on an H100 and an H200 but is not proven to be;
+    an integer factory converted to a floating dtype where nothing bounds
+    its values (`torch.arange(n).float()`: exact up to 2**24, and the H100
+    rounded `arange(2**25, ...)` the same way as the CPU, but that is a
+    measurement, not a proof).
 
     `unsafe`: random factories (`rand`, `randn`, `randint`, `randperm`,
     `normal`, `*_like`) draw from the device's generator, so the numbers
@@ -111,29 +182,47 @@ class CreateOnDevice(Rule):
     `F(..., requires_grad=True).to(d)` is a non-leaf copy of a CPU leaf
     whereas `device=` makes the result itself the leaf that receives `.grad`.
 
-    Kept, with the reason: a factory that already has `device=` (never a
-    second one), a call that is not a factory (`torch.cat(...).to(d)`), a
-    `*_like` whose template may already be on the device, a merged dtype
-    that is not exact (`torch.full(s, 0.1).to(d, torch.float64)`: the
-    float32 value widened is not the float64 value), `pin_memory=True`
-    factories and `x.pin_memory().to(d, non_blocking=True)` (a pinned
-    staging buffer for an asynchronous copy is deliberate, and
-    `pin_memory=True` with a CUDA `device=` is an error).
+    Kept, with the reason: a factory that already has a `device=` other than
+    the CPU (never a second one); a call that is not a factory
+    (`torch.cat(...).to(d)`); a method between the factory and the move that
+    computes new values (`.sum()`, `.fill_(v)`), an `expand` that repeats
+    elements with no copy after it, or a dtype conversion that
+    is not exact (`torch.full(s, 0.1).half()`); a merged dtype that is not
+    exact (`torch.full(s, 0.1).to(d, torch.float64)`: the float32 value
+    widened is not the float64 value); `pin_memory=True` factories and
+    `x.pin_memory().to(d, non_blocking=True)` (a pinned staging buffer for
+    an asynchronous copy is deliberate, and `pin_memory=True` with a CUDA
+    `device=` is an error). Two keeps are about what the statement is for:
+    a moved tensor that is never read (`torch.zeros(2).cuda()` as a
+    statement, `_ = ...`, a local nothing reads), where the blocking copy is
+    the point (a probe that a wedged GPU fails) and nothing is gained; and a
+    site inside a block that expects or swallows an exception
+    (`pytest.raises`, `self.assertRaises*`, `assertWarns*`,
+    `contextlib.suppress`, a `try` whose handler may catch what torch
+    raises), where the rewrite could change which call raises and with what
+    message (`.cuda(-1)` and `device="cuda:-1"` raise different errors).
 
-    `torch.tensor(data)` / `torch.as_tensor(data)` followed by a move get
-    advice, not a fix: the data starts in host memory, so `device=` saves
-    nothing (measured); what helps is `pin_memory=True` on the host tensor
-    and `.to(d, non_blocking=True)`, which stops the copy from waiting for
-    queued GPU work.
+    Advice, not a fix, where `device=` saves nothing measurable: a move to
+    the CPU (`.to("cpu")` returns the tensor unchanged); `zeros_like(x)` moved
+    to `x.device`; `torch.tensor(data)` / `torch.as_tensor(data)` moved to a
+    device that is not provably CUDA, where the data starts in host memory
+    and what helps is `pin_memory=True` on the host tensor and
+    `.to(d, non_blocking=True)`; `torch.from_numpy(a).to(d)`, where
+    `torch.as_tensor(a, device=d)` only saves a wrapper tensor (measured
+    within noise). Where the device is provably CUDA and nothing stands
+    between them, `tensor(...)`, `as_tensor(...)` and `from_numpy(...)`
+    followed by the move are OPT103's (pinned-async-h2d): OPT102 keeps them,
+    saying so, and writes no edit there.
 
     ## Known problems
     Names are resolved within one file and flow-insensitively: a name is a
     device only when every binding in its scope is one. Any `.device`
     attribute counts as a device (`self.device`, `args.device`): `.to()` and
     `device=` read a string, an index, a `torch.device` or None the same way.
-    The default device is assumed to be the CPU when a `*_like` template
-    comes from a factory without `device=` (`torch.set_default_device` is not
-    tracked); that only affects whether the rewrite saves anything.
+    The default device is assumed to be the CPU and the default dtype
+    float32 (`torch.set_default_device` and `torch.set_default_dtype` are
+    not tracked); that affects whether a `*_like` rewrite saves anything,
+    and which dtype a conversion in a chain starts from.
 
     Found on DeepSpeed and apex (34 and 38 rewrites, all read by hand):
     - `get_accelerator().device_name()` and `.current_device_name()`,
@@ -144,39 +233,51 @@ class CreateOnDevice(Rule):
     - A file that gets `torch` only through a star import
       (`deepspeed/runtime/zero/stage3.py`) has no resolvable factories: a
       false negative, never a wrong rewrite.
-    - `torch.randn(...).half().cuda()` is not rewritten: the move's receiver
-      is a conversion, and `randn(..., dtype=torch.half)` draws different
-      numbers. Legacy constructors (`torch.LongTensor(...)`,
-      `torch.Tensor([...])`) and `nn.Module`s are not factories and are not
-      reported.
+    - `torch.randn(...).half().cuda()` is kept: the values are real numbers,
+      and converting them to float16 is not proven exact (it is correctly
+      rounded on both devices, but the numbers differ anyway).
+    - Legacy constructors (`torch.LongTensor(...)`, `torch.Tensor([...])`)
+      and `nn.Module`s are not factories and are not reported.
     - `device, dims = x.device, x.size(1)` is followed element by element;
       other unpacking (`device, dims = f()`) is not.
     - In the two-statement form, an exception raised between the two
       statements and caught in the same function would find `t` already on
       the device; statements with calls in between keep the site.
+    - In a chain, `device=` is evaluated before the arguments of the methods
+      between the factory and the move, and a `device=` that replaces
+      `device="cpu"` before the factory's arguments after it: where both
+      hold calls, the site is kept.
     - A rewrite that enables an OPT101 fix in the two-statement form
       (`t = torch.zeros(n)`; `t = t.to(d)`; `t.copy_(x)`) is seen by OPT101
       only on the next run; the chained form (`torch.zeros(n).cuda()`) gets
       both fixes at once.
-    - RULES.md allows a merged dtype for "a float factory to a wider type";
-      that is not exact (`torch.full(s, 0.1).to(d, torch.float64)` holds
-      float32's 0.1, `dtype=torch.float64` holds float64's), so only 0/1
-      factories (any dtype) and integer factories (to an equal or wider
-      integer) merge.
+    - A merged dtype (`.to(d, dtype)`) is exact for 0/1 factories (any
+      dtype) and integer factories (to an equal or wider integer) only: a
+      float factory computed in a wider type is not its value widened
+      (`torch.full(s, 0.1).to(d, torch.float64)`).
 
     ## Measured impact
-    `torch.arange(1e6).cuda()` -> `torch.arange(1e6, device='cuda')`:
-    846-1336 us -> 11-12 us (70-115x) on an H100 (RULES.md); 780 -> 11 us,
-    and `zeros(1e6)` 433 -> 11 us, on an H100 in docs/benchmarks.md, where
-    with 5 ms of GPU work queued the host form took 5864 us and `device=` 76
-    us. On an H200 with torch 2.11: `arange(1e6)` 1253 -> 15 us, `zeros(1e6)`
-    749 -> 15 us, `linspace(0, 1, 1e6)` 778 -> 16 us, `zeros(16)` 21 -> 16
-    us. `torch.tensor(list_of_1024).cuda()`: no gain from `device=` (5041 vs
-    5041 us with 5 ms queued), 5035 -> 292 us with `pin_memory=True` and
-    `non_blocking=True` (H100, docs/benchmarks.md). `from_numpy(a).cuda()`
-    415 us vs `as_tensor(a, device='cuda')` 399 us for 1e6 floats (H200).
-    One-time creation (module level, `__init__`, set-up) is reported as low
-    value.
+    Host time per call on an H100 80GB HBM3 (torch 2.11, 2026-11-26,
+    docs/benchmarks.md), built on the host and moved vs built on the
+    device, idle: `zeros(1)` 17.0 -> 12.2 us, `zeros(1024)` 14.2 -> 8.4 us,
+    `zeros(65536)` 57.7 -> 8.3 us, `zeros(1048576)` 520.5 -> 12.2 us
+    (43x); `arange(1048576)` 850.7 -> 8.4 us (101x), `full` 843.3 -> 11.6
+    us, `linspace` 609.3 -> 12.7 us, `eye(1024)` 483.2 -> 15.1 us, but
+    `eye` at 1,024 elements or fewer gains nothing; `randn(1048576)` 6510
+    -> 9.8 us. Chains: `arange(n).int()` 522.3 -> 21.2 us at 1,048,576
+    elements and nothing at 1,024 (the device runs the conversion too).
+    With 5 ms of GPU work queued, every host form waited for all of it
+    (5.0-5.7 ms) and the device form returned in 7-100 us, at every size.
+    The impact class follows the size where the call's literals give it:
+    low up to 1,024 elements, medium up to 65,536, high beyond (and where
+    the size is unknown); one-time creation (module level, `__init__`,
+    set-up) is low, and so is a `*_like` whose template may already be on
+    the device (then `.to()` was free). No gain: `zeros_like` of a template already on the
+    device (12.1 vs 11.7 us), `from_numpy(a).cuda()` vs
+    `as_tensor(a, device="cuda")` (381.5 vs 356.1 us for 1,048,576
+    floats), `torch.tensor(list_of_1024).cuda()` vs `device="cuda"` (163.4
+    vs 162.1 us; 5014 vs 5014 us with 5 ms queued), while
+    `pin_memory=True` and `non_blocking=True` took that to 292 us.
 
     ## References
     - https://pytorch.org/docs/stable/tensor_attributes.html#torch.device
@@ -191,6 +292,7 @@ class CreateOnDevice(Rule):
     language = "python"
     default_tier = "safe"
     tags = ("performance", "transfer")
+    version = 2  # chains, an explicit CPU device, any `*_like` template, side-effect keeps, advice for no gain
     trigger_words = (".to(", ".cuda(")
 
     VALID = [
@@ -200,8 +302,8 @@ class CreateOnDevice(Rule):
         "import torch\ndef f(n):\n    return torch.arange(n).to(int)\n",
         # Not a factory.
         "import torch\ndef f(a, b, d: torch.device):\n    return torch.cat([a, b]).to(d)\n",
-        # Already has device=: never a second one.
-        "import torch\ndef f(n, d: torch.device):\n    return torch.zeros(n, device='cpu').to(d)\n",
+        # Already has a device other than the CPU: never a second one.
+        "import torch\ndef f(n, d: torch.device, e: torch.device):\n    return torch.zeros(n, device=e).to(d)\n",
         # Another tensor's device and dtype.
         "import torch\ndef f(n, other: torch.Tensor):\n    return torch.zeros(n).to(other)\n",
         # Deliberate pinned staging for an asynchronous copy.
@@ -210,6 +312,12 @@ class CreateOnDevice(Rule):
         "import numpy as np\ndef f(n, d: str):\n    return np.zeros(n).to(d)\n",
         # Not exact: float32(0.1) widened is not float64(0.1).
         "import torch\ndef f(d: torch.device):\n    return torch.full((4,), 0.1).to(d, torch.float64)\n",
+        # A method between that computes new values.
+        "import torch\ndef f(n):\n    return torch.arange(n).cumsum(0).cuda()\n",
+        # A probe: the blocking copy is the point.
+        "import torch\ndef probe():\n    torch.zeros((2, 2)).cuda()\n",
+        # The exception is what the test checks.
+        "import pytest, torch\ndef test_index(i: int):\n    with pytest.raises(RuntimeError):\n        torch.ones(2).cuda(i)\n",
     ]
     INVALID = [
         Example(
@@ -227,6 +335,18 @@ class CreateOnDevice(Rule):
         Example(
             "import torch\ndef f(n):\n    dev = torch.device('cuda', 1)\n    t = torch.eye(n)\n    t = t.to(dev)\n    return t\n",
             "import torch\ndef f(n):\n    dev = torch.device('cuda', 1)\n    t = torch.eye(n, device=dev)\n    return t\n",
+        ),
+        Example(
+            "import torch\ndef f(n, k, x):\n    return torch.arange(n).view(-1, 1).repeat(1, k).int().to(x.device)\n",
+            "import torch\ndef f(n, k, x):\n    return torch.arange(n, device=x.device).view(-1, 1).repeat(1, k).int()\n",
+        ),
+        Example(
+            "import torch\ndef f(n):\n    return torch.zeros(n, dtype=torch.int64, device='cpu').cuda()\n",
+            'import torch\ndef f(n):\n    return torch.zeros(n, dtype=torch.int64, device="cuda")\n',
+        ),
+        Example(
+            "import torch\ndef f(c, d: torch.device):\n    return torch.zeros_like(c).float().to(d)\n",
+            "import torch\ndef f(c, d: torch.device):\n    return torch.zeros_like(c, device=d).float()\n",
         ),
         Example(
             "import torch\ndef f(n, device):\n    return torch.zeros(n).to(device)\n",
@@ -249,11 +369,13 @@ class CreateOnDevice(Rule):
 
     @classmethod
     def needs(cls, calls: CallIndex) -> list[ast.AST]:
-        """The moves of the two forms `check` looks at: `<call>(...).to(...)` where the inner call is
-        a torch function (through an import of torch) or `pin_memory()`, and `t = t.to(...)` where
-        `t` is assigned a torch call somewhere in the module (`check` reads that assignment in the
-        same block, so in the same function). Nothing else: devices and dtypes come from the
-        function, its parameters, enclosing functions and module-level statements.
+        """The moves of the forms `check` looks at: `<call>(...).to(...)` where the inner call is a
+        torch function (through an import of torch) or `pin_memory()`; `F(...).op(...).to(...)`,
+        a chain of method calls that starts from a torch call named like a factory (or imported by
+        name from torch); and `t = t.to(...)` where `t` is assigned such a call somewhere in the
+        module (`check` reads that assignment in the same block, so in the same function). Nothing
+        else: devices and dtypes come from the function, its parameters, enclosing functions and
+        module-level statements, and the blocks around a site (`try`, `with`) from its function.
         """
         moves = []
         for move in calls.named("to", "cuda"):
@@ -261,51 +383,63 @@ class CreateOnDevice(Rule):
                 continue
             receiver = move.func.value
             if isinstance(receiver, ast.Call):
-                if calls.calls_torch(receiver) or callee_name(receiver) == "pin_memory":
+                if _may_start_a_site(calls, receiver):
                     moves.append(move)
             elif isinstance(receiver, ast.Name) and calls.assigned_to(move) == receiver.id:
-                if any(calls.calls_torch(source) for source in calls.calls_assigned(receiver.id)):
+                if any(_may_start_a_site(calls, source) for source in calls.calls_assigned(receiver.id)):
                     moves.append(move)
         return moves
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
+        # One finding per factory. `module.calls()` gives the outermost call of a chain first, so the move at the
+        # end of `F(...).to(torch.int32).to(d)` judges `F`, not the conversion inside it; and `t = t.to(d)` comes
+        # after `t = F(...).to(torch.int32)`, whose conversion it judges again as part of the two-statement form.
+        judged: dict[int, Finding] = {}
+        reads = FunctionReads(module)
         for call in module.calls():
             if move_method(call) is None:
                 continue
             receiver = call.func.value
             if isinstance(receiver, cst.Call):
-                finding = self._chained(module, call, receiver)
+                found = self._chained(module, call, receiver, judged, reads)
             elif isinstance(receiver, cst.Name):
-                finding = self._two_statement(module, call, receiver)
+                found = self._two_statement(module, call, receiver, reads)
             else:
-                finding = None
-            if finding is not None:
-                yield finding
+                found = None
+            if found is not None:
+                factory, finding = found
+                judged[id(factory)] = finding
+        yield from judged.values()
 
     # -- the two forms ---------------------------------------------------------------------------
 
-    def _chained(self, module: PythonModule, move_call: cst.Call, inner: cst.Call) -> Finding | None:
-        """`F(args).to(d)` / `F(args).cuda(i)`; also the keeps that look like it."""
-        factory = factory_name(module, inner)
-        callee = factory or torch_callee(module, inner)
+    def _chained(self, module: PythonModule, move_call: cst.Call, receiver: cst.Call, judged: dict[int, Finding],
+                 reads: FunctionReads) -> tuple[cst.Call, Finding] | None:
+        """`F(args).to(d)`, `F(args).op(...).to(d)`, `F(args).cuda(i)`; also the keeps that look like them."""
+        root, ops = method_chain(module, receiver)
+        if not isinstance(root, cst.Call) or id(root) in judged:
+            return None
+        factory = factory_name(module, root)
+        callee = factory or torch_callee(module, root)
         if callee is None:
-            if _is_method(inner, "pin_memory"):
-                site = Site(inner, move_call, "pin_memory", parse_move(module, move_call))
+            if not ops and _is_method(root, "pin_memory"):
+                site = Site(root, move_call, "pin_memory", parse_move(module, move_call))
                 if site.move.blocker is None:
-                    return self._keep(module, site, Kept(
+                    return root, self._keep(module, site, Kept(
                         "`x.pin_memory().to(...)`: a pinned staging buffer for an asynchronous copy is deliberate",
                         KeepCategory.DELIBERATE))
             return None
-        site = Site(inner, move_call, callee, parse_move(module, move_call))
+        site = Site(root, move_call, callee, parse_move(module, move_call), ops=tuple(ops))
         if factory is None and callee != "torch.from_numpy":
-            if site.move.blocker is not None or not _is_function(callee):
+            if ops or site.move.blocker is not None or not _is_function(callee):
                 return None  # a conversion of some other tensor, or a module or legacy class: not this rule's business
-            return self._keep(module, site, Kept(
+            return root, self._keep(module, site, Kept(
                 f"`{callee}` is not a factory: it has no `device=` to create its result on the device", KeepCategory.NOT_A_FACTORY))
-        return self._judge(module, site)
+        return root, self._judge(module, site, reads)
 
-    def _two_statement(self, module: PythonModule, move_call: cst.Call, receiver: cst.Name) -> Finding | None:
-        """`t = F(args)` then, with no use of `t` in between, `t = t.to(d)`."""
+    def _two_statement(self, module: PythonModule, move_call: cst.Call, receiver: cst.Name,
+                       reads: FunctionReads) -> tuple[cst.Call, Finding] | None:
+        """`t = F(args)` (or `t = F(args).op(...)`) then, with no use of `t` in between, `t = t.to(d)`."""
         name = receiver.value
         assign = module.parent(move_call)
         if not (isinstance(assign, cst.Assign) and assign.value is move_call and len(assign.targets) == 1):
@@ -321,38 +455,45 @@ class CreateOnDevice(Rule):
         blocker = None
         for statement in reversed(block.body[:index]):
             if _mentions(module, statement, name):
-                inner = _factory_assignment(statement, name)
-                if inner is None:
+                value = _factory_assignment(statement, name)
+                root, ops = method_chain(module, value) if value is not None else (None, [])
+                if not isinstance(root, cst.Call):
                     return None
-                callee = factory_name(module, inner) or torch_callee(module, inner)
+                callee = factory_name(module, root) or torch_callee(module, root)
                 if callee not in _ALL_SOURCES:
                     return None
-                site = Site(inner, move_call, callee, parse_move(module, move_call), second=line)
+                site = Site(root, move_call, callee, parse_move(module, move_call), second=line, ops=tuple(ops))
                 if name in device_names:
-                    return self._keep(module, site, Kept(f"the device expression reads `{name}` itself", KeepCategory.OTHER))
+                    return root, self._keep(module, site, Kept(f"the device expression reads `{name}` itself", KeepCategory.OTHER))
                 if blocker is not None:
-                    return self._keep(module, site, blocker)
-                return self._judge(module, site)
+                    return root, self._keep(module, site, blocker)
+                return root, self._judge(module, site, reads)
             if blocker is None:
                 blocker = _intervening_blocker(module, statement, device_names)
         return None
 
     # -- the verdict ----------------------------------------------------------------------------
 
-    def _judge(self, module: PythonModule, site: Site) -> Finding:
+    def _judge(self, module: PythonModule, site: Site, reads: FunctionReads) -> Finding:
         move = site.move
         if move.blocker is not None:
             return self._keep(module, site, Kept(move.blocker, move.blocker_category))
+        between = _op_between(module, site)
+        if between is not None:
+            return self._keep(module, site, between)
         device = _device_spelling(module, move)
         if isinstance(device, Kept):
             return self._keep(module, site, device)
-        factory_problem = _factory_blocker(module, site)
-        if factory_problem is not None:
-            return self._keep(module, site, factory_problem)
-        if site.callee in DATA_FACTORIES:
-            return self._advice(module, site)
+        for kept in (_exception_expected(module, site), _discarded(module, site, reads), _factory_blocker(module, site)):
+            if kept is not None:
+                return self._keep(module, site, kept)
+        no_gain = _no_gain(module, site, device)
+        if isinstance(no_gain, Kept):
+            return self._keep(module, site, no_gain)
+        if no_gain is not None:
+            return self._advice(module, site, *no_gain)
         tier, reasons = device.tier, [device.reason]
-        for check in (_dtype_merge, _value_tier, _autograd_tier):
+        for check in (_chain_casts, _dtype_merge, _value_tier, _autograd_tier, _evaluation_order):
             outcome = check(module, site)
             if isinstance(outcome, Kept):
                 return self._keep(module, site, outcome)
@@ -368,26 +509,23 @@ class CreateOnDevice(Rule):
 
     def _fix(self, module, site: Site, device: DeviceSpelling, tier: Tier, reasons: list[str], edits: list[Edit]) -> Finding:
         context = module.context(site.factory)
-        impact, basis = _impact(site, device, context)
-        start, end = module.span(site.factory)
-        _, move_end = module.span(site.move_call)
-        replacement = preview(module.source.text, start, move_end if site.second is None else end, edits)
+        impact, basis = _impact(module, site, context)
+        start, _ = module.span(site.factory)
+        _, end = module.span(site.move_call if site.second is None else site.ops[-1].call if site.ops else site.factory)
+        replacement = preview(module.source.text, start, end, edits)
+        ops = "".join(_op_text(module, op) for op in site.ops)
         if site.second is None:
-            form = f"`.{site.move.method}()` on the result"
+            form = f"`{ops}.{site.move.method}()` on the result"
         else:
             form = f"`{module.text(site.second.body[0])}` on L{module.start(site.second)[0]}"
-        reason = f"`{site.callee}(...)` then {form}: create it on the device instead; " + "; ".join(reasons)
+        where = "create it on the device instead, keeping the chain" if ops else "create it on the device instead"
+        reason = f"`{site.callee}(...)` then {form}: {where}; " + "; ".join(reasons)
         return self.fix(module, module.start(site.factory), reason=reason, tier=tier, edits=edits, context=context,
                         impact=impact, basis=basis, replacement=replacement, proof=reasons)
 
-    def _advice(self, module, site: Site) -> Finding:
-        reason = (
-            f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured). To stop the copy "
-            "from waiting for queued GPU work, create it with `pin_memory=True` and move it with "
-            "`.to(device, non_blocking=True)` (measured 17x with 5 ms of GPU work queued)"
-        )
+    def _advice(self, module, site: Site, reason: str, basis: str) -> Finding:
         return self.advice(module, module.start(site.factory), reason=reason, context=module.context(site.factory),
-                           basis=DATA_BASIS)
+                           basis=basis)
 
     def _keep(self, module, site: Site, kept: "Kept") -> Finding:
         return self.keep(module, module.start(site.factory), reason=kept.reason, category=kept.category,
@@ -405,6 +543,18 @@ class Kept(NamedTuple):
 
 _ALL_SOURCES = CONSTANT_FACTORIES | LIKE_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES | {
     "torch.arange", "torch.linspace", "torch.logspace", "torch.from_numpy"}
+# The last names of those, for the `ast` screen: a chain is a site only when it starts from one of them.
+_SOURCE_NAMES = frozenset(name.rsplit(".", 1)[1] for name in _ALL_SOURCES)
+
+
+def _may_start_a_site(calls: CallIndex, call: ast.Call) -> bool:
+    """`needs`' test for the receiver of a move (or the value assigned to `t` before `t = t.to(d)`)."""
+    root, depth = call, 0
+    while isinstance(root.func, ast.Attribute) and isinstance(root.func.value, ast.Call):
+        root, depth = root.func.value, depth + 1
+    if depth == 0:
+        return calls.calls_torch(root) or callee_name(root) == "pin_memory"
+    return calls.calls_torch(root) and (isinstance(root.func, ast.Name) or callee_name(root) in _SOURCE_NAMES)
 
 
 @dataclass(frozen=True)
@@ -414,6 +564,7 @@ class Site:
     callee: str  # `torch.zeros`, `torch.from_numpy`, `pin_memory`
     move: Move
     second: cst.SimpleStatementLine | None = None  # `t = t.to(d)` in the two-statement form
+    ops: tuple[ChainOp, ...] = ()  # the method calls between the factory and the move, innermost first
 
 
 @dataclass(frozen=True)
@@ -459,7 +610,7 @@ def _cuda_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
         return DeviceSpelling(
             text, Tier.VALIDATE,
             f"`.cuda({text})` raises unless `{text}` names a CUDA device, `device={text}` would not ({value.evidence})",
-            value.device_type,
+            "cuda",
         )
     return Kept(f"`.cuda({text})`: {value.evidence}", KeepCategory.NOT_A_DEVICE)
 
@@ -469,17 +620,140 @@ def _expression_text(module: PythonModule, node: cst.BaseExpression) -> str:
     return f"({text})" if isinstance(node, (cst.NamedExpr, cst.Lambda, cst.IfExp)) and not text.startswith("(") else text
 
 
+def _op_between(module: PythonModule, site: Site) -> Kept | None:
+    """A method call between the factory and the move that computes new values (`.sum()`, `.fill_(v)`), or a
+    broadcast view that the move would have copied into a tensor of its own."""
+    broadcast = None
+    for op in site.ops:
+        if op.step is Step.OTHER:
+            what = "reinterprets the bits as another dtype" if op.method == "view" else \
+                "is not a view, a copy or a dtype conversion"
+            return Kept(f"`{_op_text(module, op)}` between `{site.callee}(...)` and the move {what}: computed on the "
+                        "device, it is not proven to give the same values", KeepCategory.OP_BETWEEN)
+        if op.method == "expand" and not _expands_nothing(op.call):
+            broadcast = op
+        elif op.method in _COPIES:
+            broadcast = None
+    if broadcast is not None:
+        return Kept(f"`{_op_text(module, broadcast)}` makes a view whose elements share memory, which the move copied "
+                    "into a tensor of its own; on the device the result would stay that view (writes to one element "
+                    "would show in others, or fail)", KeepCategory.OP_BETWEEN)
+    if site.ops and site.move.dtype is not None:
+        return Kept(f"the move also converts to `{module.text(site.move.dtype)}` after "
+                    f"`{_op_text(module, site.ops[-1])}`: the dtype cannot go into the factory past the chain",
+                    KeepCategory.CANNOT_SPELL)
+    return None
+
+
+def _expands_nothing(call: cst.Call) -> bool:
+    """`expand(1, -1)`: every size is 1 or -1, so no element is repeated (at most a dimension of size 1 is added)."""
+    def one_or_minus_one(node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            node = node.expression
+        return isinstance(node, cst.Integer) and node.evaluated_value == 1
+
+    return bool(call.args) and all(arg.keyword is None and not arg.star and one_or_minus_one(arg.value) for arg in call.args)
+
+
+def _discarded(module: PythonModule, site: Site, reads: FunctionReads) -> Kept | None:
+    """The moved tensor is never read: the blocking copy is all the statement does."""
+    statement = site.second.body[0] if site.second is not None else module.parent(site.move_call)
+    target = _assigned_name(statement, site.move_call)
+    if isinstance(statement, cst.Expr) and statement.value is site.move_call:
+        how = "the moved tensor is thrown away"
+    elif target is not None:
+        name = target.value
+        if name == "_":
+            how = "the moved tensor is assigned to `_`"
+        elif reads.never_read(statement, name, site.move_call.func.value if site.second is not None else None):
+            how = f"the local `{name}` is never read"
+        else:
+            return None
+    else:
+        return None
+    return Kept(f"{how}: the statement is kept for what it does, a copy that waits for all queued GPU work (a health "
+                "probe of the GPU, a synchronisation); creating the tensor on the device would return at once and "
+                "gain nothing", KeepCategory.DISCARDED)
+
+
+def _assigned_name(statement: cst.CSTNode | None, value: cst.Call) -> cst.Name | None:
+    """`name` in `name = value` / `name: T = value`."""
+    if isinstance(statement, cst.Assign) and statement.value is value and len(statement.targets) == 1:
+        target = statement.targets[0].target
+    elif isinstance(statement, cst.AnnAssign) and statement.value is value:
+        target = statement.target
+    else:
+        return None
+    return target if isinstance(target, cst.Name) else None
+
+
+class FunctionReads:
+    """Which names each function of a module reads: one walk per function, however many sites it holds."""
+
+    def __init__(self, module: PythonModule):
+        self._module = module
+        self._reads: dict[int, tuple[dict[str, list[cst.Name]], bool]] = {}
+
+    def never_read(self, assignment: cst.CSTNode, name: str, own: cst.CSTNode | None) -> bool:
+        """True when `name`, assigned by `assignment`, is a local of its function that nothing in the function reads.
+
+        Assignments to it do not read it; anything else does (`del`, `+=`, a
+        nested function, `global`, `locals()`), except `own`: the `t` of
+        `t = t.to(d)`, which reads the factory's own result.
+        """
+        function = self._module.enclosing_function(assignment)
+        if function is None or self._module.enclosing(assignment, SCOPE_NODES) is not function:
+            return False  # module and class attributes are read from elsewhere
+        names, dynamic = self._of(function)
+        return not dynamic and all(read is own for read in names.get(name, ()))
+
+    def _of(self, function: cst.FunctionDef) -> tuple[dict[str, list[cst.Name]], bool]:
+        found = self._reads.get(id(function))
+        if found is None:
+            found = self._reads[id(function)] = self._walk(function)
+        return found
+
+    def _walk(self, function: cst.FunctionDef) -> tuple[dict[str, list[cst.Name]], bool]:
+        """The reading `Name`s by name, and whether the function may read names dynamically or out of scope."""
+        parent = self._module.parent
+        names: dict[str, list[cst.Name]] = {}
+        dynamic = False
+        for node in walk(function.body):
+            kind = type(node)
+            if kind is cst.Name:
+                above = parent(node)
+                if (type(above) is cst.Attribute and above.attr is node or type(above) is cst.Arg and above.keyword is node
+                        or type(above) is cst.AssignTarget or type(above) is cst.AnnAssign and above.target is node):
+                    continue
+                names.setdefault(node.value, []).append(node)
+            elif kind is cst.Global or kind is cst.Nonlocal:
+                dynamic = True  # the name may live in another scope, which reads it
+            elif kind is cst.Call and type(node.func) is cst.Name and node.func.value in ("locals", "vars", "eval", "exec"):
+                dynamic = True
+        return names, dynamic
+
+
+def _exception_expected(module: PythonModule, site: Site) -> Kept | None:
+    found = expected_exception(module, site.move_call)
+    if found is None:
+        return None
+    return Kept(f"inside {found.construct}: the exception, its message or a warning is part of what the code does, "
+                "and the rewrite changes which call raises it and how", KeepCategory.EXPECTED_EXCEPTION)
+
+
 def _factory_blocker(module: PythonModule, site: Site) -> Kept | None:
     """Why the factory call itself cannot take `device=`."""
     call = site.factory
+    device = keyword_arg(call, "device")
+    if device is not None and _cpu_device(module, device.value) is None:
+        return Kept(f"already has `device=`: `.{site.move.method}()` moves it afterwards; change that `device=` instead "
+                    "(never a second one)", KeepCategory.DEVICE_ALREADY_SET)
     for keyword, reason, category in (
-        ("device", "already has `device=`: `.{m}()` moves it afterwards; change that `device=` instead (never a second one)",
-         KeepCategory.DEVICE_ALREADY_SET),
         ("out", "`out=` writes into an existing tensor, whose device is fixed", KeepCategory.OUT_TARGET),
         ("generator", "`generator=` names a generator, which is tied to one device", KeepCategory.OTHER),
     ):
         if keyword_arg(call, keyword) is not None:
-            return Kept(reason.format(m=site.move.method), category)
+            return Kept(reason, category)
     if any(arg.star == "**" for arg in call.args):
         return Kept("`**kwargs` may already carry `device=`", KeepCategory.OTHER)
     pinned = keyword_arg(call, "pin_memory")
@@ -491,13 +765,67 @@ def _factory_blocker(module: PythonModule, site: Site) -> Kept | None:
         return Kept("`as_tensor` with positional dtype or device arguments", KeepCategory.CANNOT_SPELL)
     if site.callee == "torch.from_numpy" and (len(call.args) != 1 or positional != list(call.args)):
         return Kept("`from_numpy` with other than one positional argument", KeepCategory.CANNOT_SPELL)
-    if site.callee in LIKE_FACTORIES | {"torch.rand_like", "torch.randn_like", "torch.randint_like"}:
-        template = positional[0].value if positional else getattr(keyword_arg(call, "input"), "value", None)
-        evidence = on_cpu(module, template) if template is not None else None
-        if evidence is None:
-            return Kept("the template's device is unknown: if it is already on the device, `.to()` is free and "
-                        "`device=` saves nothing", KeepCategory.UNKNOWN_TEMPLATE)
     return None
+
+
+def _cpu_device(module: PythonModule, node: cst.BaseExpression) -> str | None:
+    """Evidence that `device=node` provably names the CPU, else None."""
+    value = classify(module, node)
+    if value.kind is Kind.DEVICE and value.proven and value.device_type == "cpu":
+        return value.evidence
+    return None
+
+
+def _no_gain(module: PythonModule, site: Site, device: DeviceSpelling) -> tuple[str, str] | Kept | None:
+    """(reason, basis) of advice, or a keep, for a site where `device=` would save nothing measurable; else None."""
+    if device.device_type == "cpu":
+        rest = "the move can go" if site.move.dtype is None else "only the dtype conversion is left of the move"
+        return f"moves to the CPU, where the tensor already is: `device=` would save nothing; {rest}", CPU_BASIS
+    if site.callee in DATA_FACTORIES | {"torch.from_numpy"}:
+        if not site.ops and device.device_type == "cuda":
+            return Kept(f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured); OPT103 "
+                        "(pinned-async-h2d) reports this copy (docs/rules/OPT103.md)", KeepCategory.NO_GAIN)
+        if site.callee == "torch.from_numpy":
+            return ("`torch.as_tensor(a, device=d)` would only save a wrapper tensor: the array's data crosses from host "
+                    "memory either way (measured within noise). What helps on CUDA is a pinned copy: "
+                    "`torch.from_numpy(a).pin_memory().to(d, non_blocking=True)`, which stops the copy from waiting "
+                    "for queued GPU work", FROM_NUMPY_BASIS)
+        return (f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured). To stop the copy "
+                "from waiting for queued GPU work, create it with `pin_memory=True` and move it with "
+                "`.to(device, non_blocking=True)` (measured 17x with 5 ms of GPU work queued)", DATA_BASIS)
+    template = _template(site)
+    if template is not None and isinstance(site.move.device, cst.Attribute) and site.move.device.attr.value == "device" \
+            and module.text(site.move.device.value) == module.text(template):
+        return (f"`{module.text(site.move.device)}` is the template's own device, where `{site.callee}` already puts "
+                "its result: `.to()` returns it unchanged, so `device=` would save nothing; the move can go", LIKE_SAME_BASIS)
+    return None
+
+
+def _template(site: Site) -> cst.BaseExpression | None:
+    """The template tensor of a `*_like` factory."""
+    if not site.callee.endswith("_like"):
+        return None
+    positional = [arg.value for arg in site.factory.args if arg.keyword is None and not arg.star]
+    return positional[0] if positional else getattr(keyword_arg(site.factory, "input"), "value", None)
+
+
+def _chain_casts(module: PythonModule, site: Site):
+    """Each dtype conversion between the factory and the move gives the same values on the device."""
+    casts = [op for op in site.ops if op.step is Step.CAST]
+    if not casts:
+        return None
+    elements = factory_elements(module, site.factory, site.callee)
+    tier, reasons = Tier.SAFE, []
+    for op in casts:
+        outcome = convert(elements, op.dtype)
+        if isinstance(outcome, str):
+            return Kept(f"`{_op_text(module, op)}` after `{site.callee}(...)`: {outcome} ({elements.evidence})",
+                        KeepCategory.INEXACT_CONVERSION)
+        elements = outcome.elements
+        if not outcome.proven:
+            tier = Tier.VALIDATE
+        reasons.append(f"`{_op_text(module, op)}`: {outcome.reason}")
+    return tier, "; ".join(reasons)
 
 
 def _dtype_merge(module: PythonModule, site: Site):
@@ -540,15 +868,17 @@ def _value_tier(module: PythonModule, site: Site):
     if callee == "torch.logspace":
         return Tier.UNSAFE, "logspace rounds differently on the device (964 of 1000 values differed on an H200)"
     if callee == "torch.linspace":
-        return Tier.VALIDATE, "linspace is computed by the device's kernel: measured bit-identical on an H200, not proven"
+        return Tier.VALIDATE, ("linspace is computed by the device's kernel: measured bit-identical on an H100 and an H200 "
+                               "(docs/benchmarks.md), not proven")
     if callee == "torch.arange":
         fractional = _fractional_arange_argument(module, site.factory)
         if fractional is not None:
             return Tier.UNSAFE, (f"arange with a start or step `{fractional}` that may be fractional rounds differently on "
                                  "the device (864 of 2702 values of arange(0.5, 1000, 0.37) differed on an H200)")
         return Tier.SAFE, "arange with integer start and step: the same integers on every device"
-    if callee == "torch.from_numpy":
-        return Tier.VALIDATE, "`as_tensor` also accepts what `from_numpy` rejects (lists, scalars), so a failure would pass silently"
+    if callee in LIKE_FACTORIES:
+        return Tier.SAFE, (f"`{callee.removeprefix('torch.')}(x, device=d)` makes what `{callee.removeprefix('torch.')}(x)"
+                           ".to(d)` makes (x's shape, dtype, layout and strides on `d`), whatever device `x` is on")
     return None
 
 
@@ -577,6 +907,33 @@ def _autograd_tier(module: PythonModule, site: Site):
                          "the result itself the leaf that receives `.grad`")
 
 
+def _evaluation_order(module: PythonModule, site: Site) -> Kept | None:
+    """`device=` is evaluated before the chain's own arguments, and before the factory's arguments after a
+    `device="cpu"` it replaces: where both hold calls or `:=`, their order could matter."""
+    if site.move.device is None or not _may_have_effects(site.move.device):
+        return None
+    args = list(site.factory.args)
+    cpu_device = keyword_arg(site.factory, "device")
+    later = [("the factory", arg) for arg in args[args.index(cpu_device) + 1:]] if cpu_device is not None else []
+    later += [(f"`.{op.method}(...)`", arg) for op in site.ops for arg in op.call.args]
+    for owner, arg in later:
+        if _may_have_effects(arg.value):
+            return Kept(f"`device={module.text(site.move.device)}` would be evaluated before `{module.text(arg)}` of "
+                        f"{owner}, and both hold calls", KeepCategory.OTHER)
+    return None
+
+
+def _op_text(module: PythonModule, op: ChainOp) -> str:
+    """`.view(-1, 1)`: the method call as written, without its receiver."""
+    start, _ = module.span(op.call.func.attr)
+    _, end = module.span(op.call)
+    return "." + module.source.text[start:end]
+
+
+def _may_have_effects(node: cst.CSTNode) -> bool:
+    return any(isinstance(n, (cst.Call, cst.NamedExpr)) for n in walk(node))
+
+
 def _is_false(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "False"
 
@@ -585,31 +942,53 @@ def _is_false(node: cst.BaseExpression) -> bool:
 
 
 def _edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edit] | Kept:
-    """Insert `device=` (and `dtype=`) into the factory, and remove the move."""
+    """Put `device=` (and `dtype=`) into the factory, and remove the move; a chain between them stays."""
     call = site.factory
-    added = f"device={device.text}"
-    if site.move.dtype is not None:
-        added += f", dtype={module.text(site.move.dtype)}"
-    edits = []
     if call.lpar:
         return Kept("the factory call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
-    if call.args:
-        _, end = module.span(call.args[-1])  # the Arg's span includes parentheses around its value
-        edits.append(Edit(end, end, f", {added}"))
-    else:
-        _, end = module.span(call)
-        edits.append(Edit(end - 1, end - 1, added))
-    if site.callee == "torch.from_numpy":
-        if not isinstance(call.func, cst.Attribute):
-            return Kept("`from_numpy` imported by name: cannot spell `torch.as_tensor` here", KeepCategory.CANNOT_SPELL)
-        edits.append(module.replace(call.func.attr, "as_tensor"))
-    if site.second is None:
-        _, factory_end = module.span(call)
-        _, move_end = module.span(site.move_call)
-        edits.append(Edit(factory_end, move_end, ""))
-    else:
-        edits.append(_delete_line(module, site.second))
+    keywords = {"device": device.text}
+    if site.move.dtype is not None:
+        keywords["dtype"] = module.text(site.move.dtype)
+    edits = _keyword_edits(module, call, keywords)
+    edits.append(_move_deletion(module, site.move_call) if site.second is None else _delete_line(module, site.second))
     return edits
+
+
+def _keyword_edits(module: PythonModule, call: cst.Call, keywords: dict[str, str]) -> list[Edit]:
+    """Give `call` these keyword arguments: a keyword it has gets the new value (`device="cpu"`), the others are
+    added after its last argument. Every keyword OPT102 writes goes through here."""
+    edits, added = [], []
+    for name, text in keywords.items():
+        existing = keyword_arg(call, name)
+        if existing is not None:
+            edits.append(module.replace(existing.value, text))
+        else:
+            added.append(f"{name}={text}")
+    if added and call.args:
+        _, end = module.span(call.args[-1])  # the Arg's span includes parentheses around its value
+        edits.append(Edit(end, end, ", " + ", ".join(added)))
+    elif added:
+        _, end = module.span(call)
+        edits.append(Edit(end - 1, end - 1, ", ".join(added)))
+    return edits
+
+
+def _move_deletion(module: PythonModule, move_call: cst.Call) -> Edit:
+    """`.to(d)` and the space before it. Where a comment separates it from its receiver, the comment stays: the
+    move goes from its dot on, or as its whole line when it has a line of its own."""
+    text = module.source.text
+    _, receiver_end = module.span(move_call.func.value)
+    _, move_end = module.span(move_call)
+    attribute_start, _ = module.span(move_call.func.attr)
+    between = text[receiver_end:attribute_start]
+    if "#" not in between:
+        return Edit(receiver_end, move_end, "")
+    dot = receiver_end + between.rindex(".")
+    line_start = text.rfind("\n", 0, dot) + 1
+    line_end = text.find("\n", move_end)
+    if not text[line_start:dot].strip() and line_end >= 0 and not text[move_end:line_end].strip():
+        return Edit(line_start, line_end + 1, "")
+    return Edit(dot, move_end, "")
 
 
 def _delete_line(module: PythonModule, line: cst.SimpleStatementLine) -> Edit:
@@ -620,14 +999,40 @@ def _delete_line(module: PythonModule, line: cst.SimpleStatementLine) -> Edit:
     return Edit(text.rfind("\n", 0, start) + 1, len(text) if newline < 0 else newline + 1, "")
 
 
-def _impact(site: Site, device: DeviceSpelling, context: Context) -> tuple[Impact, str]:
-    if device.device_type == "cpu":
-        return Impact.NONE, CPU_BASIS
+# -- what it buys -------------------------------------------------------------------------------------
+
+
+def _impact(module: PythonModule, site: Site, context: Context) -> tuple[Impact, str]:
+    """The impact class from the measured host time of this factory at this size (docs/benchmarks.md)."""
     if context is Context.ONCE:
         return Impact.LOW, ONCE_BASIS
-    if site.callee == "torch.from_numpy":
-        return Impact.LOW, FROM_NUMPY_BASIS
-    return Impact.HIGH, DEVICE_BASIS
+    template = _template(site)
+    if template is not None and on_cpu(module, template) is None:
+        return Impact.LOW, LIKE_UNKNOWN_BASIS
+    family = _measured_family(site)
+    figures = MEASURED[family]
+    numel = None if template is not None else factory_numel(module, site.factory, site.callee)
+    if numel is None:
+        small, large = min(figures), max(figures)
+        return Impact.HIGH, (f"size not known here; `{family}`: {_figure(figures, small)} at {small:,} element(s) to "
+                             f"{_figure(figures, large)} at {large:,} on an H100 (docs/benchmarks.md); {QUEUED}")
+    measured = min((size for size in figures if size >= numel), default=max(figures))
+    impact = Impact.LOW if numel <= SMALL else Impact.MEDIUM if numel <= MEDIUM_SIZE else Impact.HIGH
+    return impact, (f"{numel:,} element(s); `{family}` at {measured:,}: {_figure(figures, measured)} on an H100 "
+                    f"(docs/benchmarks.md); {QUEUED}")
+
+
+def _measured_family(site: Site) -> str:
+    """The row of MEASURED that fits the site: its factory, or the chain when the device runs a kernel for it."""
+    if any(op.method not in _FREE_VIEWS for op in site.ops):
+        return "chain"
+    name = site.callee.removeprefix("torch.").removesuffix("_like")
+    return {"logspace": "linspace", "rand": "randn", "normal": "randn"}.get(name, name)
+
+
+def _figure(figures: dict[int, tuple[float, float]], size: int) -> str:
+    before, after = figures[size]
+    return f"{before:g} -> {after:g} us idle ({before / after:.1f}x)"
 
 
 # -- small structural questions -------------------------------------------------------------------------

@@ -103,6 +103,7 @@ class KeepCategory(enum.StrEnum):
     DEVICE_ALREADY_SET = "device already set"
     UNKNOWN_TEMPLATE = "template's device unknown"
     INEXACT_CONVERSION = "conversion not exact"
+    OP_BETWEEN = "op between factory and move"
     NO_GAIN = "nothing to gain"
     # C++/CUDA
     CONSTANT_BOUND = "constant bound"

@@ -15,9 +15,10 @@ from three tables:
   `return`, deliberate exceptions, and `yield`.
 
 A rule's sites are `Factory` rows tagged with its code: OPT102's are
-OPT101's allocations moved with `.to(...)` to the device they are already
-on (the CPU here), which OPT102 turns into `device=` and OPT101 into
-`empty`. Adding a rule means adding rows (and uses in `USES` if it needs
+OPT101's allocations moved with `.to(...)`, some through views and copies,
+to the device they are already on (the CPU here, named as a tensor's
+`.device`: a move spelled `"cpu"` gets advice, not an edit), which OPT102
+turns into `device=` and OPT101 into `empty`. Adding a rule means adding rows (and uses in `USES` if it needs
 new ones) and its code to `campaign.RULE_CODES`; the generator, the oracle
 and the tests are unchanged.
 
@@ -52,9 +53,9 @@ FACTORIES: tuple[Factory, ...] = (
     Factory("OPT101", "tzl({src})"),
     Factory("OPT101", "{src}.new_zeros({src}.shape)"),
     Factory("OPT102", "torch.zeros(4, 3{dtype}).to({src}.device)"),
-    Factory("OPT102", "tt.zeros((4, 3){dtype}).to(\"cpu\")"),
-    Factory("OPT102", "tz(4, 3{dtype}).to(torch.device(\"cpu\"))"),
-    Factory("OPT102", "torch.zeros_like({src}).to({src}.device)"),
+    Factory("OPT102", "tt.zeros((4, 3){dtype}).view(12).view(4, 3).to({src}.device)"),
+    Factory("OPT102", "tz(4, 3{dtype}).clone().to({src}.device)"),
+    Factory("OPT102", "torch.zeros_like({src}).view(4, 3).to(torch.ones(1).device)"),
 )
 
 PRELUDE = """\

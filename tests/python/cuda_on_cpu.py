@@ -5,8 +5,13 @@ arguments. A CPU build of torch can run neither form, so fixtures run under
 `CudaOnCpu`: every CUDA device in `device=`, `.to(...)` and `.cuda(...)` is
 replaced by the CPU, and each result records the CUDA device it was asked
 for in `emulated_device` (`cuda` alone and `.cuda()` mean the current
-device, index 0 here). Comparing `emulated_device` before and after a
-rewrite checks that `.cuda(1)` and `device="cuda:1"` agree.
+device, index 0 here); ops on such a tensor (views, conversions) give
+results on the same emulated device. Comparing `emulated_device` before
+and after a rewrite checks that `.cuda(1)` and `device="cuda:1"` agree.
+
+`copies` counts the host-to-device copies a run made (`.cuda()`, `.to()` of
+a tensor not yet on a CUDA device): on a GPU each one waits for all queued
+work, which is what a probe that discards its result is for.
 """
 
 from __future__ import annotations
@@ -35,6 +40,16 @@ def _cuda_device(value) -> torch.device | None:
     return None
 
 
+def _inherit(result, args):
+    """An op on a tensor emulated on a CUDA device gives a result on that device (views, conversions, arithmetic)."""
+    if isinstance(result, torch.Tensor) and getattr(result, "emulated_device", None) is None:
+        inputs = [a for arg in args for a in (arg if isinstance(arg, (list, tuple)) else (arg,))]
+        device = next((t.emulated_device for t in inputs if getattr(t, "emulated_device", None) is not None), None)
+        if device is not None:
+            result.emulated_device = device
+    return result
+
+
 def _tag(result, device: torch.device):
     if isinstance(result, torch.Tensor):
         result.emulated_device = device
@@ -42,6 +57,10 @@ def _tag(result, device: torch.device):
 
 
 class CudaOnCpu(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.copies = 0
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if func is torch.Tensor.cuda:
@@ -52,7 +71,8 @@ class CudaOnCpu(TorchFunctionMode):
         if device is not None:
             kwargs["device"] = "cpu"
             return _tag(func(*args, **kwargs), device)
-        return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        return result if func is torch.Tensor.cpu else _inherit(result, args)
 
     def _cuda(self, args, kwargs):
         tensor, rest = args[0], args[1:]
@@ -60,7 +80,7 @@ class CudaOnCpu(TorchFunctionMode):
         device = torch.device("cuda", CURRENT_DEVICE) if requested is None else _cuda_device(requested)
         if device is None:
             raise RuntimeError(f"Invalid device, must be cuda device: {requested!r}")
-        return _tag(tensor.clone(), device)  # moving a CPU tensor to CUDA copies it
+        return self._moved(tensor, tensor.clone(), device)  # moving a CPU tensor to CUDA copies it
 
     def _to(self, func, args, kwargs):
         tensor, rest = args[0], list(args[1:])
@@ -69,6 +89,14 @@ class CudaOnCpu(TorchFunctionMode):
         elif _cuda_device(kwargs.get("device")) is not None:
             device, kwargs["device"] = _cuda_device(kwargs["device"]), "cpu"
         else:
-            return func(tensor, *rest, **kwargs)
+            result = func(tensor, *rest, **kwargs)
+            names_a_device = bool(rest) and isinstance(rest[0], (str, int, torch.device)) or "device" in kwargs
+            return result if names_a_device else _inherit(result, args)  # `.to(dtype)` stays where it is
         result = func(tensor, *rest, **kwargs)
-        return _tag(tensor.clone() if result is tensor else result, device)
+        return self._moved(tensor, tensor.clone() if result is tensor else result, device)
+
+    def _moved(self, source: torch.Tensor, result: torch.Tensor, device: torch.device) -> torch.Tensor:
+        """`result` of moving `source` to `device`, tagged with it; a copy from the host is counted."""
+        if getattr(source, "emulated_device", None) is None:
+            self.copies += 1
+        return _tag(result, device)

@@ -1,11 +1,14 @@
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from annotated import analyse, assert_same, check_fixture, expectations
+from annotated import Raised, analyse, assert_same, changed_lines, check_fixture, expectations, load_module, sites
 from cuda_on_cpu import CudaOnCpu, device_of
-from optpatch.policy import FixPolicy
+from optpatch.poison import MODES, poisoned
+from optpatch.policy import FixPolicy, fix_id
+from optpatch.rule import load_rules
 
 FIXTURE_DIR = Path(__file__).parents[1] / "fixtures" / "python" / "opt102"
 GOLDEN_SUFFIXES = (".fixed.py", ".validate.py", ".unsafe.py")
@@ -43,3 +46,71 @@ def test_cuda_emulation_tells_devices_apart():
     assert device_of(created) == device_of(current) == torch.device("cuda", 0)
     with pytest.raises(AssertionError):
         assert_same(moved, created, "moved vs created")
+
+
+# -- sites kept for what they do: forcing their rewrite changes what the code does ---------------------------
+
+SIDE_EFFECTS = FIXTURE_DIR / "side_effects.py"
+RULE_MODULE = sys.modules[next(rule for rule in load_rules() if rule.code == "OPT102").__module__]
+
+
+def _outcomes(code: str, name: str, mode: str) -> dict[str, tuple[object, int]]:
+    """Each case's result (or what it raised) and the host-to-device copies it made."""
+    outcomes = {}
+    with poisoned(mode):
+        module = load_module(code, name)
+        for case in sorted(n for n in vars(module) if n.startswith("case_")):
+            torch.manual_seed(1234)
+            with CudaOnCpu() as emulation:
+                try:
+                    result = getattr(module, case)()
+                except (Exception, pytest.fail.Exception) as error:
+                    result = Raised(type(error).__name__, str(error))
+            outcomes[case] = (result, emulation.copies)
+    return outcomes
+
+
+def _differ(a, b) -> bool:
+    try:
+        assert_same(a, b, "")
+    except AssertionError:
+        return True
+    return False
+
+
+def _forced(path: Path, monkeypatch, **checks) -> str:
+    """The fixture rewritten at the safe and validate tiers with the rule's `checks` replaced (by name)."""
+    for name, replacement in checks.items():
+        monkeypatch.setattr(RULE_MODULE, name, replacement)
+    first = analyse(path, ("OPT102",))
+    accepted = frozenset(fix_id(f) for f in first.findings if f.fixable)
+    return analyse(path, ("OPT102",), FixPolicy(validated=accepted)).new.decode()
+
+
+def test_forcing_the_side_effect_keeps_changes_results_and_copies(monkeypatch):
+    """With the two checks off, every kept site of side_effects.py is rewritten: the probes stop copying (on a GPU,
+    stop waiting for queued work), and the exception checks see another error or none."""
+    text = SIDE_EFFECTS.read_text()
+    forced = _forced(SIDE_EFFECTS, monkeypatch, _exception_expected=lambda module, site: None,
+                     _discarded=lambda module, site, reads: None)
+    kept = {site.line for site in sites(text) if site.verdict == "keep"}
+    assert kept <= changed_lines(text, forced)
+    for mode in MODES:
+        before, after = _outcomes(text, "before", mode), _outcomes(forced, "after", mode)
+        changed = {case for case in before if _differ(before[case][0], after[case][0])}
+        assert changed == {"case_rejected_by_pytest", "case_failure_message", "case_optional_copy", "case_unittest_checks"}
+        assert (before["case_probes"][1], after["case_probes"][1]) == (4, 0)
+
+
+def test_forcing_a_broadcast_view_onto_the_device_changes_what_a_write_does(monkeypatch):
+    """`arange(n).expand(rows, -1).to(d)` is a tensor of its own; on the device, the expanded view rejects `add_`."""
+    path = FIXTURE_DIR / "chains.py"
+    text = path.read_text()
+    forced = _forced(path, monkeypatch, _expands_nothing=lambda call: True)
+    broadcast = {site.line for site in sites(text) if "expand(rows" in text.splitlines()[site.line - 1] and site.verdict == "keep"}
+    assert len(broadcast) == 2 and broadcast <= changed_lines(text, forced)
+    for mode in MODES:
+        before, after = _outcomes(text, "before", mode), _outcomes(forced, "after", mode)
+        assert not isinstance(before["case_broadcast_view"][0], Raised)
+        assert isinstance(after["case_broadcast_view"][0], Raised)
+        assert {case for case in before if _differ(before[case][0], after[case][0])} == {"case_broadcast_view"}

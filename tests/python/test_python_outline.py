@@ -65,6 +65,16 @@ ELSEWHERE = {
         "import torch\n\nclass Runner:\n    def setup(self):\n        self.x = 1\n\n"
         "    def step(self, n):\n        return torch.arange(n).cuda()\n\n    def teardown(self):\n        del self.x\n",
     ),
+    "a move at the end of a chain": (
+        "OPT102", lambda node: isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func.value, ast.Call),
+        "import torch\n\nclass Runner:\n    def setup(self):\n        self.x = 1\n\n"
+        "    def step(self, n, k):\n        return torch.arange(n).view(-1, 1).repeat(1, k).int().cuda()\n",
+    ),
+    "a chain assigned, then moved": (
+        "OPT102", lambda node: isinstance(node.func.value, ast.Name),
+        "import torch\n\nclass Runner:\n    def setup(self):\n        self.x = 1\n\n"
+        "    def step(self, n):\n        t = torch.arange(n).view(-1, 1)\n        t = t.to('cuda')\n        return t\n",
+    ),
 }
 
 

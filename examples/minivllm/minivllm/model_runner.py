@@ -52,5 +52,5 @@ class ModelRunner:
         return torch.arange(num_tokens).to(device)
 
     def seq_lens_tensor(self, seq_lens: list[int]) -> torch.Tensor:
-        # ADVICE (OPT102): device= gains nothing for a Python list; pin it and copy non_blocking.
+        # KEEP (OPT102): device= gains nothing for a Python list; pinning it and copying non_blocking is OPT103's.
         return torch.tensor(seq_lens, dtype=torch.int32).cuda()

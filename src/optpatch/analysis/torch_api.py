@@ -70,6 +70,20 @@ ZERO_ONE_FACTORIES = frozenset(
     f"torch.{name}" for name in ("zeros", "ones", "empty", "eye", "zeros_like", "ones_like", "empty_like")
 )
 
+# -- tensor methods between a factory and its move (OPT102's chains) ---------------------------
+# Methods that rearrange, repeat or copy elements without computing new values: the same result on
+# every device. (`view` with a dtype reinterprets bits instead: torch_values.chain_op tells them apart.)
+VIEW_METHODS = frozenset(
+    ("view", "reshape", "repeat", "expand", "unsqueeze", "squeeze", "flatten", "permute", "transpose", "t",
+     "contiguous", "clone", "detach")
+)
+# Methods that convert to one dtype, and that dtype.
+CAST_METHODS = {
+    "bool": "torch.bool", "byte": "torch.uint8", "char": "torch.int8", "short": "torch.int16", "int": "torch.int32",
+    "long": "torch.int64", "half": "torch.float16", "bfloat16": "torch.bfloat16", "float": "torch.float32",
+    "double": "torch.float64",
+}
+
 # dtype -> (kind, bits). Kinds: bool, int (signed), uint, float, bfloat, complex.
 DTYPES: dict[str, tuple[str, int]] = {
     "torch.bool": ("bool", 1),
@@ -116,3 +130,38 @@ def exact_in(source: str, target: str) -> bool:
     if source_kind == target_kind and source_kind in ("int", "uint"):
         return target_bits >= source_bits
     return source_kind == "uint" and target_kind == "int" and target_bits > source_bits
+
+
+# Bits of precision (the significand, with its hidden bit) of the floating dtypes: every integer of
+# magnitude up to 2**bits is exact there. Complex dtypes hold two floats of half their width.
+_SIGNIFICAND_BITS = {("float", 16): 11, ("bfloat", 16): 8, ("float", 32): 24, ("float", 64): 53,
+                     ("complex", 32): 11, ("complex", 64): 24, ("complex", 128): 53}
+
+
+def integer_range(dtype: str) -> tuple[int, int] | None:
+    """The integers that `dtype` holds exactly, as (lowest, highest); None for a dtype this table lacks."""
+    kind, bits = DTYPES.get(dtype, ("", 0))
+    if kind == "bool":
+        return 0, 1
+    if kind == "int":
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if kind == "uint":
+        return 0, (1 << bits) - 1
+    significand = _SIGNIFICAND_BITS.get((kind, bits))
+    return (-(1 << significand), 1 << significand) if significand else None
+
+
+def is_integer_dtype(dtype: str) -> bool:
+    """bool, int and uint dtypes: converting to them from an integer dtype wraps, never rounds."""
+    return DTYPES.get(dtype, ("", 0))[0] in ("bool", "int", "uint")
+
+
+def widens_float(source: str, target: str) -> bool:
+    """True when every value of the floating dtype `source` is a value of the floating dtype `target`."""
+    source_kind, source_bits = DTYPES.get(source, ("", 0))
+    target_kind, target_bits = DTYPES.get(target, ("", 0))
+    if source_kind not in ("float", "bfloat") or target_kind != "float":
+        return False
+    if source_kind == "bfloat":
+        return target_bits >= 32  # bfloat16 has float32's exponent range and fewer bits
+    return target_bits >= source_bits

@@ -20,6 +20,7 @@ and `copy`; or a dtype; or another tensor; plus `memory_format`.
 from __future__ import annotations
 
 import enum
+import math
 import re
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ from libcst.metadata import Assignment, BuiltinAssignment
 from optpatch.python_frontend import PythonModule, dotted_name
 from optpatch.model import KeepCategory
 from optpatch.analysis.torch_api import (
+    CAST_METHODS,
     DEVICE_CALLS,
     DEVICE_TYPES,
     DTYPE_CALLS,
@@ -37,8 +39,13 @@ from optpatch.analysis.torch_api import (
     INDEX_CALLS,
     MEMORY_FORMATS,
     PYTHON_SCALAR_DTYPES,
+    VIEW_METHODS,
+    ZERO_ONE_FACTORIES,
+    integer_range,
+    is_integer_dtype,
     keyword_arg,
     string_value,
+    widens_float,
 )
 
 # How deep name bindings are followed (`a = b`, `b = torch.device(...)`).
@@ -543,3 +550,283 @@ def _parse_to(module: PythonModule, positional, keywords) -> Move:
     if not (value.is_device or value.kind is Kind.NONE):
         return Move("to", blocker=f"`device={module.text(device)}`: {value.evidence}")
     return Move("to", device, value, dtype, classify(module, dtype) if dtype is not None else None)
+
+
+# -- what happens between a factory and its move ------------------------------------------------------
+
+
+class Step(enum.StrEnum):
+    """What one method call of a chain does to its receiver's elements."""
+
+    VIEW = "view"  # rearranges, repeats or copies elements: the same on every device
+    CAST = "cast"  # converts them to one dtype
+    OTHER = "other"  # computes something else
+
+
+@dataclass(frozen=True)
+class ChainOp:
+    """One method call between a factory and the move: `.view(-1, 1)`, `.int()`, `.to(torch.int32)`."""
+
+    call: cst.Call
+    method: str
+    step: Step
+    dtype: str | None = None  # CAST: the dtype converted to, when known exactly
+    dtype_evidence: str = ""  # CAST: what says it is that dtype
+
+
+def method_chain(module: PythonModule, receiver: cst.BaseExpression) -> tuple[cst.BaseExpression, list[ChainOp]]:
+    """The expression a chain of method calls starts from, and those calls, innermost first.
+
+    `torch.arange(n).view(-1, 1).int()` gives `torch.arange(n)` and
+    `[.view(-1, 1), .int()]`. A move to a device (`.to(d)`, `.cuda()`,
+    `.to(other_tensor)`) ends the chain: it is a site of its own.
+    """
+    ops: list[ChainOp] = []
+    node = receiver
+    while (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+           and isinstance(node.func.value, cst.Call) and not _is_device_move(module, node)):
+        ops.append(chain_op(module, node))
+        node = node.func.value
+    ops.reverse()
+    return node, ops
+
+
+def _is_device_move(module: PythonModule, call: cst.Call) -> bool:
+    return move_method(call) is not None and cast_dtype(module, call) is None
+
+
+def chain_op(module: PythonModule, call: cst.Call) -> ChainOp:
+    method = call.func.attr.value
+    if method in VIEW_METHODS and not (method == "view" and _may_name_a_dtype(module, call)):
+        return ChainOp(call, method, Step.VIEW)
+    if method in CAST_METHODS and all(arg.keyword is not None and arg.keyword.value == "memory_format" for arg in call.args):
+        return ChainOp(call, method, Step.CAST, CAST_METHODS[method], f"`.{method}()` converts to {CAST_METHODS[method]}")
+    target = cast_dtype(module, call) if method == "to" else None
+    if target is not None:
+        return ChainOp(call, method, Step.CAST, target.dtype, target.evidence)
+    return ChainOp(call, method, Step.OTHER)
+
+
+def cast_dtype(module: PythonModule, call: cst.Call) -> Value | None:
+    """The dtype `t.to(dtype)` / `t.to(dtype=...)` converts to, when that is all the call does; else None."""
+    if move_method(call) != "to" or any(arg.star for arg in call.args):
+        return None
+    positional = [arg.value for arg in call.args if arg.keyword is None]
+    keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+    if set(keywords) - {"dtype", "non_blocking", "copy"} or len(positional) > 1 or (positional and "dtype" in keywords):
+        return None
+    target = positional[0] if positional else keywords.get("dtype")
+    value = classify(module, target) if target is not None else None
+    return value if value is not None and value.kind is Kind.DTYPE and value.proven else None
+
+
+def _may_name_a_dtype(module: PythonModule, call: cst.Call) -> bool:
+    """`x.view(torch.int32)` reinterprets the bits; `x.view(-1)`, `x.view(shape)` do not."""
+    if len(call.args) != 1 or call.args[0].star:
+        return False
+    only = call.args[0].value
+    if isinstance(only, (cst.Tuple, cst.List)) or classify(module, only).kind is Kind.INTEGER:
+        return False
+    return not (isinstance(only, cst.Attribute) and only.attr.value == "shape"
+                or isinstance(only, cst.Call) and isinstance(only.func, cst.Attribute) and only.func.attr.value == "size")
+
+
+# -- the elements a factory makes, and what casts do to them ----------------------------------------
+
+
+class Values(enum.StrEnum):
+    ZERO_ONE = "0 or 1"  # every element is 0, 1 or uninitialised
+    INTEGER = "integers"
+    REAL = "real numbers"
+
+
+@dataclass(frozen=True)
+class Elements:
+    """What the elements of a factory's result are, as far as its call shows."""
+
+    values: Values
+    dtype: str | None  # the dtype that holds them, when known exactly
+    low: int | None = None  # INTEGER: the smallest and largest element, when the call's literals give them
+    high: int | None = None
+    evidence: str = ""
+
+
+DEFAULT_FLOAT = "torch.float32"  # torch.get_default_dtype() unless the program sets another
+
+
+def factory_elements(module: PythonModule, call: cst.Call, callee: str) -> Elements:
+    """What `callee(...)` fills its result with (`callee` is one of FACTORIES)."""
+    dtype_arg = keyword_arg(call, "dtype")
+    given = classify(module, dtype_arg.value).dtype if dtype_arg is not None else None
+    name = callee.removeprefix("torch.")
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    if callee in ZERO_ONE_FACTORIES:
+        dtype = given if dtype_arg is not None else (None if name.endswith("_like") else DEFAULT_FLOAT)
+        return Elements(Values.ZERO_ONE, dtype, 0, 1, f"`{name}` fills with 0 or 1 (or leaves unset)")
+    if name in ("full", "full_like"):
+        fill = positional[1] if len(positional) > 1 else getattr(keyword_arg(call, "fill_value"), "value", None)
+        return _filled(module, fill, given, dtype_arg is not None, like=name == "full_like")
+    if name == "arange":
+        return _arange_elements(module, call, positional, given, dtype_arg is not None)
+    if name in ("randint", "randperm", "randint_like"):
+        sized = name == "randint" and keyword_arg(call, "size") is None
+        bounds = _literal_ints(positional[:-1] if sized else positional[:2] if name == "randint" else positional[:1])
+        low, high = ((0, bounds[0] - 1) if len(bounds) == 1 else (bounds[0], bounds[1] - 1)) if bounds else (None, None)
+        dtype = given if dtype_arg is not None else (None if name.endswith("_like") else "torch.int64")
+        return Elements(Values.INTEGER, dtype, low, high, f"`{name}` draws integers")
+    dtype = given if dtype_arg is not None else (None if name.endswith("_like") else DEFAULT_FLOAT)
+    return Elements(Values.REAL, dtype, evidence=f"`{name}` computes real numbers")
+
+
+def _filled(module: PythonModule, fill, given: str | None, has_dtype: bool, like: bool) -> Elements:
+    literal = _literal_ints([fill]) if fill is not None else None
+    if isinstance(fill, cst.Name) and fill.value in ("True", "False") or literal in ([0], [1]):
+        return Elements(Values.ZERO_ONE, given if has_dtype else (None if like else "torch.bool" if literal is None else "torch.int64"),
+                        0, 1, f"the fill `{fill.value}`" if literal is None else f"the fill {literal[0]}")
+    if literal:
+        (value,) = literal
+        dtype = given if has_dtype else (None if like else "torch.int64")
+        exact = integer_range(dtype) if dtype is not None else None
+        if exact is None or not exact[0] <= value <= exact[1]:
+            return Elements(Values.INTEGER, dtype, evidence=f"the fill {value}, not known to be exact in the result's dtype")
+        return Elements(Values.INTEGER, dtype, value, value, f"the fill {value}")
+    found = classify(module, fill) if fill is not None else UNKNOWN
+    if found.kind is Kind.INTEGER and found.proven:
+        return Elements(Values.INTEGER, given if has_dtype else (None if like else "torch.int64"), evidence="an integer fill")
+    if isinstance(fill, cst.Float):
+        return Elements(Values.REAL, given if has_dtype else (None if like else DEFAULT_FLOAT), evidence=f"the fill {fill.value}")
+    return Elements(Values.REAL, given if has_dtype else None, evidence="a fill that may be fractional")
+
+
+def _arange_elements(module: PythonModule, call: cst.Call, positional, given: str | None, has_dtype: bool) -> Elements:
+    """Integers when the start and the step are (the end only sets how many): int64 unless `dtype=` says otherwise.
+
+    An end that is not provably an integer is read as one, as OPT102's plain
+    rewrite reads it: a float end would make float32 values, the same
+    integers while below 2**24.
+    """
+    keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+    if len(positional) >= 2:
+        start_and_step = [positional[0], positional[2] if len(positional) > 2 else keywords.get("step")]
+    else:
+        start_and_step = [keywords.get("start"), keywords.get("step")]
+    for value in start_and_step:
+        found = classify(module, value) if value is not None else None
+        if found is not None and not (found.kind is Kind.INTEGER and found.proven):
+            return Elements(Values.REAL, given if has_dtype else None,
+                            evidence=f"`arange` with a start or step `{module.text(value)}` that may be fractional")
+    dtype = given if has_dtype else "torch.int64"
+    literals = _literal_ints(positional) if positional and not {"start", "end", "step"} & set(keywords) else None
+    if not literals:
+        return Elements(Values.INTEGER, dtype, evidence="`arange` of integers")
+    start, end, step = (0, literals[0], 1) if len(literals) == 1 else (literals + [1])[:3]
+    count = max(0, -((start - end) // step)) if step else 0
+    if count == 0:
+        return Elements(Values.INTEGER, dtype, 0, 0, "an empty `arange`")
+    last = start + (count - 1) * step
+    return Elements(Values.INTEGER, dtype, min(start, last), max(start, last), f"`arange` from {start} to {last}")
+
+
+def _literal_ints(nodes) -> list[int] | None:
+    """The integer literals `nodes` spell (`3`, `-1`), or None when any is something else."""
+    values = []
+    for node in nodes:
+        negative = isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+        inner = node.expression if negative else node
+        if not isinstance(inner, cst.Integer):
+            return None
+        values.append(-int(inner.evaluated_value) if negative else int(inner.evaluated_value))
+    return values
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A cast judged: the elements after it, and whether the device computes them as the host does."""
+
+    elements: Elements
+    proven: bool  # False: the same values only while they stay in a range this file does not bound
+    reason: str
+
+
+def convert(elements: Elements, target: str | None) -> Conversion | str:
+    """`elements` converted to `target`, or why converting them may give other values on another device.
+
+    Exact conversions give the same values on every device. An integer dtype
+    converted to another integer dtype wraps the same way everywhere. An
+    integer converted to a floating dtype is exact within that dtype's
+    integers (2**24 for float32): proven where the factory's literals bound
+    the values, else only plausible (not proven).
+    """
+    source = elements.dtype
+    if elements.values is Values.ZERO_ONE:
+        return Conversion(Elements(Values.ZERO_ONE, target, 0, 1), True, f"0 and 1 are exact in every dtype ({elements.evidence})")
+    if target is None:
+        return "converts to a dtype this file does not name exactly"
+    if source == target:
+        return Conversion(elements, True, f"already {target}: nothing to convert")
+    exact = integer_range(target)
+    if elements.values is Values.INTEGER:
+        if elements.low is not None and exact is not None and exact[0] <= elements.low and elements.high <= exact[1]:
+            return Conversion(Elements(Values.INTEGER, target, elements.low, elements.high, elements.evidence), True,
+                              f"{elements.evidence}: every value is exact in {target}")
+        if source is not None and is_integer_dtype(source) and is_integer_dtype(target):
+            values = Values.ZERO_ONE if target == "torch.bool" else Values.INTEGER
+            return Conversion(Elements(values, target, evidence=elements.evidence), True,
+                              f"{source} to {target} is an integer conversion, which wraps the same way on every device")
+        if source is not None and is_integer_dtype(source) and exact is not None:
+            return Conversion(Elements(Values.INTEGER, target, evidence=elements.evidence), False,
+                              f"{source} to {target} is exact while every value is within ±{exact[1]}, which this file "
+                              "does not bound")
+    if source is not None and widens_float(source, target):
+        return Conversion(Elements(elements.values, target, elements.low, elements.high, elements.evidence), True,
+                          f"every {source} value is a {target} value")
+    return f"converting {elements.values.value} held in {source or 'an unknown dtype'} to {target} is not proven exact"
+
+
+# -- how many elements a factory makes ------------------------------------------------------------
+
+
+def factory_numel(module: PythonModule, call: cst.Call, callee: str) -> int | None:
+    """The number of elements of `callee(...)`'s result when the call's literals give it, else None."""
+    if any(arg.star for arg in call.args):
+        return None
+    name = callee.removeprefix("torch.")
+    positional = [arg.value for arg in call.args if arg.keyword is None]
+    keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+    if "size" in keywords:
+        return _numel([keywords["size"]])
+    if name in ("zeros", "ones", "empty", "rand", "randn"):
+        return _numel(positional)
+    if name == "full":
+        return _numel(positional[:1])
+    if name in ("randint", "normal") and len(positional) >= (2 if name == "randint" else 3):
+        return _numel(positional[-1:])
+    if name == "eye":
+        sides = _literal_ints(positional[:2])
+        return sides[0] * sides[-1] if sides else None
+    if name == "randperm":
+        found = _literal_ints(positional[:1])
+        return found[0] if found else None
+    if name in ("linspace", "logspace"):
+        steps = positional[2] if len(positional) > 2 else keywords.get("steps")
+        found = _literal_ints([steps]) if steps is not None else None
+        return found[0] if found else None
+    if name == "arange" and positional and not {"start", "end", "step"} & set(keywords):
+        found = _literal_ints(positional)
+        if not found:
+            return None
+        start, end, step = (0, found[0], 1) if len(found) == 1 else (found + [1])[:3]
+        return max(0, -((start - end) // step)) if step else None
+    return None
+
+
+def _numel(sizes: list[cst.BaseExpression]) -> int | None:
+    """The product of sizes given as integer literals, or as one tuple or list of them."""
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        if any(isinstance(element, cst.StarredElement) for element in sizes[0].elements):
+            return None
+        sizes = [element.value for element in sizes[0].elements]
+    elif not sizes:
+        return None
+    found = _literal_ints(sizes)
+    return math.prod(found) if found is not None else None
