@@ -320,7 +320,7 @@ class PinnedAsyncH2D(Rule):
         start = min(module.span(site.anchor)[0], min(edit.start for edit in edits))
         end = max(module.span(site.copy)[1], max(edit.end for edit in edits))
         replacement = preview(module.source.text, start, end, edits)
-        reason = f"{_describe(module, site)}: pin the host data and copy with `non_blocking=True`; " + "; ".join(verdict.proof)
+        reason = f"{_describe(module, site)}; " + "; ".join(verdict.proof)
         return self.fix(module, at, reason=reason, tier=verdict.tier, edits=edits, context=context, impact=impact,
                         basis=basis, replacement=replacement, proof=verdict.proof)
 
@@ -414,8 +414,8 @@ def _constructor(module: PythonModule, call: cst.Call, named: bool) -> Source | 
 def _named_source(module: PythonModule, receiver: cst.Name, move_call: cst.Call) -> Source | None:
     """`t = constructor` bound once, in the function that copies `t`, before the copy."""
     function = module.enclosing_function(move_call)
-    bindings = module.bindings(receiver)
-    if function is None or not bindings or len(bindings) != 1:
+    bindings = [b for b in module.bindings(receiver) or () if not _is_augmented(module, b)]
+    if function is None or len(bindings) != 1:
         return None
     (binding,) = bindings
     if not (isinstance(binding, Assignment) and isinstance(binding.node, cst.Name)):
@@ -429,6 +429,13 @@ def _named_source(module: PythonModule, receiver: cst.Name, move_call: cst.Call)
     if found is None:
         return None
     return Source(found.call, found.callee, receiver, statement)
+
+
+def _is_augmented(module: PythonModule, binding) -> bool:
+    """`t += v`: an in-place update of the tensor `t`, not a new value (its uses are judged as writes)."""
+    node = getattr(binding, "node", None)
+    parent = module.parent(node) if isinstance(node, cst.Name) else None
+    return isinstance(parent, cst.AugAssign) and parent.target is node
 
 
 def _single_assignment(module: PythonModule, target: cst.Name):
@@ -652,7 +659,8 @@ def _host_data(module: PythonModule, node: cst.BaseExpression, depth: int) -> Ho
     if depth > 4:
         return None
     if isinstance(node, (cst.List, cst.Tuple)):
-        return HostData("a list display", length=_display_length(node))
+        length = _display_length(node)
+        return HostData("a list display" if length is None else f"a list display of {length:,} elements", length=length)
     if isinstance(node, (cst.Integer, cst.Float)) or (
             isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float))):
         return HostData("a Python number", length=1)
@@ -847,11 +855,21 @@ def _uses(module: PythonModule, function: cst.FunctionDef, name: str) -> Iterato
             if isinstance(parent, (cst.Arg, cst.Param)) and (getattr(parent, "keyword", None) is node or
                                                              getattr(parent, "name", None) is node):
                 continue
-            if isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and getattr(parent, "target", None) is node:
-                continue
-            if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            if isinstance(parent, (cst.FunctionDef, cst.ClassDef)) or _is_target(module, node):
                 continue
             yield node
+
+
+def _is_target(module: PythonModule, name: cst.Name) -> bool:
+    """`name` is bound here: an assignment's target (also inside `a, b = ...`), a loop's, an `as` name's."""
+    node, parent = name, module.parent(name)
+    while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        node, parent = parent, module.parent(parent)
+    if isinstance(parent, (cst.AssignTarget, cst.AsName)):
+        return True
+    if isinstance(parent, (cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+        return parent.target is node
+    return False
 
 
 def _loop_around(module: PythonModule, node: cst.CSTNode, statement, function) -> cst.CSTNode | None:
@@ -1186,11 +1204,17 @@ def _impact(site: Site, data: HostData | None, context: Context) -> tuple[Impact
 
 
 def _describe(module: PythonModule, site: Site) -> str:
+    """What the copy does now, and what the fix changes."""
     source = site.source
     constructor = "`x.pin_memory()`" if source.callee == "pin_memory" else f"`{source.callee}(...)`"
     if site.move is None:
-        return f"{constructor} with `device=` converts the data in pageable host memory and copies it, waiting for queued GPU work"
+        return (f"{constructor} with `device=` converts the data in pageable host memory and copies it, which waits for "
+                "queued GPU work: pin the data and copy with `non_blocking=True`")
     if source.name is not None:
-        return (f"`{source.name.value}` = {constructor} (L{module.start(source.statement)[0]}) is copied by "
-                f"`.{site.move.method}()`, which waits for queued GPU work")
-    return f"{constructor} then `.{site.move.method}()` copies from pageable host memory, waiting for queued GPU work"
+        copy = (f"`{source.name.value}` = {constructor} (L{module.start(source.statement)[0]}) then "
+                f"`{source.name.value}.{site.move.method}()`")
+    else:
+        copy = f"{constructor} then `.{site.move.method}()`"
+    if source.pinned:
+        return f"{copy}: a copy from pinned memory that still waits for queued GPU work: copy with `non_blocking=True`"
+    return f"{copy}: a copy from pageable host memory, which waits for queued GPU work: pin it and copy with `non_blocking=True`"
