@@ -151,8 +151,10 @@ def queued_copies_mode(queue_cycles: int):
                 if request is not None:
                     return self._copy(*request)
             elif func is torch.tensor and _is_cuda(kwargs.get("device")):
-                device = torch.device(kwargs.pop("device"))
-                return self._copy(func(*args, **kwargs), device, None, False)
+                # What `torch.tensor(data, device=d)` does: convert on the host, then a blocking copy; a leaf.
+                device = _cuda_device(kwargs.pop("device"))
+                requires_grad = kwargs.pop("requires_grad", False)
+                return self._copy(func(*args, **kwargs), device, None, False).requires_grad_(requires_grad)
             return func(*args, **kwargs)
 
         @staticmethod
