@@ -53,6 +53,8 @@ _FILLED_FACTORIES = CONSTANT_FACTORIES | {"torch.arange"}
 # `with X(...)` blocks that make another stream current (DeepSpeed's `get_accelerator().stream(s)` included).
 _STREAM_CONTEXTS = frozenset({"stream", "StreamContext", "graph", "use_stream"})
 _SYNCHRONISATIONS = frozenset({"wait_stream", "wait_event", "synchronize"})
+# Calls after which the host has waited for the work queued on the current stream.
+_HOST_WAITS = frozenset({"item", "tolist", "cpu", "numpy", "synchronize"})
 # Methods and attributes whose result may share the copy's memory: its readers are the copy's readers.
 _ALIASING_METHODS = frozenset({
     "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze", "expand", "expand_as",
@@ -79,8 +81,9 @@ class PinnedAsyncH2D(Rule):
 
     - `torch.tensor(data).to(d)` / `.cuda()` ->
       `torch.tensor(data, pin_memory=True).to(d, non_blocking=True)`;
-    - `torch.tensor(data, device=d)` ->
-      `torch.tensor(data, pin_memory=True).to(d, non_blocking=True)`;
+    - `torch.tensor(data, device=d)` where `d` is provably CUDA ->
+      `torch.tensor(data, pin_memory=True).to(d, non_blocking=True)` (any
+      other `device=` is left alone);
     - `torch.from_numpy(a).to(d)` and `torch.as_tensor(a).to(d)` ->
       `torch.from_numpy(a).pin_memory().to(d, non_blocking=True)` (they share
       the array's memory, so `.pin_memory()` copies it into a fresh pinned
@@ -165,7 +168,11 @@ class PinnedAsyncH2D(Rule):
     choice, kept as written); a result never read (the blocking copy may be
     the point, as in a health probe); a list whose length is a runtime size
     (`[f(i) for i in range(n)]`, `[0] * n`, `list(range(n))`) or above 1,024
-    elements: converting the list dominates, so pinning buys nothing.
+    elements: converting the list dominates, so pinning buys nothing; a copy
+    followed in the same function, loop body and stream by a wait on the host
+    (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `synchronize()`), as in
+    `torch.tensor([flag], device="cuda")`, an all-reduce, then `.item()`: the
+    host waits there for all queued work anyway, so the stall only moves.
 
     `non_blocking=True` on a copy from pageable memory gets advice: it still
     waits for queued GPU work (a hidden synchronisation, vLLM #54660,
@@ -281,14 +288,14 @@ class PinnedAsyncH2D(Rule):
                 continue
             receiver = move.func.value
             if isinstance(receiver, ast.Call):
-                if calls.calls_torch(receiver) or callee_name(receiver) == "pin_memory":
+                if _may_construct(calls, receiver, _CHAINED_CONSTRUCTORS):
                     found.append(move)
             elif isinstance(receiver, ast.Name):
-                sources = calls.calls_assigned(receiver.id)
-                if any(calls.calls_torch(source) or callee_name(source) == "pin_memory" for source in sources):
+                if any(_may_construct(calls, source, _NAMED_CONSTRUCTORS) for source in calls.calls_assigned(receiver.id)):
                     found.append(move)
         for call in calls.named("tensor"):
-            if calls.calls_torch(call) and any(keyword.arg == "device" for keyword in call.keywords):
+            device = next((keyword.value for keyword in call.keywords if keyword.arg == "device"), None)
+            if device is not None and calls.calls_torch(call) and _may_name_cuda(calls, call, device):
                 found.append(call)
         return found
 
@@ -323,6 +330,61 @@ class PinnedAsyncH2D(Rule):
         reason = f"{_describe(module, site)}; " + "; ".join(verdict.proof)
         return self.fix(module, at, reason=reason, tier=verdict.tier, edits=edits, context=context, impact=impact,
                         basis=basis, replacement=replacement, proof=verdict.proof)
+
+
+# The last names of the constructors `_constructor` accepts, for the `ast` screen.
+_CHAINED_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "from_numpy"})
+_NAMED_CONSTRUCTORS = _CHAINED_CONSTRUCTORS | {name.rsplit(".", 1)[1] for name in _FILLED_FACTORIES}
+
+
+def _may_construct(calls: CallIndex, call: ast.Call, names: frozenset[str]) -> bool:
+    """`x.pin_memory()`, or a torch function of one of these names (through any import of torch)."""
+    name = callee_name(call)
+    return name == "pin_memory" or (name in names and calls.calls_torch(call))
+
+
+def _may_name_cuda(calls: CallIndex, call: ast.Call, device: ast.expr) -> bool:
+    """Whether `device=` may be provably CUDA: a CUDA literal, or a name some assignment in the call's
+    function or at module level gives a CUDA literal or another name (`classify` needs one of those)."""
+    if _is_cuda_literal(device):
+        return True
+    if not isinstance(device, ast.Name):
+        return False
+    function = calls.outermost_function(call)
+    scopes = [function] if function is not None else []
+    return any(_assigns_cuda(node, device.id) for scope in scopes for node in ast.walk(scope)) or any(
+        _assigns_cuda(node, device.id) for node in _module_statements(calls.tree.body))
+
+
+def _is_cuda_literal(node: ast.expr) -> bool:
+    """`"cuda:0"`, `f"cuda:{i}"`, `torch.device("cuda", i)`."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value.startswith("cuda")
+    if isinstance(node, ast.JoinedStr):
+        return bool(node.values) and _is_cuda_literal(node.values[0])
+    if isinstance(node, ast.Call) and callee_name(node) == "device" and node.args:
+        return _is_cuda_literal(node.args[0])
+    return False
+
+
+def _assigns_cuda(node: ast.AST, name: str) -> bool:
+    if isinstance(node, ast.Assign):
+        targets, value = node.targets, node.value
+    elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+        targets, value = [node.target], node.value
+    else:
+        return False
+    if not any(isinstance(n, ast.Name) and n.id == name for target in targets for n in ast.walk(target)):
+        return False
+    return isinstance(value, ast.Name) or any(_is_cuda_literal(n) for n in ast.walk(value) if isinstance(n, ast.expr))
+
+
+def _module_statements(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The module's statements and everything in them, except inside functions and classes."""
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield from ast.walk(statement)
 
 
 class Kept(NamedTuple):
@@ -475,8 +537,8 @@ def _device_keyword_site(module: PythonModule, call: cst.Call) -> Site | None:
     if isinstance(parent, cst.Attribute) and parent.value is call and move_method(module.parent(parent) or call):
         return None
     value = classify(module, keyword_arg(call, "device").value)
-    if not value.is_device or (value.kind is Kind.DEVICE and value.device_type == "cpu"):
-        return None  # created on the host: no copy
+    if not (value.kind is Kind.DEVICE and value.device_type == "cuda" and value.proven):
+        return None  # the host, or a device not provably CUDA: nothing moves that this rule would pin
     return Site(Source(call, "torch.tensor"), call, None)
 
 
@@ -505,6 +567,9 @@ def _verdict(module: PythonModule, site: Site) -> Proven | Kept | Advice:
     consumers = _consumer_verdict(module, site)
     if isinstance(consumers, Kept):
         return consumers
+    waits = _host_wait_after(module, site)
+    if waits is not None:
+        return waits
     proofs = [target, (data_tier, data_proof), consumers]
     if source.named_buffer_is_pinned:
         proofs.append((Tier.SAFE, f"`{source.name.value}` is written only before the copy and read only for metadata after it"))
@@ -1104,6 +1169,37 @@ def _last_name(node: cst.BaseExpression) -> str:
 def _shorten(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _host_wait_after(module: PythonModule, site: Site) -> Kept | None:
+    """A wait for the GPU on the host after the copy, in the same function, loop body and stream: the stall moves there.
+
+    `torch.tensor([flag], device="cuda")`, an all-reduce, then `.item()` is the usual shape: the host waits for
+    all queued work at `.item()` whatever the copy does, so making the copy asynchronous buys nothing.
+    """
+    function = module.enclosing_function(site.copy)
+    if function is None:
+        return None
+    copy_end = module.span(site.copy)[1]
+    stream, loop = _stream_block(module, site.copy, function), _innermost_loop(module, site.copy, function)
+    for node in walk(function.body):
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _HOST_WAITS):
+            continue
+        if module.span(node.func.attr)[0] < copy_end or module.enclosing(node, SCOPE_NODES) is not function:
+            continue
+        if _stream_block(module, node, function) is stream and _innermost_loop(module, node, function) is loop:
+            return Kept(f"L{module.start(node)[0]}: `{_shorten(module.text(node))}` waits for the GPU on the host in this "
+                        "function anyway: the stall only moves there, nothing to gain", KeepCategory.NO_GAIN)
+    return None
+
+
+def _innermost_loop(module: PythonModule, node: cst.CSTNode, function: cst.FunctionDef) -> cst.CSTNode | None:
+    for ancestor in module.ancestors(node):
+        if ancestor is function:
+            return None
+        if isinstance(ancestor, LOOP_NODES):
+            return ancestor
+    return None
 
 
 def _stream_block(module: PythonModule, node: cst.CSTNode, function: cst.FunctionDef) -> cst.With | None:

@@ -65,6 +65,12 @@ ELSEWHERE = {
         "import torch\n\nclass Runner:\n    def setup(self):\n        self.x = 1\n\n"
         "    def step(self, n):\n        return torch.arange(n).cuda()\n\n    def teardown(self):\n        del self.x\n",
     ),
+    "a copy whose source is built earlier in its method": (
+        "OPT103", lambda node: True,
+        "import torch\n\nclass Runner:\n    def setup(self):\n        self.x = 1\n\n"
+        "    def step(self, ids: list[int]):\n        t = torch.tensor(ids)\n        t[0] = 0\n"
+        "        return t.cuda().sum()\n\n    def teardown(self):\n        del self.x\n",
+    ),
 }
 
 
