@@ -55,6 +55,7 @@ _STREAM_CONTEXTS = frozenset({"stream", "StreamContext", "graph", "use_stream"})
 _SYNCHRONISATIONS = frozenset({"wait_stream", "wait_event", "synchronize"})
 # Calls after which the host has waited for the work queued on the current stream.
 _HOST_WAITS = frozenset({"item", "tolist", "cpu", "numpy", "synchronize"})
+_HOST_CONVERSIONS = frozenset(f"builtins.{name}" for name in ("float", "int", "bool", "str", "repr", "print", "format"))
 # Methods and attributes whose result may share the copy's memory: its readers are the copy's readers.
 _ALIASING_METHODS = frozenset({
     "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze", "expand", "expand_as",
@@ -170,9 +171,11 @@ class PinnedAsyncH2D(Rule):
     (`[f(i) for i in range(n)]`, `[0] * n`, `list(range(n))`) or above 1,024
     elements: converting the list dominates, so pinning buys nothing; a copy
     followed in the same function, loop body and stream by a wait on the host
-    (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `synchronize()`), as in
-    `torch.tensor([flag], device="cuda")`, an all-reduce, then `.item()`: the
-    host waits there for all queued work anyway, so the stall only moves.
+    (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `synchronize()`, or the
+    result read as a Python value: an f-string, `float()`, `if`, `assert`),
+    as in `torch.tensor([flag], device="cuda")`, an all-reduce, then
+    `.item()`: the host waits there for all queued work anyway, so the stall
+    only moves.
 
     `non_blocking=True` on a copy from pageable memory gets advice: it still
     waits for queued GPU work (a hidden synchronisation, vLLM #54660,
@@ -1042,7 +1045,7 @@ class _Readers:
         self.reads: list[cst.CSTNode] = []  # the places the result (or a view, or a name bound to it) is used
         self.escapes: list[str] = []  # why the result may be read outside this function
         self.discarded = False
-        self._names: set[str] = set()
+        self.names: set[str] = set()  # the local names the result (or a view of it) is bound to
         self._steps = 0
 
     def follow(self, value: cst.BaseExpression, first: bool = True) -> None:
@@ -1116,9 +1119,9 @@ class _Readers:
 
     def _follow_name(self, target: cst.Name) -> None:
         name = target.value
-        if name in self._names:
+        if name in self.names:
             return
-        self._names.add(name)
+        self.names.add(name)
         for use in _uses(self.module, self.function, name):
             if self.module.enclosing(use, SCOPE_NODES) is not self.function:
                 self.escapes.append(f"L{self.module.start(use)[0]}: `{name}` is captured by a nested function")
@@ -1175,22 +1178,51 @@ def _host_wait_after(module: PythonModule, site: Site) -> Kept | None:
     """A wait for the GPU on the host after the copy, in the same function, loop body and stream: the stall moves there.
 
     `torch.tensor([flag], device="cuda")`, an all-reduce, then `.item()` is the usual shape: the host waits for
-    all queued work at `.item()` whatever the copy does, so making the copy asynchronous buys nothing.
+    all queued work at `.item()` whatever the copy does, so making the copy asynchronous buys nothing. A wait is
+    `.item()`, `.tolist()`, `.cpu()`, `.numpy()` or `synchronize()` on anything, or the result (or a name it is
+    bound to) read as a Python value: formatted in an f-string, converted by `float()`, `int()`, `bool()`,
+    `str()`, `print()`, or tested by `if`, `while`, `assert`.
     """
     function = module.enclosing_function(site.copy)
     if function is None:
         return None
+    readers = _Readers(module, function)
+    readers.follow(site.copy)
     copy_end = module.span(site.copy)[1]
     stream, loop = _stream_block(module, site.copy, function), _innermost_loop(module, site.copy, function)
     for node in walk(function.body):
-        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _HOST_WAITS):
+        wait = _host_wait(module, node, readers.names)
+        if wait is None or module.span(wait)[0] < copy_end or module.enclosing(wait, SCOPE_NODES) is not function:
             continue
-        if module.span(node.func.attr)[0] < copy_end or module.enclosing(node, SCOPE_NODES) is not function:
-            continue
-        if _stream_block(module, node, function) is stream and _innermost_loop(module, node, function) is loop:
-            return Kept(f"L{module.start(node)[0]}: `{_shorten(module.text(node))}` waits for the GPU on the host in this "
-                        "function anyway: the stall only moves there, nothing to gain", KeepCategory.NO_GAIN)
+        if _stream_block(module, wait, function) is stream and _innermost_loop(module, wait, function) is loop:
+            return Kept(f"L{module.start(wait)[0]}: `{_shorten(module.text(wait))}` waits for the GPU on the host in "
+                        "this function anyway: the stall only moves there, nothing to gain", KeepCategory.NO_GAIN)
     return None
+
+
+def _host_wait(module: PythonModule, node: cst.CSTNode, names: set[str]) -> cst.CSTNode | None:
+    """The part of `node` that makes the host wait for the GPU, if it does."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _HOST_WAITS:
+        return node.func.attr
+    if not names:
+        return None
+    if isinstance(node, cst.FormattedStringExpression) and _mentions_any(module, node.expression, names):
+        return node.expression
+    if isinstance(node, (cst.If, cst.While, cst.Assert)) and _mentions_any(module, node.test, names):
+        return node.test
+    if isinstance(node, cst.Call) and module.qualified_names(node.func) & _HOST_CONVERSIONS:
+        if any(_mentions_any(module, arg.value, names) for arg in node.args):
+            return node
+    return None
+
+
+def _mentions_any(module: PythonModule, node: cst.CSTNode, names: set[str]) -> bool:
+    for found in walk(node):
+        if isinstance(found, cst.Name) and found.value in names:
+            parent = module.parent(found)
+            if not (isinstance(parent, cst.Attribute) and parent.attr is found):
+                return True
+    return False
 
 
 def _innermost_loop(module: PythonModule, node: cst.CSTNode, function: cst.FunctionDef) -> cst.CSTNode | None:
