@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterator, NamedTuple
 
 import libcst as cst
@@ -55,7 +56,7 @@ _STREAM_CONTEXTS = frozenset({"stream", "StreamContext", "graph", "use_stream"})
 _SYNCHRONISATIONS = frozenset({"wait_stream", "wait_event", "synchronize"})
 # Calls after which the host has waited for the work queued on the current stream.
 _HOST_WAITS = frozenset({"item", "tolist", "cpu", "numpy", "synchronize"})
-_HOST_CONVERSIONS = frozenset(f"builtins.{name}" for name in ("float", "int", "bool", "str", "repr", "print", "format"))
+_HOST_CONVERSIONS = frozenset({"float", "int", "bool", "str", "repr", "print", "format"})
 # Methods and attributes whose result may share the copy's memory: its readers are the copy's readers.
 _ALIASING_METHODS = frozenset({
     "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze", "expand", "expand_as",
@@ -221,7 +222,9 @@ class PinnedAsyncH2D(Rule):
     language = "python"
     default_tier = "safe"
     tags = ("performance", "transfer")
-    trigger_words = ("tensor(", "from_numpy(", "pin_memory", "zeros(", "ones(", "empty(", "full(", "eye(", "arange(")
+    # Every site is a move (`.to(`, `.cuda(`) or `torch.tensor(..., device=d)` with `d` provably CUDA, which
+    # takes a CUDA string in the file ("tensor(" is in three times as many files of NeMo).
+    trigger_words = (".to(", ".cuda(", '"cuda', "'cuda")
 
     VALID = [
         # OPT102's: the values need no host data, so create them on the device.
@@ -294,20 +297,24 @@ class PinnedAsyncH2D(Rule):
                 if _may_construct(calls, receiver, _CHAINED_CONSTRUCTORS):
                     found.append(move)
             elif isinstance(receiver, ast.Name):
-                if any(_may_construct(calls, source, _NAMED_CONSTRUCTORS) for source in calls.calls_assigned(receiver.id)):
+                sources = [source for source in calls.calls_assigned(receiver.id)
+                           if _may_construct(calls, source, _NAMED_CONSTRUCTORS)]
+                if sources and _in_the_same_function(calls, move, sources):
                     found.append(move)
+        cuda_names: dict[int, set[str]] = {}  # id(scope) -> the names an assignment there may make CUDA
         for call in calls.named("tensor"):
             device = next((keyword.value for keyword in call.keywords if keyword.arg == "device"), None)
-            if device is not None and calls.calls_torch(call) and _may_name_cuda(calls, call, device):
+            if device is not None and calls.calls_torch(call) and _may_name_cuda(calls, call, device, cuda_names):
                 found.append(call)
         return found
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
+        functions = _Functions(module)
         for call in module.calls():
             if move_method(call) is not None:
-                site = _move_site(module, call)
+                site = _move_site(module, call, functions)
             elif _is_tensor_with_device(module, call):
-                site = _device_keyword_site(module, call)
+                site = _device_keyword_site(module, call, functions)
             else:
                 site = None
             if site is not None:
@@ -346,17 +353,33 @@ def _may_construct(calls: CallIndex, call: ast.Call, names: frozenset[str]) -> b
     return name == "pin_memory" or (name in names and calls.calls_torch(call))
 
 
-def _may_name_cuda(calls: CallIndex, call: ast.Call, device: ast.expr) -> bool:
+def _in_the_same_function(calls: CallIndex, move: ast.Call, sources: list[ast.Call]) -> bool:
+    """Whether one of `sources` lies in the outermost function holding `move` (`check` wants the binding there)."""
+    function = calls.outermost_function(move)
+    if function is None:
+        return False
+    first = min((d.lineno for d in function.decorator_list), default=function.lineno)
+    return any(first <= source.lineno <= function.end_lineno for source in sources)
+
+
+def _may_name_cuda(calls: CallIndex, call: ast.Call, device: ast.expr, cuda_names: dict[int, set[str]]) -> bool:
     """Whether `device=` may be provably CUDA: a CUDA literal, or a name some assignment in the call's
-    function or at module level gives a CUDA literal or another name (`classify` needs one of those)."""
+    function or at module level gives a CUDA literal or another name (`classify` needs one of those).
+    `cuda_names` caches those names by scope, for the other calls of the file."""
     if _is_cuda_literal(device):
         return True
     if not isinstance(device, ast.Name):
         return False
     function = calls.outermost_function(call)
-    scopes = [function] if function is not None else []
-    return any(_assigns_cuda(node, device.id) for scope in scopes for node in ast.walk(scope)) or any(
-        _assigns_cuda(node, device.id) for node in _module_statements(calls.tree.body))
+    scopes = [(calls.tree, _module_statements(calls.tree.body))]
+    if function is not None:
+        scopes.append((function, ast.walk(function)))
+    for scope, nodes in scopes:
+        if id(scope) not in cuda_names:
+            cuda_names[id(scope)] = {name for node in nodes for name in _names_made_cuda(node)}
+        if device.id in cuda_names[id(scope)]:
+            return True
+    return False
 
 
 def _is_cuda_literal(node: ast.expr) -> bool:
@@ -370,16 +393,17 @@ def _is_cuda_literal(node: ast.expr) -> bool:
     return False
 
 
-def _assigns_cuda(node: ast.AST, name: str) -> bool:
+def _names_made_cuda(node: ast.AST) -> list[str]:
+    """The names an assignment binds when its value holds a CUDA literal or is a name; none for other nodes."""
     if isinstance(node, ast.Assign):
         targets, value = node.targets, node.value
     elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
         targets, value = [node.target], node.value
     else:
-        return False
-    if not any(isinstance(n, ast.Name) and n.id == name for target in targets for n in ast.walk(target)):
-        return False
-    return isinstance(value, ast.Name) or any(_is_cuda_literal(n) for n in ast.walk(value) if isinstance(n, ast.expr))
+        return []
+    if not (isinstance(value, ast.Name) or any(_is_cuda_literal(n) for n in ast.walk(value) if isinstance(n, ast.expr))):
+        return []
+    return [n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
 def _module_statements(body: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -444,6 +468,7 @@ class Site:
     source: Source
     copy: cst.Call  # the move, or the tensor call with `device=`
     move: Move | None  # None for `torch.tensor(data, device=d)`
+    function: "_Function | None"  # the function holding the copy; None at module or class level
 
     @property
     def anchor(self) -> cst.CSTNode:
@@ -453,7 +478,7 @@ class Site:
         return self.source.name
 
 
-def _move_site(module: PythonModule, move_call: cst.Call) -> Site | None:
+def _move_site(module: PythonModule, move_call: cst.Call, functions: "_Functions") -> Site | None:
     receiver = move_call.func.value
     if isinstance(receiver, cst.Call):
         source = _constructor(module, receiver, named=False)
@@ -463,13 +488,15 @@ def _move_site(module: PythonModule, move_call: cst.Call) -> Site | None:
         source = None
     if source is None or _converts_only(module, move_call):
         return None
-    return Site(source, move_call, parse_move(module, move_call))
+    return Site(source, move_call, parse_move(module, move_call), functions.around(move_call))
 
 
 def _constructor(module: PythonModule, call: cst.Call, named: bool) -> Source | None:
     """The call as a host source this rule pins, else None. A bare CPU factory counts only when bound to a name."""
     if isinstance(call.func, cst.Attribute) and call.func.attr.value == "pin_memory" and not call.args:
         return Source(call, "pin_memory")
+    if _last_name(call.func) not in (_NAMED_CONSTRUCTORS if named else _CHAINED_CONSTRUCTORS):
+        return None  # the names are resolved only for a callee that may be one
     callee = factory_name(module, call) or torch_callee(module, call)
     if callee in _DATA | _SHARING or (named and callee in _FILLED_FACTORIES):
         return Source(call, callee)
@@ -534,7 +561,7 @@ def _is_tensor_with_device(module: PythonModule, call: cst.Call) -> bool:
     return keyword_arg(call, "device") is not None and factory_name(module, call) == "torch.tensor"
 
 
-def _device_keyword_site(module: PythonModule, call: cst.Call) -> Site | None:
+def _device_keyword_site(module: PythonModule, call: cst.Call, functions: "_Functions") -> Site | None:
     """`torch.tensor(data, device=d)` not itself moved (a move of it is judged as the move)."""
     parent = module.parent(call)
     if isinstance(parent, cst.Attribute) and parent.value is call and move_method(module.parent(parent) or call):
@@ -542,7 +569,63 @@ def _device_keyword_site(module: PythonModule, call: cst.Call) -> Site | None:
     value = classify(module, keyword_arg(call, "device").value)
     if not (value.kind is Kind.DEVICE and value.device_type == "cuda" and value.proven):
         return None  # the host, or a device not provably CUDA: nothing moves that this rule would pin
-    return Site(Source(call, "torch.tensor"), call, None)
+    return Site(Source(call, "torch.tensor"), call, None, functions.around(call))
+
+
+class _Function:
+    """One function's nodes and the names read in it, walked once for all the sites in it."""
+
+    def __init__(self, module: PythonModule, node: cst.FunctionDef):
+        self.module = module
+        self.node = node
+
+    @cached_property
+    def nodes(self) -> list[cst.CSTNode]:
+        """Every node of the body, in source order."""
+        return list(walk(self.node.body))
+
+    # Exact types: libcst's node classes are final, and `type(...) is` skips isinstance's ABC machinery (a tenth
+    # of this rule's time on NeMo).
+    @cached_property
+    def calls(self) -> list[cst.Call]:
+        return [node for node in self.nodes if type(node) is cst.Call]
+
+    @cached_property
+    def may_wait(self) -> list[cst.CSTNode]:
+        """The nodes `_host_wait` looks at: calls, f-string parts and tests."""
+        return [node for node in self.nodes if type(node) in _MAY_WAIT]
+
+    @cached_property
+    def _reads(self) -> dict[str, list[cst.Name]]:
+        found: dict[str, list[cst.Name]] = {}
+        for node in self.nodes:
+            if type(node) is cst.Name and _reads_a_variable(self.module, node):
+                found.setdefault(node.value, []).append(node)
+        return found
+
+    def uses(self, name: str) -> list[cst.Name]:
+        """Every `name` that reads a variable (not a target, an attribute or a keyword), in source order."""
+        return self._reads.get(name, [])
+
+
+_MAY_WAIT = frozenset({cst.Call, cst.FormattedStringExpression, cst.If, cst.While, cst.Assert})
+
+
+class _Functions:
+    """The `_Function` of each function of one module, made on first use."""
+
+    def __init__(self, module: PythonModule):
+        self.module = module
+        self._made: dict[int, _Function] = {}
+
+    def around(self, node: cst.CSTNode) -> _Function | None:
+        function = self.module.enclosing_function(node)
+        if function is None:
+            return None
+        made = self._made.get(id(function))
+        if made is None:
+            made = self._made[id(function)] = _Function(self.module, function)
+        return made
 
 
 # -- the obligations ------------------------------------------------------------------------------------
@@ -567,10 +650,13 @@ def _verdict(module: PythonModule, site: Site) -> Proven | Kept | Advice:
         written = _written_after_copy(module, site)
         if written is not None:
             return written
-    consumers = _consumer_verdict(module, site)
+    readers = _Readers(module, site.function) if site.function is not None else None
+    if readers is not None:
+        readers.follow(site.copy)
+    consumers = _consumer_verdict(module, site, readers)
     if isinstance(consumers, Kept):
         return consumers
-    waits = _host_wait_after(module, site)
+    waits = _host_wait_after(module, site, readers)
     if waits is not None:
         return waits
     proofs = [target, (data_tier, data_proof), consumers]
@@ -586,14 +672,14 @@ def _verdict(module: PythonModule, site: Site) -> Proven | Kept | Advice:
 def _target(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept:
     """Is the copy's target provably a CUDA device, and is the copy host to device?"""
     move = site.move
+    if move is not None and move.blocker is not None:
+        return Kept(move.blocker, move.blocker_category)
     source_device = _source_device(module, site.source) if move is not None else None
     if move is not None and move.method == "cuda":
         if source_device is not None:
             return source_device
         return Tier.SAFE, "`.cuda()` copies to a CUDA device"
     device = move.device if move is not None else keyword_arg(site.copy, "device").value
-    if move is not None and move.blocker is not None:
-        return Kept(move.blocker, move.blocker_category)
     value = classify(module, device)
     text = module.text(device)
     if value.kind is Kind.NONE:
@@ -886,11 +972,11 @@ def _written_after_copy(module: PythonModule, site: Site) -> Kept | None:
     """
     source = site.source
     name = source.name.value
-    function = module.enclosing_function(site.copy)
+    function = site.function.node
     copy_end = module.span(site.copy)[1]
     loop = _loop_around(module, site.copy, source.statement, function)
     written_before = False
-    for use in _uses(module, function, name):
+    for use in site.function.uses(name):
         if use is source.name:
             continue
         line, code = module.start(use)[0], _statement_text(module, use)
@@ -913,19 +999,15 @@ def _written_after_copy(module: PythonModule, site: Site) -> Kept | None:
     return None
 
 
-def _uses(module: PythonModule, function: cst.FunctionDef, name: str) -> Iterator[cst.Name]:
-    """Every `name` in `function` that reads a variable (not a target, an attribute or a keyword), in order."""
-    for node in walk(function.body):
-        if isinstance(node, cst.Name) and node.value == name:
-            parent = module.parent(node)
-            if isinstance(parent, cst.Attribute) and parent.attr is node:
-                continue
-            if isinstance(parent, (cst.Arg, cst.Param)) and (getattr(parent, "keyword", None) is node or
-                                                             getattr(parent, "name", None) is node):
-                continue
-            if isinstance(parent, (cst.FunctionDef, cst.ClassDef)) or _is_target(module, node):
-                continue
-            yield node
+def _reads_a_variable(module: PythonModule, node: cst.Name) -> bool:
+    """A name that reads a variable: not an attribute, a keyword, a parameter, a definition or a target."""
+    parent = module.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.attr is node:
+        return False
+    if isinstance(parent, (cst.Arg, cst.Param)) and (getattr(parent, "keyword", None) is node or
+                                                     getattr(parent, "name", None) is node):
+        return False
+    return not isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and not _is_target(module, node)
 
 
 def _is_target(module: PythonModule, name: cst.Name) -> bool:
@@ -1001,21 +1083,19 @@ def _statement_text(module: PythonModule, node: cst.CSTNode) -> str:
 # -- the readers of the copy --------------------------------------------------------------------------------
 
 
-def _consumer_verdict(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept:
+def _consumer_verdict(module: PythonModule, site: Site, readers: "_Readers | None") -> tuple[Tier, str] | Kept:
     """Is the result read only in this function, on the stream that was current at the copy?"""
-    function = module.enclosing_function(site.copy)
-    if function is None:
+    function = site.function
+    if function is None or readers is None:
         return Tier.VALIDATE, "at module or class level: the result is an attribute that any code may read on any stream"
-    copy_stream = _stream_block(module, site.copy, function)
-    readers = _Readers(module, function)
-    readers.follow(site.copy)
+    copy_stream = _stream_block(module, site.copy, function.node)
     if readers.discarded:
         return Kept("the result is never read: the blocking copy may be the point (a probe that waits for the GPU)",
                     KeepCategory.DISCARDED)
     copy_end = module.span(site.copy)[1]
     synchronised = []
     for use in readers.reads:
-        block = _stream_block(module, use, function)
+        block = _stream_block(module, use, function.node)
         if block is copy_stream:
             continue
         line = module.start(use)[0]
@@ -1028,7 +1108,7 @@ def _consumer_verdict(module: PythonModule, site: Site) -> tuple[Tier, str] | Ke
         synchronised.append(f"L{line} reads it on another stream after `{sync}`")
     if synchronised:
         return Tier.VALIDATE, "; ".join(synchronised)
-    switch = _stream_switch(module, function)
+    switch = _stream_switch(function)
     if switch is not None:
         return Tier.VALIDATE, f"L{module.start(switch)[0]}: the function switches streams with `{module.text(switch.func)}`"
     if readers.escapes:
@@ -1039,7 +1119,7 @@ def _consumer_verdict(module: PythonModule, site: Site) -> tuple[Tier, str] | Ke
 class _Readers:
     """Where the copy's result flows in one function: through views and local names, to reads and escapes."""
 
-    def __init__(self, module: PythonModule, function: cst.FunctionDef):
+    def __init__(self, module: PythonModule, function: _Function):
         self.module = module
         self.function = function
         self.reads: list[cst.CSTNode] = []  # the places the result (or a view, or a name bound to it) is used
@@ -1122,8 +1202,8 @@ class _Readers:
         if name in self.names:
             return
         self.names.add(name)
-        for use in _uses(self.module, self.function, name):
-            if self.module.enclosing(use, SCOPE_NODES) is not self.function:
+        for use in self.function.uses(name):
+            if self.module.enclosing(use, SCOPE_NODES) is not self.function.node:
                 self.escapes.append(f"L{self.module.start(use)[0]}: `{name}` is captured by a nested function")
                 continue
             self.reads.append(use)
@@ -1174,7 +1254,7 @@ def _shorten(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _host_wait_after(module: PythonModule, site: Site) -> Kept | None:
+def _host_wait_after(module: PythonModule, site: Site, readers: "_Readers | None") -> Kept | None:
     """A wait for the GPU on the host after the copy, in the same function, loop body and stream: the stall moves there.
 
     `torch.tensor([flag], device="cuda")`, an all-reduce, then `.item()` is the usual shape: the host waits for
@@ -1183,14 +1263,14 @@ def _host_wait_after(module: PythonModule, site: Site) -> Kept | None:
     bound to) read as a Python value: formatted in an f-string, converted by `float()`, `int()`, `bool()`,
     `str()`, `print()`, or tested by `if`, `while`, `assert`.
     """
-    function = module.enclosing_function(site.copy)
-    if function is None:
+    if site.function is None or readers is None:
         return None
-    readers = _Readers(module, function)
-    readers.follow(site.copy)
+    function = site.function.node
     copy_end = module.span(site.copy)[1]
     stream, loop = _stream_block(module, site.copy, function), _innermost_loop(module, site.copy, function)
-    for node in walk(function.body):
+    for node in site.function.may_wait:
+        if module.span(node)[1] <= copy_end:
+            continue
         wait = _host_wait(module, node, readers.names)
         if wait is None or module.span(wait)[0] < copy_end or module.enclosing(wait, SCOPE_NODES) is not function:
             continue
@@ -1210,8 +1290,9 @@ def _host_wait(module: PythonModule, node: cst.CSTNode, names: set[str]) -> cst.
         return node.expression
     if isinstance(node, (cst.If, cst.While, cst.Assert)) and _mentions_any(module, node.test, names):
         return node.test
-    if isinstance(node, cst.Call) and module.qualified_names(node.func) & _HOST_CONVERSIONS:
-        if any(_mentions_any(module, arg.value, names) for arg in node.args):
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _HOST_CONVERSIONS:
+        if any(_mentions_any(module, arg.value, names) for arg in node.args) and \
+                module.qualified_names(node.func) == {f"builtins.{node.func.value}"}:
             return node
     return None
 
@@ -1254,18 +1335,15 @@ def _with_items(module: PythonModule, block: cst.With) -> str:
     return ", ".join(module.text(item.item) for item in block.items)
 
 
-def _synchronisation_between(module: PythonModule, function: cst.FunctionDef, start: int, end: int) -> str | None:
-    for node in walk(function.body):
-        if isinstance(node, cst.Call) and _last_name(node.func) in _SYNCHRONISATIONS:
-            where = module.span(node)[0]
-            if start <= where < end:
-                return _shorten(module.text(node))
+def _synchronisation_between(module: PythonModule, function: _Function, start: int, end: int) -> str | None:
+    for call in function.calls:
+        if _last_name(call.func) in _SYNCHRONISATIONS and start <= module.span(call)[0] < end:
+            return _shorten(module.text(call))
     return None
 
 
-def _stream_switch(module: PythonModule, function: cst.FunctionDef) -> cst.Call | None:
-    return next((node for node in walk(function.body)
-                 if isinstance(node, cst.Call) and _last_name(node.func) == "set_stream"), None)
+def _stream_switch(function: _Function) -> cst.Call | None:
+    return next((call for call in function.calls if _last_name(call.func) == "set_stream"), None)
 
 
 def _is_false(node: cst.BaseExpression) -> bool:

@@ -24,7 +24,7 @@ import torch
 
 from annotated import analyse, assert_same, changed_lines, check_fixture, expectations, run_cases, sites
 from cuda_on_cpu import CudaOnCpu, EmulatedRace, device_of, is_emulated_pinned
-from optpatch.policy import FixPolicy, fix_id
+from optpatch.policy import fix_id
 from optpatch.rule import load_rules
 
 FIXTURE_DIR = Path(__file__).parents[1] / "fixtures" / "python" / "opt103"
@@ -71,7 +71,7 @@ def _forced_text() -> str:
     module = sys.modules[RULE.__module__]
     saved = module._written_after_copy, module._consumer_verdict
     module._written_after_copy = lambda m, site: None
-    module._consumer_verdict = lambda m, site: (module.Tier.SAFE, "forced")
+    module._consumer_verdict = lambda m, site, readers: (module.Tier.SAFE, "forced")
     try:
         result = analyse(RACES, ("OPT103",))
     finally:
