@@ -35,9 +35,6 @@ PINNED_BASIS = (
     "4.8 ms or more, a non-blocking one from pinned memory in 25-317 us (H100, torch 2.11, docs/benchmarks.md)"
 )
 ONCE_BASIS = "one-time copy (module level, __init__, set-up): a host stall removed once, not per step"
-LARGE_LIST_BASIS = (
-    "a 65,536-element list took 9 ms either way (H100, torch 2.11, docs/benchmarks.md): converting the list dominates"
-)
 HIDDEN_SYNC_BASIS = (
     "`non_blocking=True` from pageable memory still waits for queued GPU work (vLLM #54660, #51841; with 5 ms queued "
     "every pageable form waited 4.8 ms or more, H100, docs/benchmarks.md)"
@@ -686,8 +683,8 @@ def _target(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept:
         return Kept("`.to(None)` moves nothing", KeepCategory.NOT_A_DEVICE)
     if value.kind is Kind.DEVICE and value.device_type == "cpu":
         if source_device is not None:
-            return Kept(f"a copy from the device to the host (`{text}`): made non-blocking, the host would read the "
-                        "buffer before the copy lands", KeepCategory.DEVICE_TO_HOST)
+            return Kept(f"a copy to the host (`{text}`) of a tensor created on a device: made non-blocking, the host "
+                        "could read the buffer before the copy lands", KeepCategory.DEVICE_TO_HOST)
         return Kept(f"`{text}` is the host: the data stays where it is, nothing to gain", KeepCategory.NO_GAIN)
     if source_device is not None:
         return source_device
