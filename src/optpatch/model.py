@@ -105,6 +105,10 @@ class KeepCategory(enum.StrEnum):
     INEXACT_CONVERSION = "conversion not exact"
     OP_BETWEEN = "op between factory and move"
     NO_GAIN = "nothing to gain"
+    # Host-to-device copies (OPT103)
+    NOT_CUDA = "not a CUDA device"
+    DEVICE_TO_HOST = "device to host"
+    SOURCE_WRITTEN = "source written after the copy"
     # C++/CUDA
     CONSTANT_BOUND = "constant bound"
     DEVICE_CODE = "device code"

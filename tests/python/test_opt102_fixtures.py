@@ -66,7 +66,7 @@ def _outcomes(code: str, name: str, mode: str) -> dict[str, tuple[object, int]]:
                     result = getattr(module, case)()
                 except (Exception, pytest.fail.Exception) as error:
                     result = Raised(type(error).__name__, str(error))
-            outcomes[case] = (result, emulation.copies)
+            outcomes[case] = (result, emulation.host_copies)
     return outcomes
 
 

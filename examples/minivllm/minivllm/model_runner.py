@@ -52,5 +52,17 @@ class ModelRunner:
         return torch.arange(num_tokens).to(device)
 
     def seq_lens_tensor(self, seq_lens: list[int]) -> torch.Tensor:
-        # KEEP (OPT102): device= gains nothing for a Python list; pinning it and copying non_blocking is OPT103's.
+        # VALIDATE (OPT103): pinned and copied non_blocking, but the result is returned: the caller may read it
+        # on another stream before the copy lands.
         return torch.tensor(seq_lens, dtype=torch.int32).cuda()
+
+    def decode_inputs(self, token_ids: list[int]) -> None:
+        # FIX (OPT103): a pageable copy waits for the queued decode step; pinned and non_blocking it does not,
+        # and the only reader is the copy_ below, on the same stream.
+        ids = torch.tensor(token_ids, dtype=torch.long).cuda()
+        self.input_ids[: ids.numel()].copy_(ids)
+
+    def decode_slot_offsets(self, num_blocks: int) -> torch.Tensor:
+        # KEEP (OPT103): a list as long as a runtime size; converting it dominates, so pinning buys nothing.
+        offsets = torch.tensor([block * 16 for block in range(num_blocks)]).cuda()
+        return offsets.unsqueeze(0)

@@ -1,0 +1,1423 @@
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Iterator, NamedTuple
+
+import libcst as cst
+from libcst.metadata import Assignment
+
+from optpatch.planner import preview
+from optpatch.python_frontend import SCOPE_NODES, LOOP_NODES, PythonModule, walk
+from optpatch.python_screen import CallIndex, callee_name
+from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
+from optpatch.analysis.torch_api import CONSTANT_FACTORIES, DEVICE_CALLS, is_true, keyword_arg
+from optpatch.analysis.torch_values import Kind, Move, classify, factory_name, move_method, parse_move, torch_callee
+
+LIST_BASIS = (
+    "removes a host stall, not copy time: with 5 ms of GPU work queued every pageable copy waited 4.8 ms or more, "
+    "the pinned non-blocking one returned in 25-317 us (lists up to 1,024 elements, arrays up to 1 MiB); idle, a "
+    "16-element list went 17 -> 14 us and a 1,024-element list 158 -> 236 us, slower pinned (H100, torch 2.11, "
+    "docs/benchmarks.md)"
+)
+UNKNOWN_LENGTH_BASIS = (
+    LIST_BASIS + "; this list's length is not known here: the gain was measured up to 1,024 elements, and a "
+    "65,536-element list costs 9 ms either way"
+)
+ARRAY_BASIS = (
+    "with 5 ms of GPU work queued every pageable copy waited 4.8 ms or more, the pinned non-blocking one returned in "
+    "25-317 us up to 1 MiB; idle, a 1 MiB array went 87 -> 33 us and a 64 MiB array 6.1 -> 0.85 ms (H100, torch 2.11, "
+    "docs/benchmarks.md); the array's size is not known here"
+)
+PINNED_BASIS = (
+    "the source is already pinned, so only the wait goes: with 5 ms of GPU work queued a blocking copy returned after "
+    "4.8 ms or more, a non-blocking one from pinned memory in 25-317 us (H100, torch 2.11, docs/benchmarks.md)"
+)
+ONCE_BASIS = "one-time copy (module level, __init__, set-up): a host stall removed once, not per step"
+HIDDEN_SYNC_BASIS = (
+    "`non_blocking=True` from pageable memory still waits for queued GPU work (vLLM #54660, #51841; with 5 ms queued "
+    "every pageable form waited 4.8 ms or more, H100, docs/benchmarks.md)"
+)
+
+# Lists longer than this were not measured to gain (1,024 elements: yes, 65,536: 9 ms either way).
+MEASURED_LIST_LENGTH = 1024
+# Steps followed from the copy's result (views, names it is bound to) before its uses count as unknown.
+MAX_FLOW_STEPS = 8
+# Sources this rule pins: data copied from host values, and CPU factories the function fills on the host.
+_DATA = frozenset({"torch.tensor"})
+_SHARING = frozenset({"torch.as_tensor", "torch.from_numpy"})  # share their data's memory: pinned by a copy at the move
+_FILLED_FACTORIES = CONSTANT_FACTORIES | {"torch.arange"}
+# `with X(...)` blocks that make another stream current (DeepSpeed's `get_accelerator().stream(s)` included).
+_STREAM_CONTEXTS = frozenset({"stream", "StreamContext", "graph", "use_stream"})
+_SYNCHRONISATIONS = frozenset({"wait_stream", "wait_event", "synchronize"})
+# Calls after which the host has waited for the work queued on the current stream.
+_HOST_WAITS = frozenset({"item", "tolist", "cpu", "numpy", "synchronize"})
+_HOST_CONVERSIONS = frozenset({"float", "int", "bool", "str", "repr", "print", "format"})
+# Methods and attributes whose result may share the copy's memory: its readers are the copy's readers.
+_ALIASING_METHODS = frozenset({
+    "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze", "expand", "expand_as",
+    "permute", "transpose", "t", "contiguous", "narrow", "select", "unbind", "split", "chunk", "detach",
+    "requires_grad_", "as_strided", "to", "cuda", "type", "long", "int", "float", "half", "bfloat16", "double",
+    "bool", "short", "byte", "char", "movedim", "swapaxes", "swapdims", "diagonal", "unfold", "real", "imag",
+    "__getitem__",
+})
+_ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
+_ALIASING_TORCH_FUNCTIONS = frozenset(f"torch.{name}" for name in _ALIASING_METHODS | {"atleast_1d", "atleast_2d", "broadcast_to"})
+# Calls that keep their argument: a container's methods, and classes (a dataclass of inputs, a namedtuple).
+_STORING_METHODS = frozenset({"append", "extend", "insert", "add", "put", "put_nowait", "setdefault", "update", "appendleft"})
+_METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout", "is_sparse"})
+_METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "is_pinned", "stride", "is_contiguous"})
+
+
+class PinnedAsyncH2D(Rule):
+    """
+    Copy freshly built host data to the GPU from pinned memory with `non_blocking=True`, so the host does not wait.
+
+    ## What it does
+    Finds host-to-device copies of host data built on the spot and makes them
+    asynchronous:
+
+    - `torch.tensor(data).to(d)` / `.cuda()` ->
+      `torch.tensor(data, pin_memory=True).to(d, non_blocking=True)`;
+    - `torch.tensor(data, device=d)` where `d` is provably CUDA ->
+      `torch.tensor(data, pin_memory=True).to(d, non_blocking=True)` (any
+      other `device=` is left alone);
+    - `torch.from_numpy(a).to(d)` and `torch.as_tensor(a).to(d)` ->
+      `torch.from_numpy(a).pin_memory().to(d, non_blocking=True)` (they share
+      the array's memory, so `.pin_memory()` copies it into a fresh pinned
+      buffer);
+    - a host tensor built in the same function, `t = torch.tensor(data)` or a
+      CPU factory the function fills on the host (`t = torch.zeros(n)`,
+      `t[i] = ...`), then `t.to(d)`: `pin_memory=True` goes into the
+      constructor; `t = torch.from_numpy(a)` then `t.to(d)` becomes
+      `t.pin_memory().to(d, non_blocking=True)`;
+    - a source that is already pinned (`x.pin_memory().to(d)`,
+      `torch.empty(n, pin_memory=True)` filled, then `.to(d)`) gets only
+      `non_blocking=True`.
+
+    `torch.zeros(n).cuda()` and the other factories whose values need no host
+    data are OPT102's (create them on the device); this rule leaves them
+    alone.
+
+    ## Why is this bad
+    A copy from pageable host memory is synchronous: `.to(d)` returns only
+    after every kernel already queued on the GPU has run and the copy is done.
+    In a model runner that prepares the next step's inputs while the GPU works
+    on this one, that is a host stall every step. A copy from pinned memory
+    with `non_blocking=True` is queued behind that work on the same stream and
+    returns at once. People make this change by hand often: vLLM #2207, #7172
+    (8.12 -> 8.34 requests/s, P90 inter-token latency 12.9 -> 11.5 ms), #35480
+    (stalls over 1 ms: 9 of 430 -> 0 of 411), vllm-ascend #4113 (time per
+    output token 17.91 -> 17.02 ms).
+
+    ## Example
+    ```python
+    def step(self, token_ids: list[int]):
+        ids = torch.tensor(token_ids, dtype=torch.long).cuda()
+        self.input_ids[: ids.numel()].copy_(ids)
+    ```
+
+    ## Use instead
+    ```python
+    def step(self, token_ids: list[int]):
+        ids = torch.tensor(token_ids, dtype=torch.long, pin_memory=True).cuda(non_blocking=True)
+        self.input_ids[: ids.numel()].copy_(ids)
+    ```
+
+    ## Fix safety
+    `safe` when every obligation holds:
+
+    - the target is provably a CUDA device: `.cuda()`, `.cuda(i)`, `"cuda"`,
+      `"cuda:N"`, an f-string starting with `cuda`, `torch.device("cuda"...)`,
+      or a name bound to one of those. `pin_memory=True` raises on a machine
+      without CUDA and means nothing for other accelerators;
+    - the copy is host to device: the data is provably host data (a list or
+      tuple display, a comprehension, a number, `.tolist()`, a NumPy array, a
+      parameter annotated `list[...]` or `np.ndarray`, a name bound to one);
+      a device to host copy is never made non-blocking (the host would read
+      the buffer before the copy lands);
+    - the source is not written after the copy is queued. A temporary
+      (`torch.tensor(...)`, `.pin_memory()`) is a fresh buffer nobody else
+      holds, and PyTorch's caching host allocator keeps a pinned block alive
+      until the copies queued from it complete. A named source that becomes
+      pinned may, before the copy, only be written in place (`t[i] = v`,
+      `t.fill_(...)`) or asked for metadata, and after it only for metadata;
+    - the result is read on the stream that was current at the copy: in this
+      function, outside any other `with torch.cuda.stream(...)` (or
+      `.stream(...)`, `torch.cuda.graph(...)`) block than the copy's.
+
+    `validate`: the device is a device only by its name, or its type is not
+    known from this file (`x.device`, a parameter `device`, `.to(0)`); the
+    data may be a tensor already on the device (a parameter without an
+    annotation: `pin_memory` raises for it); the result escapes the function
+    (returned, yielded, stored on `self`, in a container or a class instance,
+    captured by a nested function, or a module or class attribute), where the
+    reader's stream is unknown; it is read on another stream after a visible
+    `wait_stream`, `wait_event` or `synchronize`; the function switches
+    streams with `set_stream`; `.to(d, dtype)`, whose conversion moves from
+    the CPU to the GPU (out-of-range float-to-integer conversions differ).
+
+    Kept, with the reason: a copy to the CPU (nothing to gain) or from a
+    source on a device (a device to host copy must block); a target that is
+    not a device, or not CUDA; a source written or shared after the copy; a
+    read on another stream with no visible synchronisation (measured on an
+    H100: 20 of 20 trials read wrong values); `non_blocking=True` already from
+    pinned memory, `non_blocking=False` or `pin_memory=` written out (a
+    choice, kept as written); a result never read (the blocking copy may be
+    the point, as in a health probe); a list whose length is a runtime size
+    (`[f(i) for i in range(n)]`, `[0] * n`, `list(range(n))`) or above 1,024
+    elements: converting the list dominates, so pinning buys nothing; a copy
+    followed in the same function, loop body and stream by a wait on the host
+    (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `synchronize()`, or the
+    result read as a Python value: an f-string, `float()`, `if`, `assert`),
+    as in `torch.tensor([flag], device="cuda")`, an all-reduce, then
+    `.item()`: the host waits there for all queued work anyway, so the stall
+    only moves.
+
+    `non_blocking=True` on a copy from pageable memory gets advice: it still
+    waits for queued GPU work (a hidden synchronisation, vLLM #54660,
+    #51841); pin the source to make it asynchronous.
+
+    ## Known problems
+    Pinned memory is page-locked and scarce on some systems (WSL: vLLM guards
+    it with `is_pin_memory_available()`); the fix does not add such a guard.
+    Pinning a large tensor costs a host copy. Names are resolved within one
+    function, flow-insensitively. A callee that keeps its argument and reads
+    it later on another stream is not seen (classes and container methods
+    count as keeping it; other calls do not). `.pin_memory()` returns a
+    tensor that is already pinned as it is, so `torch.from_numpy(a)` over an
+    array that is itself a view of pinned memory is not copied, and a later
+    write to that array would race with the copy: not tracked. The rule does
+    not know the length of a list it cannot see, and says so.
+
+    ## Measured impact
+    Host time per call, median, on an H100 with torch 2.11 (docs/benchmarks.md):
+    with 5 ms of GPU work queued, every pageable form waited 4.8 ms or more,
+    and the pinned non-blocking form returned in 25-317 us for lists up to
+    1,024 elements and arrays up to 1 MiB. Idle, a 16-element list went 17 ->
+    14 us, a 1 MiB array 87 -> 33 us and a 64 MiB array 6.1 -> 0.85 ms, but a
+    1,024-element list got slower, 158 -> 236 us: pinning costs more than it
+    saves when the GPU is idle. A 65,536-element list took 9 ms either way.
+    The gain is the host stall removed when GPU work is queued, so a copy on a
+    per-step path is reported as high value, an ordinary call as medium and
+    set-up code as low.
+
+    ## References
+    - https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html
+    - https://pytorch.org/docs/stable/generated/torch.Tensor.pin_memory.html
+    - https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html
+    - vLLM #2207, #7172, #35480, #54660, #51841; vllm-ascend #4113
+    """
+
+    code = "OPT103"
+    name = "pinned-async-h2d"
+    summary = (
+        "torch.tensor(data).to(d) -> torch.tensor(data, pin_memory=True).to(d, non_blocking=True) where d is provably "
+        "CUDA and the result is read on the copy's stream"
+    )
+    language = "python"
+    default_tier = "safe"
+    tags = ("performance", "transfer")
+    # Every site is a move (`.to(`, `.cuda(`) or `torch.tensor(..., device=d)` with `d` provably CUDA, which
+    # takes a CUDA string in the file ("tensor(" is in three times as many files of NeMo).
+    trigger_words = (".to(", ".cuda(", '"cuda', "'cuda")
+
+    VALID = [
+        # OPT102's: the values need no host data, so create them on the device.
+        "import torch\ndef f(n):\n    return torch.zeros(n).cuda() + 1\n",
+        # Already pinned and asynchronous.
+        "import torch\ndef f(x):\n    return torch.tensor(x, pin_memory=True).to('cuda', non_blocking=True) * 2\n",
+        # A copy to the host: nothing to make asynchronous.
+        "import torch\ndef f(x):\n    return torch.tensor(x).to('cpu') * 2\n",
+        # Read on a side stream with no synchronisation: the read could overtake the copy.
+        "import torch\ndef f(x: list[int], s):\n    t = torch.tensor(x).cuda()\n    with torch.cuda.stream(s):\n"
+        "        y = t * 2\n    return y\n",
+        # The source is written after the copy.
+        "import torch\ndef f(x: list[int]):\n    t = torch.tensor(x)\n    y = t.cuda()\n    t[0] = 7\n    return y * t.sum()\n",
+        # Converting a list of runtime length dominates: nothing to gain.
+        "import torch\ndef f(n):\n    return torch.tensor([i * i for i in range(n)]).cuda() + 1\n",
+        # Not a CUDA device.
+        "import torch\ndef f(x: list[int]):\n    return torch.tensor(x).to('xpu') + 1\n",
+        # The result is never read: the blocking copy may be the point.
+        "import torch\ndef probe():\n    torch.tensor([1.0]).cuda()\n",
+    ]
+    INVALID = [
+        Example(
+            "import torch\ndef f(ids: list[int]):\n    t = torch.tensor(ids, dtype=torch.long).cuda()\n    return t.sum()\n",
+            "import torch\ndef f(ids: list[int]):\n    t = torch.tensor(ids, dtype=torch.long, pin_memory=True).cuda(non_blocking=True)\n"
+            "    return t.sum()\n",
+        ),
+        Example(
+            "import numpy as np\nimport torch\ndef f(a: np.ndarray):\n    return torch.from_numpy(a).to('cuda:0') * 2\n",
+            "import numpy as np\nimport torch\ndef f(a: np.ndarray):\n"
+            "    return torch.from_numpy(a).pin_memory().to('cuda:0', non_blocking=True) * 2\n",
+        ),
+        Example(
+            "import torch\ndef f(lens: list[int]):\n    d = torch.device('cuda')\n    t = torch.tensor(lens, device=d)\n"
+            "    return t.cumsum(0)\n",
+            "import torch\ndef f(lens: list[int]):\n    d = torch.device('cuda')\n"
+            "    t = torch.tensor(lens, pin_memory=True).to(d, non_blocking=True)\n    return t.cumsum(0)\n",
+        ),
+        Example(
+            "import torch\ndef f(rows, n):\n    table = torch.zeros(n, dtype=torch.int32)\n    table[: len(rows)] = 1\n"
+            "    return table.cuda().sum()\n",
+            "import torch\ndef f(rows, n):\n    table = torch.zeros(n, dtype=torch.int32, pin_memory=True)\n"
+            "    table[: len(rows)] = 1\n    return table.cuda(non_blocking=True).sum()\n",
+        ),
+        Example(
+            "import torch\ndef f(ids: list[int]):\n    return torch.tensor(ids).cuda()\n",
+            "import torch\ndef f(ids: list[int]):\n    return torch.tensor(ids, pin_memory=True).cuda(non_blocking=True)\n",
+            tier="validate",
+        ),
+    ]
+
+    @classmethod
+    def screen(cls, calls: CallIndex) -> bool:
+        """Only files with a copy `check` looks at (`needs`)."""
+        return bool(cls.needs(calls))
+
+    @classmethod
+    def needs(cls, calls: CallIndex) -> list[ast.AST]:
+        """The copies `check` judges: `<call>(...).to(...)` / `.cuda(...)` where the inner call is a torch
+        function or `pin_memory()`; `t.to(...)` where `t` is assigned a torch call or a `pin_memory()` call
+        somewhere in the module (`check` reads that assignment in the same function); and `tensor(...,
+        device=...)` through an import of torch. Everything `check` reads lies in the function holding the
+        copy (the source, the result's uses, the stream blocks) or at module level (device names).
+        """
+        found: list[ast.AST] = []
+        for move in calls.named("to", "cuda"):
+            if not isinstance(move.func, ast.Attribute):
+                continue
+            receiver = move.func.value
+            if isinstance(receiver, ast.Call):
+                if _may_construct(calls, receiver, _CHAINED_CONSTRUCTORS):
+                    found.append(move)
+            elif isinstance(receiver, ast.Name):
+                sources = [source for source in calls.calls_assigned(receiver.id)
+                           if _may_construct(calls, source, _NAMED_CONSTRUCTORS)]
+                if sources and _in_the_same_function(calls, move, sources):
+                    found.append(move)
+        cuda_names: dict[int, set[str]] = {}  # id(scope) -> the names an assignment there may make CUDA
+        for call in calls.named("tensor"):
+            device = next((keyword.value for keyword in call.keywords if keyword.arg == "device"), None)
+            if device is not None and calls.calls_torch(call) and _may_name_cuda(calls, call, device, cuda_names):
+                found.append(call)
+        return found
+
+    def check(self, module: PythonModule) -> Iterator[Finding]:
+        functions = _Functions(module)
+        for call in module.calls():
+            if move_method(call) is not None:
+                site = _move_site(module, call, functions)
+            elif _is_tensor_with_device(module, call):
+                site = _device_keyword_site(module, call, functions)
+            else:
+                site = None
+            if site is not None:
+                yield self._judge(module, site)
+
+    # -- the verdict ------------------------------------------------------------------------------
+
+    def _judge(self, module: PythonModule, site: "Site") -> Finding:
+        verdict = _verdict(module, site)
+        context = module.context(site.copy)
+        at = module.start(site.anchor)
+        if isinstance(verdict, Kept):
+            return self.keep(module, at, reason=verdict.reason, category=verdict.category, context=context)
+        if isinstance(verdict, Advice):
+            return self.advice(module, at, reason=verdict.reason, context=context, basis=HIDDEN_SYNC_BASIS)
+        edits = _edits(module, site)
+        if isinstance(edits, Kept):
+            return self.keep(module, at, reason=edits.reason, category=edits.category, context=context)
+        impact, basis = _impact(site, verdict.data, context)
+        start = min(module.span(site.anchor)[0], min(edit.start for edit in edits))
+        end = max(module.span(site.copy)[1], max(edit.end for edit in edits))
+        replacement = preview(module.source.text, start, end, edits)
+        reason = f"{_describe(module, site)}; " + "; ".join(verdict.proof)
+        return self.fix(module, at, reason=reason, tier=verdict.tier, edits=edits, context=context, impact=impact,
+                        basis=basis, replacement=replacement, proof=verdict.proof)
+
+
+# The last names of the constructors `_constructor` accepts, for the `ast` screen.
+_CHAINED_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "from_numpy"})
+_NAMED_CONSTRUCTORS = _CHAINED_CONSTRUCTORS | {name.rsplit(".", 1)[1] for name in _FILLED_FACTORIES}
+
+
+def _may_construct(calls: CallIndex, call: ast.Call, names: frozenset[str]) -> bool:
+    """`x.pin_memory()`, or a torch function of one of these names (through any import of torch)."""
+    name = callee_name(call)
+    return name == "pin_memory" or (name in names and calls.calls_torch(call))
+
+
+def _in_the_same_function(calls: CallIndex, move: ast.Call, sources: list[ast.Call]) -> bool:
+    """Whether one of `sources` lies in the outermost function holding `move` (`check` wants the binding there)."""
+    function = calls.outermost_function(move)
+    if function is None:
+        return False
+    first = min((d.lineno for d in function.decorator_list), default=function.lineno)
+    return any(first <= source.lineno <= function.end_lineno for source in sources)
+
+
+def _may_name_cuda(calls: CallIndex, call: ast.Call, device: ast.expr, cuda_names: dict[int, set[str]]) -> bool:
+    """Whether `device=` may be provably CUDA: a CUDA literal, or a name some assignment in the call's
+    function or at module level gives a CUDA literal or another name (`classify` needs one of those).
+    `cuda_names` caches those names by scope, for the other calls of the file."""
+    if _is_cuda_literal(device):
+        return True
+    if not isinstance(device, ast.Name):
+        return False
+    function = calls.outermost_function(call)
+    scopes = [(calls.tree, _module_statements(calls.tree.body))]
+    if function is not None:
+        scopes.append((function, ast.walk(function)))
+    for scope, nodes in scopes:
+        if id(scope) not in cuda_names:
+            cuda_names[id(scope)] = {name for node in nodes for name in _names_made_cuda(node)}
+        if device.id in cuda_names[id(scope)]:
+            return True
+    return False
+
+
+def _is_cuda_literal(node: ast.expr) -> bool:
+    """`"cuda:0"`, `f"cuda:{i}"`, `torch.device("cuda", i)`."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value.startswith("cuda")
+    if isinstance(node, ast.JoinedStr):
+        return bool(node.values) and _is_cuda_literal(node.values[0])
+    if isinstance(node, ast.Call) and callee_name(node) == "device" and node.args:
+        return _is_cuda_literal(node.args[0])
+    return False
+
+
+def _names_made_cuda(node: ast.AST) -> list[str]:
+    """The names an assignment binds when its value holds a CUDA literal or is a name; none for other nodes."""
+    if isinstance(node, ast.Assign):
+        targets, value = node.targets, node.value
+    elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+        targets, value = [node.target], node.value
+    else:
+        return []
+    if not (isinstance(value, ast.Name) or any(_is_cuda_literal(n) for n in ast.walk(value) if isinstance(n, ast.expr))):
+        return []
+    return [n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+def _module_statements(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The module's statements and everything in them, except inside functions and classes."""
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield from ast.walk(statement)
+
+
+class Kept(NamedTuple):
+    """Why a site is kept, and which kind of reason that is."""
+
+    reason: str
+    category: KeepCategory
+
+
+class Advice(NamedTuple):
+    reason: str
+
+
+class Proven(NamedTuple):
+    """A fix's tier, the proof of each obligation in order, and what the proof showed of the data."""
+
+    tier: Tier
+    proof: list[str]
+    data: "HostData | None"
+
+
+# -- what a site is -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """The host tensor that is copied: its constructor, and the local name it is bound to, if any."""
+
+    call: cst.Call  # torch.tensor(...), torch.from_numpy(...), x.pin_memory(), torch.zeros(...)
+    callee: str  # "torch.tensor", "torch.from_numpy", "pin_memory", "torch.zeros", ...
+    name: cst.Name | None = None  # the move's receiver, when the source is `t = constructor` in this function
+    statement: cst.SimpleStatementLine | None = None  # that assignment
+
+    @property
+    def pinned(self) -> bool:
+        pinned = keyword_arg(self.call, "pin_memory")
+        return self.callee == "pin_memory" or (pinned is not None and is_true(pinned.value))
+
+    @property
+    def pinned_at_the_move(self) -> bool:
+        """`.pin_memory()` is inserted at the move, copying the data into a fresh buffer (sharing constructors)."""
+        return not self.pinned and self.callee in _SHARING
+
+    @property
+    def named_buffer_is_pinned(self) -> bool:
+        """The bound tensor itself is (or becomes) the pinned source of the copy: nothing may write it after."""
+        return self.name is not None and not self.pinned_at_the_move
+
+
+@dataclass(frozen=True)
+class Site:
+    """A host-to-device copy: `source.to(...)` / `.cuda(...)`, or `torch.tensor(data, device=d)` (no move)."""
+
+    source: Source
+    copy: cst.Call  # the move, or the tensor call with `device=`
+    move: Move | None  # None for `torch.tensor(data, device=d)`
+    function: "_Function | None"  # the function holding the copy; None at module or class level
+
+    @property
+    def anchor(self) -> cst.CSTNode:
+        """Where the finding is reported: the constructor of a chained copy, else the copy."""
+        if self.move is None or self.source.name is None:
+            return self.source.call
+        return self.source.name
+
+
+def _move_site(module: PythonModule, move_call: cst.Call, functions: "_Functions") -> Site | None:
+    receiver = move_call.func.value
+    if isinstance(receiver, cst.Call):
+        source = _constructor(module, receiver, named=False)
+    elif isinstance(receiver, cst.Name):
+        source = _named_source(module, receiver, move_call)
+    else:
+        source = None
+    if source is None or _converts_only(module, move_call):
+        return None
+    return Site(source, move_call, parse_move(module, move_call), functions.around(move_call))
+
+
+def _constructor(module: PythonModule, call: cst.Call, named: bool) -> Source | None:
+    """The call as a host source this rule pins, else None. A bare CPU factory counts only when bound to a name."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "pin_memory" and not call.args:
+        return Source(call, "pin_memory")
+    if _last_name(call.func) not in (_NAMED_CONSTRUCTORS if named else _CHAINED_CONSTRUCTORS):
+        return None  # the names are resolved only for a callee that may be one
+    callee = factory_name(module, call) or torch_callee(module, call)
+    if callee in _DATA | _SHARING or (named and callee in _FILLED_FACTORIES):
+        return Source(call, callee)
+    return None
+
+
+def _named_source(module: PythonModule, receiver: cst.Name, move_call: cst.Call) -> Source | None:
+    """`t = constructor` bound once, in the function that copies `t`, before the copy."""
+    function = module.enclosing_function(move_call)
+    bindings = [b for b in module.bindings(receiver) or () if not _is_augmented(module, b)]
+    if function is None or len(bindings) != 1:
+        return None
+    (binding,) = bindings
+    if not (isinstance(binding, Assignment) and isinstance(binding.node, cst.Name)):
+        return None
+    if binding.scope is None or binding.scope.node is not function:
+        return None
+    statement, value = _single_assignment(module, binding.node)
+    if statement is None or not isinstance(value, cst.Call) or module.span(statement)[1] > module.span(move_call)[0]:
+        return None
+    found = _constructor(module, value, named=True)
+    if found is None:
+        return None
+    return Source(found.call, found.callee, receiver, statement)
+
+
+def _is_augmented(module: PythonModule, binding) -> bool:
+    """`t += v`: an in-place update of the tensor `t`, not a new value (its uses are judged as writes)."""
+    node = getattr(binding, "node", None)
+    parent = module.parent(node) if isinstance(node, cst.Name) else None
+    return isinstance(parent, cst.AugAssign) and parent.target is node
+
+
+def _single_assignment(module: PythonModule, target: cst.Name):
+    """(statement, value) of `target = value` / `target: T = value` alone on its line, else (None, None)."""
+    parent = module.parent(target)
+    if isinstance(parent, cst.AssignTarget):
+        assign = module.parent(parent)
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
+            return None, None
+    elif isinstance(parent, cst.AnnAssign) and parent.target is target and parent.value is not None:
+        assign = parent
+    else:
+        return None, None
+    statement = module.parent(assign)
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+        return statement, assign.value
+    return None, None
+
+
+def _converts_only(module: PythonModule, move_call: cst.Call) -> bool:
+    """`.to(dtype)`, `.to(memory_format=...)`, `.to(dtype=...)`: no device, so no copy to one."""
+    if move_method(move_call) != "to":
+        return False
+    positional = [arg.value for arg in move_call.args if arg.keyword is None and not arg.star]
+    if positional:
+        return classify(module, positional[0]).kind in (Kind.DTYPE, Kind.MEMORY_FORMAT)
+    return keyword_arg(move_call, "device") is None and not any(arg.star for arg in move_call.args)
+
+
+def _is_tensor_with_device(module: PythonModule, call: cst.Call) -> bool:
+    return keyword_arg(call, "device") is not None and factory_name(module, call) == "torch.tensor"
+
+
+def _device_keyword_site(module: PythonModule, call: cst.Call, functions: "_Functions") -> Site | None:
+    """`torch.tensor(data, device=d)` not itself moved (a move of it is judged as the move)."""
+    parent = module.parent(call)
+    if isinstance(parent, cst.Attribute) and parent.value is call and move_method(module.parent(parent) or call):
+        return None
+    value = classify(module, keyword_arg(call, "device").value)
+    if not (value.kind is Kind.DEVICE and value.device_type == "cuda" and value.proven):
+        return None  # the host, or a device not provably CUDA: nothing moves that this rule would pin
+    return Site(Source(call, "torch.tensor"), call, None, functions.around(call))
+
+
+class _Function:
+    """One function's nodes and the names read in it, walked once for all the sites in it."""
+
+    def __init__(self, module: PythonModule, node: cst.FunctionDef):
+        self.module = module
+        self.node = node
+
+    @cached_property
+    def nodes(self) -> list[cst.CSTNode]:
+        """Every node of the body, in source order."""
+        return list(walk(self.node.body))
+
+    # Exact types: libcst's node classes are final, and `type(...) is` skips isinstance's ABC machinery (a tenth
+    # of this rule's time on NeMo).
+    @cached_property
+    def calls(self) -> list[cst.Call]:
+        return [node for node in self.nodes if type(node) is cst.Call]
+
+    @cached_property
+    def may_wait(self) -> list[cst.CSTNode]:
+        """The nodes `_host_wait` looks at: calls, f-string parts and tests."""
+        return [node for node in self.nodes if type(node) in _MAY_WAIT]
+
+    @cached_property
+    def _reads(self) -> dict[str, list[cst.Name]]:
+        found: dict[str, list[cst.Name]] = {}
+        for node in self.nodes:
+            if type(node) is cst.Name and _reads_a_variable(self.module, node):
+                found.setdefault(node.value, []).append(node)
+        return found
+
+    def uses(self, name: str) -> list[cst.Name]:
+        """Every `name` that reads a variable (not a target, an attribute or a keyword), in source order."""
+        return self._reads.get(name, [])
+
+
+_MAY_WAIT = frozenset({cst.Call, cst.FormattedStringExpression, cst.If, cst.While, cst.Assert})
+
+
+class _Functions:
+    """The `_Function` of each function of one module, made on first use."""
+
+    def __init__(self, module: PythonModule):
+        self.module = module
+        self._made: dict[int, _Function] = {}
+
+    def around(self, node: cst.CSTNode) -> _Function | None:
+        function = self.module.enclosing_function(node)
+        if function is None:
+            return None
+        made = self._made.get(id(function))
+        if made is None:
+            made = self._made[id(function)] = _Function(self.module, function)
+        return made
+
+
+# -- the obligations ------------------------------------------------------------------------------------
+
+
+def _verdict(module: PythonModule, site: Site) -> Proven | Kept | Advice:
+    source = site.source
+    target = _target(module, site)
+    if isinstance(target, Kept):
+        return target
+    blocker = _source_blocker(module, site)
+    if blocker is not None:
+        return blocker
+    flag = _non_blocking_flag(module, site)
+    if flag is not None:
+        return flag
+    data = _data_verdict(module, source)
+    if isinstance(data, Kept):
+        return data
+    data_tier, data_proof, host_data = data
+    if source.named_buffer_is_pinned:
+        written = _written_after_copy(module, site)
+        if written is not None:
+            return written
+    readers = _Readers(module, site.function) if site.function is not None else None
+    if readers is not None:
+        readers.follow(site.copy)
+    consumers = _consumer_verdict(module, site, readers)
+    if isinstance(consumers, Kept):
+        return consumers
+    waits = _host_wait_after(module, site, readers)
+    if waits is not None:
+        return waits
+    proofs = [target, (data_tier, data_proof), consumers]
+    if source.named_buffer_is_pinned:
+        proofs.append((Tier.SAFE, f"`{source.name.value}` is written only before the copy and read only for metadata after it"))
+    if site.move is not None and site.move.dtype is not None:
+        proofs.append((Tier.VALIDATE, f"`.to(..., {module.text(site.move.dtype)})`: the dtype conversion moves from the "
+                                      "CPU to the GPU, where out-of-range float-to-integer conversions differ"))
+    tier = max((tier for tier, _ in proofs), key=lambda t: t.strictness)
+    return Proven(tier, [text for _, text in proofs], host_data)
+
+
+def _target(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept:
+    """Is the copy's target provably a CUDA device, and is the copy host to device?"""
+    move = site.move
+    if move is not None and move.blocker is not None:
+        return Kept(move.blocker, move.blocker_category)
+    source_device = _source_device(module, site.source) if move is not None else None
+    if move is not None and move.method == "cuda":
+        if source_device is not None:
+            return source_device
+        return Tier.SAFE, "`.cuda()` copies to a CUDA device"
+    device = move.device if move is not None else keyword_arg(site.copy, "device").value
+    value = classify(module, device)
+    text = module.text(device)
+    if value.kind is Kind.NONE:
+        return Kept("`.to(None)` moves nothing", KeepCategory.NOT_A_DEVICE)
+    if value.kind is Kind.DEVICE and value.device_type == "cpu":
+        if source_device is not None:
+            return Kept(f"a copy to the host (`{text}`) of a tensor created on a device: made non-blocking, the host "
+                        "could read the buffer before the copy lands", KeepCategory.DEVICE_TO_HOST)
+        return Kept(f"`{text}` is the host: the data stays where it is, nothing to gain", KeepCategory.NO_GAIN)
+    if source_device is not None:
+        return source_device
+    if value.kind is Kind.DEVICE and value.device_type not in (None, "cuda"):
+        return Kept(f"`{text}` names a `{value.device_type}` device: this rule pins memory for CUDA copies only",
+                    KeepCategory.NOT_CUDA)
+    if value.kind is Kind.DEVICE and value.device_type == "cuda" and value.proven:
+        return Tier.SAFE, f"`{text}` is a CUDA device: {value.evidence}"
+    if value.kind is Kind.INTEGER:
+        return Tier.VALIDATE, f"`{text}` is a device index ({value.evidence}): the current accelerator's, not provably CUDA"
+    return Tier.VALIDATE, f"`{text}` is not provably a CUDA device: {value.evidence}; `pin_memory=True` raises without CUDA"
+
+
+def _source_device(module: PythonModule, source: Source) -> Kept | None:
+    """Why the source may not be in host memory (a constructor with a `device=` other than the CPU), or None."""
+    if source.callee == "pin_memory":
+        return None
+    device = keyword_arg(source.call, "device")
+    if device is None:
+        return None
+    value = classify(module, device.value)
+    if value.kind is Kind.DEVICE and value.device_type == "cpu":
+        return None
+    return Kept(f"the source is created with `device={module.text(device.value)}`, not provably in host memory",
+                KeepCategory.DEVICE_MEMORY)
+
+
+def _source_blocker(module: PythonModule, site: Site) -> Kept | None:
+    """What in the constructor's own arguments forbids the edit."""
+    call = site.source.call
+    if any(arg.star == "**" for arg in call.args):
+        return Kept("`**kwargs` may already carry `pin_memory=` or `device=`", KeepCategory.OTHER)
+    pinned = keyword_arg(call, "pin_memory")
+    if pinned is not None and not is_true(pinned.value):
+        return Kept(f"`pin_memory={module.text(pinned.value)}` is written out: pinning is chosen, kept as written",
+                    KeepCategory.DELIBERATE)
+    if site.move is None:
+        requires_grad = keyword_arg(call, "requires_grad")
+        if requires_grad is not None and not _is_false(requires_grad.value):
+            return Kept("`requires_grad=`: with a move, the device copy would no longer be the leaf that receives "
+                        "`.grad`", KeepCategory.OTHER)
+        device = keyword_arg(call, "device").value
+        if any(isinstance(node, cst.Call) and not module.refers_to(node.func, DEVICE_CALLS) for node in walk(device)):
+            return Kept(f"`device={module.text(device)}` calls a function, which the move would call after the data is "
+                        "converted", KeepCategory.CANNOT_SPELL)
+    return None
+
+
+def _non_blocking_flag(module: PythonModule, site: Site) -> Kept | Advice | None:
+    """An existing `non_blocking=` decides: kept as written, or advice when it cannot work."""
+    if site.move is None:
+        return None
+    flag = _non_blocking_argument(site.copy, site.move.method)
+    if flag is None:
+        return None
+    if is_true(flag):
+        if site.source.pinned:
+            return Kept("already a non-blocking copy from pinned memory", KeepCategory.DELIBERATE)
+        return Advice("`non_blocking=True` from pageable memory still waits for queued GPU work (a hidden "
+                      "synchronisation): pin the source (`pin_memory=True`, `.pin_memory()`) to make the copy asynchronous")
+    if _is_false(flag):
+        return Kept("`non_blocking=False` is written out: a blocking copy is asked for, kept as written", KeepCategory.DELIBERATE)
+    return Kept(f"`non_blocking={module.text(flag)}` is chosen at run time: kept as written", KeepCategory.DELIBERATE)
+
+
+def _non_blocking_argument(call: cst.Call, method: str) -> cst.BaseExpression | None:
+    keyword = keyword_arg(call, "non_blocking")
+    if keyword is not None:
+        return keyword.value
+    positional = [arg.value for arg in call.args if arg.keyword is None]
+    index = 1 if method == "cuda" else 2  # `.cuda(device, non_blocking)`, `.to(device, dtype, non_blocking)`
+    return positional[index] if len(positional) > index else None
+
+
+# -- the host data -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostData:
+    """Data provably in host memory, and what this file shows of its size."""
+
+    evidence: str
+    array: bool = False  # a NumPy array: its size is not tracked
+    length: int | None = None  # the elements of a list whose length this file shows
+    runtime_length: str | None = None  # the runtime size that sets a list's length
+
+    @property
+    def large(self) -> bool:
+        return self.runtime_length is not None or (self.length is not None and self.length > MEASURED_LIST_LENGTH)
+
+
+def _data_verdict(module: PythonModule, source: Source) -> tuple[Tier, str, HostData | None] | Kept:
+    """Is the data in host memory, and small enough for pinning to pay?"""
+    if source.callee == "pin_memory":
+        return Tier.SAFE, "`.pin_memory()` is a pinned host buffer (it raises for anything else)", None
+    if source.callee == "torch.from_numpy":
+        return Tier.SAFE, "`torch.from_numpy` wraps a NumPy array: host memory", HostData("a NumPy array", array=True)
+    if source.callee in _FILLED_FACTORIES:
+        return Tier.SAFE, f"`{source.callee}` without `device=` makes a CPU tensor, filled on the host here", None
+    data = _data_argument(source.call)
+    found = _host_data(module, data, 0) if data is not None else None
+    if found is None:
+        spelled = module.text(data) if data is not None else "the data"
+        return Tier.VALIDATE, (f"`{spelled}` is not provably host data: a tensor already on a device would make "
+                               "`pin_memory` raise"), None
+    if found.large:
+        size = f"`{found.runtime_length}`" if found.runtime_length else f"{found.length:,}"
+        return Kept(f"a list of {size} elements ({found.evidence}): converting the list dominates, so pinning buys "
+                    "nothing (65,536 elements take 9 ms either way)", KeepCategory.NO_GAIN)
+    return Tier.SAFE, f"the data is host memory: {found.evidence}", found
+
+
+def _data_argument(call: cst.Call) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            return arg.value
+    keyword = keyword_arg(call, "data")
+    return keyword.value if keyword is not None else None
+
+
+def _host_data(module: PythonModule, node: cst.BaseExpression, depth: int) -> HostData | None:
+    """What shows that `node` is host data (a list, a number, a NumPy array), or None."""
+    if depth > 4:
+        return None
+    if isinstance(node, (cst.List, cst.Tuple)):
+        length = _display_length(node)
+        return HostData("a list display" if length is None else f"a list display of {length:,} elements", length=length)
+    if isinstance(node, (cst.Integer, cst.Float)) or (
+            isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float))):
+        return HostData("a Python number", length=1)
+    if isinstance(node, cst.ListComp):
+        return _comprehension(module, node)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        return _repeated_list(module, node)
+    if isinstance(node, cst.Call):
+        return _host_call(module, node)
+    if isinstance(node, cst.Name):
+        return _host_name(module, node, depth)
+    return None
+
+
+def _display_length(node: cst.List | cst.Tuple) -> int | None:
+    """Elements of a (nested) display, when no element hides its length."""
+    total = 0
+    for element in node.elements:
+        if isinstance(element, cst.StarredElement):
+            return None
+        if isinstance(element.value, (cst.List, cst.Tuple)):
+            inner = _display_length(element.value)
+            if inner is None:
+                return None
+            total += inner
+        else:
+            total += 1
+    return total
+
+
+def _comprehension(module: PythonModule, node: cst.ListComp) -> HostData:
+    length, runtime = 1, None
+    clause = node.for_in
+    while clause is not None:
+        counted = _range_length(module, clause.iter)
+        if counted is None:
+            if runtime is None:
+                return HostData(f"a list comprehension over `{module.text(clause.iter)}`, whose length is not known here")
+        elif isinstance(counted, str):
+            runtime = runtime or counted
+        else:
+            length *= counted
+        clause = clause.inner_for_in
+    if runtime is not None:
+        return HostData(f"a list comprehension over `range({runtime})`", runtime_length=runtime)
+    return HostData(f"a list comprehension of {length:,} elements", length=length)
+
+
+def _range_length(module: PythonModule, node: cst.BaseExpression) -> int | str | None:
+    """The length of `range(...)` (a number, or the runtime size as text), or None when `node` is not a range."""
+    if not (isinstance(node, cst.Call) and module.qualified_names(node.func) == {"builtins.range"}):
+        return None
+    bounds = [_integer(arg.value) for arg in node.args]
+    if node.args and all(bound is not None for bound in bounds) and len(bounds) <= 3:
+        return len(range(*bounds))
+    stop = node.args[0].value if len(node.args) == 1 else node.args[1].value if len(node.args) > 1 else node
+    return module.text(stop)
+
+
+def _integer(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+        return -int(node.expression.evaluated_value)
+    return None
+
+
+def _repeated_list(module: PythonModule, node: cst.BinaryOperation) -> HostData | None:
+    """`[v] * n` / `n * [v]`."""
+    for display, count in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(display, (cst.List, cst.Tuple)):
+            length, times = _display_length(display), _integer(count)
+            if times is not None:
+                return HostData("a repeated list display", length=None if length is None else length * times)
+            return HostData(f"a list repeated `{module.text(count)}` times", runtime_length=module.text(count))
+    return None
+
+
+def _host_call(module: PythonModule, call: cst.Call) -> HostData | None:
+    names = module.qualified_names(call.func)
+    if names in ({"builtins.list"}, {"builtins.tuple"}) and len(call.args) == 1:
+        counted = _range_length(module, call.args[0].value)
+        if isinstance(counted, str):
+            return HostData(f"a list of `range({counted})`", runtime_length=counted)
+        return HostData(f"`{module.text(call.func)}(...)` builds a Python list", length=counted)
+    if names == {"builtins.range"}:
+        counted = _range_length(module, call)
+        if isinstance(counted, str):
+            return HostData(f"`range({counted})`", runtime_length=counted)
+        return HostData("a range", length=counted)
+    if names == {"builtins.sorted"}:
+        return HostData("`sorted(...)` builds a Python list")
+    if len(names) == 1 and next(iter(names)).startswith("numpy."):
+        return HostData(f"`{module.text(call.func)}(...)` returns a NumPy array", array=True)
+    if isinstance(call.func, cst.Attribute) and not call.args:
+        method = call.func.attr.value
+        if method == "tolist":
+            return HostData("`.tolist()` returns a Python list")
+        if method == "numpy":
+            return HostData("`.numpy()` returns a NumPy array over host memory", array=True)
+    return None
+
+
+def _host_name(module: PythonModule, name: cst.Name, depth: int) -> HostData | None:
+    """A name every binding of which is host data (an assignment, or a parameter annotated as such)."""
+    bindings = module.bindings(name)
+    if not bindings:
+        return None
+    found = []
+    for binding in bindings:
+        if not isinstance(binding, Assignment):
+            return None
+        if isinstance(binding.node, cst.Param):
+            annotated = _annotated_host_data(module, binding.node)
+            if annotated is None:
+                return None
+            found.append(annotated)
+            continue
+        if not isinstance(binding.node, cst.Name):
+            return None
+        _, value = _single_assignment(module, binding.node)
+        data = _host_data(module, value, depth + 1) if value is not None else None
+        if data is None:
+            return None
+        found.append(data)
+    lengths = {data.length for data in found}
+    runtime = next((data.runtime_length for data in found if data.runtime_length), None)
+    evidence = "; ".join(dict.fromkeys(f"`{name.value}` is {data.evidence}" for data in found))
+    return HostData(evidence, all(data.array for data in found), lengths.pop() if len(lengths) == 1 else None, runtime)
+
+
+def _annotated_host_data(module: PythonModule, param: cst.Param) -> HostData | None:
+    if param.annotation is None:
+        return None
+    annotation = param.annotation.annotation
+    base = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+    names = module.qualified_names(base)
+    spelled = module.text(annotation)
+    if names & {"builtins.list", "builtins.tuple", "typing.List", "typing.Tuple"}:
+        return HostData(f"the parameter `{param.name.value}`, annotated `{spelled}`")
+    if names & {"numpy.ndarray", "numpy.typing.NDArray"}:
+        return HostData(f"the parameter `{param.name.value}`, annotated `{spelled}`", array=True)
+    return None
+
+
+# -- the source after the copy ----------------------------------------------------------------------------
+
+
+def _written_after_copy(module: PythonModule, site: Site) -> Kept | None:
+    """A named source that is the copy's pinned buffer: written in place before the copy, only asked for metadata after.
+
+    "After" is after the copy in the text, or anywhere in a loop that holds the copy but not the constructor
+    (the next iteration writes what this one's copy may still be reading). A CPU factory must be written
+    before the copy: otherwise its values need no host data, which is OPT102's business.
+    """
+    source = site.source
+    name = source.name.value
+    function = site.function.node
+    copy_end = module.span(site.copy)[1]
+    loop = _loop_around(module, site.copy, source.statement, function)
+    written_before = False
+    for use in site.function.uses(name):
+        if use is source.name:
+            continue
+        line, code = module.start(use)[0], _statement_text(module, use)
+        if module.enclosing(use, SCOPE_NODES) is not function:
+            return Kept(f"L{line}: `{name}` is captured by `{code}`, which may write it after the copy",
+                        KeepCategory.SOURCE_WRITTEN)
+        if _is_metadata_use(module, use) or isinstance(module.parent(use), cst.Del):
+            continue
+        after = module.span(use)[0] > copy_end or (loop is not None and _inside(module, use, loop))
+        if after:
+            return Kept(f"L{line}: `{code}` uses `{name}` after the copy is queued: a write there would race with the "
+                        "copy", KeepCategory.SOURCE_WRITTEN)
+        if not _is_in_place_write(module, use):
+            return Kept(f"L{line}: `{code}` may keep a reference to `{name}` that is written after the copy",
+                        KeepCategory.SOURCE_WRITTEN)
+        written_before = True
+    if source.callee in _FILLED_FACTORIES and not written_before:
+        return Kept(f"`{name}` is not filled on the host before the copy: create it on the device instead (OPT102)",
+                    KeepCategory.NO_GAIN)
+    return None
+
+
+def _reads_a_variable(module: PythonModule, node: cst.Name) -> bool:
+    """A name that reads a variable: not an attribute, a keyword, a parameter, a definition or a target."""
+    parent = module.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.attr is node:
+        return False
+    if isinstance(parent, (cst.Arg, cst.Param)) and (getattr(parent, "keyword", None) is node or
+                                                     getattr(parent, "name", None) is node):
+        return False
+    return not isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and not _is_target(module, node)
+
+
+def _is_target(module: PythonModule, name: cst.Name) -> bool:
+    """`name` is bound here: an assignment's target (also inside `a, b = ...`), a loop's, an `as` name's."""
+    node, parent = name, module.parent(name)
+    while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        node, parent = parent, module.parent(parent)
+    if isinstance(parent, (cst.AssignTarget, cst.AsName)):
+        return True
+    if isinstance(parent, (cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+        return parent.target is node
+    return False
+
+
+def _loop_around(module: PythonModule, node: cst.CSTNode, statement, function) -> cst.CSTNode | None:
+    """The outermost loop in `function` that holds `node` but not `statement`."""
+    found = None
+    for ancestor in module.ancestors(node):
+        if ancestor is function:
+            break
+        if isinstance(ancestor, LOOP_NODES) and not _inside(module, statement, ancestor):
+            found = ancestor
+    return found
+
+
+def _inside(module: PythonModule, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    start, end = module.span(node)
+    outer_start, outer_end = module.span(container)
+    return outer_start <= start and end <= outer_end
+
+
+def _is_metadata_use(module: PythonModule, use: cst.Name) -> bool:
+    """`t.shape`, `t.size()`, `len(t)` and the like: no values read or written."""
+    parent = module.parent(use)
+    if isinstance(parent, cst.Attribute) and parent.value is use:
+        attribute = parent.attr.value
+        if attribute in _METADATA_ATTRIBUTES:
+            return True
+        grand = module.parent(parent)
+        return attribute in _METADATA_METHODS and isinstance(grand, cst.Call) and grand.func is parent
+    if isinstance(parent, cst.Arg):
+        call = module.parent(parent)
+        return (isinstance(call, cst.Call) and len(call.args) == 1
+                and module.qualified_names(call.func) == {"builtins.len"})
+    return False
+
+
+def _is_in_place_write(module: PythonModule, use: cst.Name) -> bool:
+    """`t[...] = v`, `t += v`, or `t.fill_(...)` / `t[...].copy_(...)` as a statement of its own."""
+    node, parent = use, module.parent(use)
+    if isinstance(parent, cst.Subscript) and parent.value is node:
+        node, parent = parent, module.parent(parent)
+    if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AugAssign) and parent.target is node):
+        return True
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        method = parent.attr.value
+        call = module.parent(parent)
+        statement = module.parent(call) if isinstance(call, cst.Call) else None
+        return (method.endswith("_") and not method.startswith("_") and isinstance(call, cst.Call)
+                and call.func is parent and isinstance(statement, cst.Expr))
+    return False
+
+
+def _statement_text(module: PythonModule, node: cst.CSTNode) -> str:
+    """The text of the small statement holding `node`, on one line."""
+    for ancestor in (node, *module.ancestors(node)):
+        if isinstance(ancestor, cst.BaseSmallStatement) or isinstance(ancestor, cst.BaseCompoundStatement):
+            text = " ".join(module.text(ancestor).split())
+            return text if len(text) <= 80 else text[:77] + "..."
+    return module.text(node)
+
+
+# -- the readers of the copy --------------------------------------------------------------------------------
+
+
+def _consumer_verdict(module: PythonModule, site: Site, readers: "_Readers | None") -> tuple[Tier, str] | Kept:
+    """Is the result read only in this function, on the stream that was current at the copy?"""
+    function = site.function
+    if function is None or readers is None:
+        return Tier.VALIDATE, "at module or class level: the result is an attribute that any code may read on any stream"
+    copy_stream = _stream_block(module, site.copy, function.node)
+    if readers.discarded:
+        return Kept("the result is never read: the blocking copy may be the point (a probe that waits for the GPU)",
+                    KeepCategory.DISCARDED)
+    copy_end = module.span(site.copy)[1]
+    synchronised = []
+    for use in readers.reads:
+        block = _stream_block(module, use, function.node)
+        if block is copy_stream:
+            continue
+        line = module.start(use)[0]
+        where = f"inside `with {_with_items(module, block)}`" if block is not None else "outside the copy's stream block"
+        sync = _synchronisation_between(module, function, copy_end, module.span(use)[0])
+        if sync is None:
+            return Kept(f"L{line}: `{_statement_text(module, use)}` reads the result {where}, another stream, with no "
+                        "wait for the copy's stream in between: it could read before the copy lands",
+                        KeepCategory.OTHER_STREAM)
+        synchronised.append(f"L{line} reads it on another stream after `{sync}`")
+    if synchronised:
+        return Tier.VALIDATE, "; ".join(synchronised)
+    switch = _stream_switch(function)
+    if switch is not None:
+        return Tier.VALIDATE, f"L{module.start(switch)[0]}: the function switches streams with `{module.text(switch.func)}`"
+    if readers.escapes:
+        return Tier.VALIDATE, readers.escapes[0] + ": its readers' streams are unknown"
+    return Tier.SAFE, "the result is read only in this function, on the stream current at the copy"
+
+
+class _Readers:
+    """Where the copy's result flows in one function: through views and local names, to reads and escapes."""
+
+    def __init__(self, module: PythonModule, function: _Function):
+        self.module = module
+        self.function = function
+        self.reads: list[cst.CSTNode] = []  # the places the result (or a view, or a name bound to it) is used
+        self.escapes: list[str] = []  # why the result may be read outside this function
+        self.discarded = False
+        self.names: set[str] = set()  # the local names the result (or a view of it) is bound to
+        self._steps = 0
+
+    def follow(self, value: cst.BaseExpression, first: bool = True) -> None:
+        self._steps += 1
+        if self._steps > MAX_FLOW_STEPS:
+            self.escapes.append(f"`{self.module.text(value)}`: followed too far")
+            return
+        top = self._outermost_alias(value)
+        parent = self.module.parent(top)
+        if isinstance(parent, cst.Expr):
+            if first and top is value:
+                self.discarded = True
+            return
+        target = self._bound_name(top, parent)
+        if target is not None:
+            self._follow_name(target)
+            return
+        escape = self._escape(top, parent)
+        if escape is not None:
+            self.escapes.append(f"L{self.module.start(top)[0]}: {escape}")
+        elif isinstance(parent, cst.Arg) and self._kept_by_call(parent):
+            self.follow(self.module.parent(parent), first=False)
+
+    def _outermost_alias(self, node: cst.BaseExpression) -> cst.BaseExpression:
+        """Climb views of `node` (`.view(...)`, `[i]`, `.T`, `x if c else y`): whatever shares its memory."""
+        module = self.module
+        while True:
+            parent = module.parent(node)
+            if isinstance(parent, cst.Attribute) and parent.value is node:
+                grand = module.parent(parent)
+                if isinstance(grand, cst.Call) and grand.func is parent and parent.attr.value in _ALIASING_METHODS:
+                    node = grand
+                elif not isinstance(grand, cst.Call) and parent.attr.value in _ALIASING_ATTRIBUTES:
+                    node = parent
+                else:
+                    return node
+            elif isinstance(parent, cst.Subscript) and parent.value is node:
+                node = parent
+            elif isinstance(parent, cst.IfExp) and node is not parent.test:
+                node = parent
+            elif isinstance(parent, cst.BooleanOperation):
+                node = parent
+            elif isinstance(parent, cst.Arg) and self._aliasing_call(parent):
+                node = module.parent(parent)
+            else:
+                return node
+
+    def _aliasing_call(self, arg: cst.Arg) -> bool:
+        call = self.module.parent(arg)
+        return isinstance(call, cst.Call) and self.module.refers_to(call.func, _ALIASING_TORCH_FUNCTIONS) is not None
+
+    def _bound_name(self, top: cst.BaseExpression, parent: cst.CSTNode | None) -> cst.Name | None:
+        """The local name in `name = top`, `name: T = top`, `(name := top)` or `a, name = x, top`."""
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is top:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            return targets[0] if len(targets) == 1 and isinstance(targets[0], cst.Name) else None
+        if isinstance(parent, cst.NamedExpr) and parent.value is top:
+            return parent.target if isinstance(parent.target, cst.Name) else None
+        if isinstance(parent, cst.Element):
+            display = self.module.parent(parent)
+            assign = self.module.parent(display)
+            if (isinstance(display, (cst.Tuple, cst.List)) and isinstance(assign, cst.Assign) and assign.value is display
+                    and len(assign.targets) == 1 and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))):
+                targets = assign.targets[0].target.elements
+                index = next(i for i, element in enumerate(display.elements) if element is parent)
+                if len(targets) == len(display.elements) and not any(
+                        isinstance(e, cst.StarredElement) for e in (*targets, *display.elements)):
+                    target = targets[index].value
+                    return target if isinstance(target, cst.Name) else None
+        return None
+
+    def _follow_name(self, target: cst.Name) -> None:
+        name = target.value
+        if name in self.names:
+            return
+        self.names.add(name)
+        for use in self.function.uses(name):
+            if self.module.enclosing(use, SCOPE_NODES) is not self.function.node:
+                self.escapes.append(f"L{self.module.start(use)[0]}: `{name}` is captured by a nested function")
+                continue
+            self.reads.append(use)
+            self.follow(use, first=False)
+
+    def _escape(self, top: cst.BaseExpression, parent: cst.CSTNode | None) -> str | None:
+        """Why the value at `top` leaves the function, or None when it is read here."""
+        module = self.module
+        if isinstance(parent, cst.Return):
+            return "the result is returned"
+        if isinstance(parent, (cst.Yield, cst.Lambda)):
+            return "the result is yielded" if isinstance(parent, cst.Yield) else "the result is a lambda's value"
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is top:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            return f"the result is stored in `{module.text(targets[0])}`"
+        if isinstance(parent, (cst.Element, cst.DictElement, cst.StarredElement)):
+            display = module.parent(parent)
+            holder = module.parent(display)
+            if isinstance(holder, cst.Arg) and self._torch_call(module.parent(holder)):
+                return None  # `torch.cat([a, b])`: read at once
+            return f"the result is put in `{_shorten(module.text(display))}`"
+        if isinstance(parent, cst.Arg):
+            call = module.parent(parent)
+            method = _last_name(call.func) if isinstance(call, cst.Call) else ""
+            if method in _STORING_METHODS:
+                return f"the result is stored by `.{method}()`"
+            if method[:1].isupper():
+                return f"the result is passed to `{method}(...)`, which may keep it"
+        return None
+
+    def _kept_by_call(self, arg: cst.Arg) -> bool:
+        """A call that is not torch's may return its argument: follow the call's result too."""
+        call = self.module.parent(arg)
+        return isinstance(call, cst.Call) and not self._torch_call(call)
+
+    def _torch_call(self, call) -> bool:
+        return isinstance(call, cst.Call) and torch_callee(self.module, call) is not None
+
+
+def _last_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _host_wait_after(module: PythonModule, site: Site, readers: "_Readers | None") -> Kept | None:
+    """A wait for the GPU on the host after the copy, in the same function, loop body and stream: the stall moves there.
+
+    `torch.tensor([flag], device="cuda")`, an all-reduce, then `.item()` is the usual shape: the host waits for
+    all queued work at `.item()` whatever the copy does, so making the copy asynchronous buys nothing. A wait is
+    `.item()`, `.tolist()`, `.cpu()`, `.numpy()` or `synchronize()` on anything, or the result (or a name it is
+    bound to) read as a Python value: formatted in an f-string, converted by `float()`, `int()`, `bool()`,
+    `str()`, `print()`, or tested by `if`, `while`, `assert`.
+    """
+    if site.function is None or readers is None:
+        return None
+    function = site.function.node
+    copy_end = module.span(site.copy)[1]
+    stream, loop = _stream_block(module, site.copy, function), _innermost_loop(module, site.copy, function)
+    for node in site.function.may_wait:
+        if module.span(node)[1] <= copy_end:
+            continue
+        wait = _host_wait(module, node, readers.names)
+        if wait is None or module.span(wait)[0] < copy_end or module.enclosing(wait, SCOPE_NODES) is not function:
+            continue
+        if _stream_block(module, wait, function) is stream and _innermost_loop(module, wait, function) is loop:
+            return Kept(f"L{module.start(wait)[0]}: `{_shorten(module.text(wait))}` waits for the GPU on the host in "
+                        "this function anyway: the stall only moves there, nothing to gain", KeepCategory.NO_GAIN)
+    return None
+
+
+def _host_wait(module: PythonModule, node: cst.CSTNode, names: set[str]) -> cst.CSTNode | None:
+    """The part of `node` that makes the host wait for the GPU, if it does."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _HOST_WAITS:
+        return node.func.attr
+    if not names:
+        return None
+    if isinstance(node, cst.FormattedStringExpression) and _mentions_any(module, node.expression, names):
+        return node.expression
+    if isinstance(node, (cst.If, cst.While, cst.Assert)) and _mentions_any(module, node.test, names):
+        return node.test
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _HOST_CONVERSIONS:
+        if any(_mentions_any(module, arg.value, names) for arg in node.args) and \
+                module.qualified_names(node.func) == {f"builtins.{node.func.value}"}:
+            return node
+    return None
+
+
+def _mentions_any(module: PythonModule, node: cst.CSTNode, names: set[str]) -> bool:
+    for found in walk(node):
+        if isinstance(found, cst.Name) and found.value in names:
+            parent = module.parent(found)
+            if not (isinstance(parent, cst.Attribute) and parent.attr is found):
+                return True
+    return False
+
+
+def _innermost_loop(module: PythonModule, node: cst.CSTNode, function: cst.FunctionDef) -> cst.CSTNode | None:
+    for ancestor in module.ancestors(node):
+        if ancestor is function:
+            return None
+        if isinstance(ancestor, LOOP_NODES):
+            return ancestor
+    return None
+
+
+def _stream_block(module: PythonModule, node: cst.CSTNode, function: cst.FunctionDef) -> cst.With | None:
+    """The innermost `with` in `function` whose body holds `node` and whose item makes another stream current."""
+    child = node
+    for ancestor in module.ancestors(node):
+        if ancestor is function:
+            return None
+        if isinstance(ancestor, cst.With) and child is ancestor.body and any(_is_stream_item(i) for i in ancestor.items):
+            return ancestor
+        child = ancestor
+    return None
+
+
+def _is_stream_item(item: cst.WithItem) -> bool:
+    return isinstance(item.item, cst.Call) and _last_name(item.item.func) in _STREAM_CONTEXTS
+
+
+def _with_items(module: PythonModule, block: cst.With) -> str:
+    return ", ".join(module.text(item.item) for item in block.items)
+
+
+def _synchronisation_between(module: PythonModule, function: _Function, start: int, end: int) -> str | None:
+    for call in function.calls:
+        if _last_name(call.func) in _SYNCHRONISATIONS and start <= module.span(call)[0] < end:
+            return _shorten(module.text(call))
+    return None
+
+
+def _stream_switch(function: _Function) -> cst.Call | None:
+    return next((call for call in function.calls if _last_name(call.func) == "set_stream"), None)
+
+
+def _is_false(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
+
+
+# -- the edits ----------------------------------------------------------------------------------------------
+
+
+def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
+    """Pin the source and make the copy non-blocking: the one place this rule writes text.
+
+    `pin_memory=True` and `non_blocking=True` are appended as the last
+    argument of their call, after its last argument as OPT102 appends
+    `device=`; `.pin_memory()` follows the sharing constructor (chained) or
+    the name (at the move); `torch.tensor(data, device=d)` has its `device=d`
+    replaced by `pin_memory=True` and gains `.to(d, non_blocking=True)`.
+    """
+    source = site.source
+    edits = []
+    if site.move is None:
+        device = keyword_arg(site.copy, "device")
+        start, _ = module.span(device.keyword)
+        _, end = module.span(device.value)
+        edits.append(Edit(start, end, "pin_memory=True"))
+        _, call_end = module.span(site.copy)
+        edits.append(Edit(call_end, call_end, f".to({module.text(device.value)}, non_blocking=True)"))
+        return edits
+    if not source.pinned:
+        if source.pinned_at_the_move:
+            receiver = source.name if source.name is not None else source.call
+            _, end = module.span(receiver)
+            edits.append(Edit(end, end, ".pin_memory()"))
+        else:
+            edits.append(_appended_keyword(module, source.call, "pin_memory=True"))
+    edits.append(_appended_keyword(module, site.copy, "non_blocking=True"))
+    if any(isinstance(edit, Kept) for edit in edits):
+        return next(edit for edit in edits if isinstance(edit, Kept))
+    return edits
+
+
+def _appended_keyword(module: PythonModule, call: cst.Call, keyword: str) -> Edit | Kept:
+    if call.lpar:
+        return Kept("the call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
+    if call.args:
+        _, end = module.span(call.args[-1])  # the Arg's span leaves out its trailing comma
+        return Edit(end, end, f", {keyword}")
+    _, end = module.span(call)
+    return Edit(end - 1, end - 1, keyword)
+
+
+# -- what it buys ---------------------------------------------------------------------------------------------
+
+
+def _impact(site: Site, data: HostData | None, context: Context) -> tuple[Impact, str]:
+    if context is Context.ONCE:
+        return Impact.LOW, ONCE_BASIS
+    impact = Impact.HIGH if context is Context.HOT else Impact.MEDIUM
+    if site.source.pinned:
+        return impact, PINNED_BASIS
+    if data is not None and data.array:
+        return impact, ARRAY_BASIS
+    return impact, LIST_BASIS if data is not None and data.length is not None else UNKNOWN_LENGTH_BASIS
+
+
+def _describe(module: PythonModule, site: Site) -> str:
+    """What the copy does now, and what the fix changes."""
+    source = site.source
+    constructor = "`x.pin_memory()`" if source.callee == "pin_memory" else f"`{source.callee}(...)`"
+    if site.move is None:
+        return (f"{constructor} with `device=` converts the data in pageable host memory and copies it, which waits for "
+                "queued GPU work: pin the data and copy with `non_blocking=True`")
+    if source.name is not None:
+        copy = (f"`{source.name.value}` = {constructor} (L{module.start(source.statement)[0]}) then "
+                f"`{source.name.value}.{site.move.method}()`")
+    else:
+        copy = f"{constructor} then `.{site.move.method}()`"
+    if source.pinned:
+        return f"{copy}: a copy from pinned memory that still waits for queued GPU work: copy with `non_blocking=True`"
+    return f"{copy}: a copy from pageable host memory, which waits for queued GPU work: pin it and copy with `non_blocking=True`"
