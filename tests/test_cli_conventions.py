@@ -181,9 +181,9 @@ def test_output_file_takes_the_report_and_leaves_stdout_empty(example, tmp_path,
     assert result.returncode == 1 and result.stdout == ""
     text = report.read_text()
     if fmt == "json":
-        assert json.loads(text)["summary"]["fixable"] == 10
+        assert json.loads(text)["summary"]["fixable"] == 11
     else:
-        assert "Summary: 10 fixable" in text and "\x1b[" not in text
+        assert "Summary: 11 fixable" in text and "\x1b[" not in text
     missing = run_cli("check", str(example), "--output-file", str(tmp_path / "no" / "r.txt"))
     assert missing.returncode == 2 and "--output-file" in missing.stderr
 

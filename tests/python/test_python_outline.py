@@ -74,6 +74,7 @@ ELSEWHERE = {
         "OPT102", lambda node: isinstance(node.func.value, ast.Name),
         "import torch\n\nclass Runner:\n    def setup(self):\n        self.x = 1\n\n"
         "    def step(self, n):\n        t = torch.arange(n).view(-1, 1)\n        t = t.to('cuda')\n        return t\n",
+    ),
     "a copy whose source is built earlier in its method": (
         "OPT103", lambda node: True,
         "import torch\n\nclass Runner:\n    def setup(self):\n        self.x = 1\n\n"

@@ -284,7 +284,7 @@ def summary_headline(result: RunResult, options: ReportOptions, width: int) -> l
         counts.append(f"{result.suppressed} suppressed")
     if result.unused_suppressions and not options.verbose:
         counts.append(f"{len(result.unused_suppressions)} unused suppressions (-v lists them)")
-    files = f"{result.analysed} files analysed in {result.seconds:.2f} s"
+    files = f"{result.analysed} files analysed {together(f'in {result.seconds:.2f} s')}"
     if result.errors:
         files += f", {len(result.errors)} could not be analysed"
     counts = [together(count) for count in counts]  # each count on one line: "3 proposed (not applied)"
