@@ -16,28 +16,27 @@ from optpatch.analysis.torch_api import CONSTANT_FACTORIES, DEVICE_CALLS, is_tru
 from optpatch.analysis.torch_values import Kind, Move, classify, factory_name, move_method, parse_move, torch_callee
 
 LIST_BASIS = (
-    "removes a host stall, not copy time: with 5 ms of GPU work queued every pageable copy waited 4.8 ms or more, "
-    "the pinned non-blocking one returned in 25-317 us (lists up to 1,024 elements, arrays up to 1 MiB); idle, a "
-    "16-element list went 17 -> 14 us and a 1,024-element list 158 -> 236 us, slower pinned (H100, torch 2.11, "
-    "docs/benchmarks.md)"
+    "removes a host stall, not copy time: with 5 ms of GPU work queued a 16-element list's copy went 5,013 -> 24 us "
+    "and a 1,024-element list's 5,014 -> 170 us; idle, 17 -> 14 us and 157 -> 155 us, within run-to-run noise (H100, "
+    "torch 2.11, docs/benchmarks.md)"
 )
 UNKNOWN_LENGTH_BASIS = (
     LIST_BASIS + "; this list's length is not known here: the gain was measured up to 1,024 elements, and a "
     "65,536-element list costs 9 ms either way"
 )
 ARRAY_BASIS = (
-    "with 5 ms of GPU work queued every pageable copy waited 4.8 ms or more, the pinned non-blocking one returned in "
-    "25-317 us up to 1 MiB; idle, a 1 MiB array went 87 -> 33 us and a 64 MiB array 6.1 -> 0.85 ms (H100, torch 2.11, "
-    "docs/benchmarks.md); the array's size is not known here"
+    "with 5 ms of GPU work queued a 1 MiB array's copy went 5,045 -> 122 us and a 64 MiB array's 12.4 -> 1.5 ms; "
+    "idle, 94 -> 30 us and 7.41 -> 0.78 ms (H100, torch 2.11, docs/benchmarks.md); the array's size is not known here"
 )
 PINNED_BASIS = (
     "the source is already pinned, so only the wait goes: with 5 ms of GPU work queued a blocking copy returned after "
-    "4.8 ms or more, a non-blocking one from pinned memory in 25-317 us (H100, torch 2.11, docs/benchmarks.md)"
+    "5 ms or more, a non-blocking one from pinned memory in 24-170 us for up to 1,024 elements (H100, torch 2.11, "
+    "docs/benchmarks.md)"
 )
 ONCE_BASIS = "one-time copy (module level, __init__, set-up): a host stall removed once, not per step"
 HIDDEN_SYNC_BASIS = (
     "`non_blocking=True` from pageable memory still waits for queued GPU work (vLLM #54660, #51841; with 5 ms queued "
-    "every pageable form waited 4.8 ms or more, H100, docs/benchmarks.md)"
+    "every pageable form waited 5 ms or more, H100, docs/benchmarks.md)"
 )
 
 # Lists longer than this were not measured to gain (1,024 elements: yes, 65,536: 9 ms either way).
@@ -83,6 +82,10 @@ class PinnedAsyncH2D(Rule):
     - `torch.tensor(data, device=d)` where `d` is provably CUDA ->
       `torch.tensor(data, pin_memory=True).to(d, non_blocking=True)` (any
       other `device=` is left alone);
+    - where `data` is not provably Python data (a NumPy array, a tensor, or
+      unknown), `pin_memory=True` would raise ("Can't pin tensor constructed
+      from numpy", "... from a variable"), so the tensor is pinned by a copy
+      instead: `torch.tensor(a).pin_memory().to(d, non_blocking=True)`;
     - `torch.from_numpy(a).to(d)` and `torch.as_tensor(a).to(d)` ->
       `torch.from_numpy(a).pin_memory().to(d, non_blocking=True)` (they share
       the array's memory, so `.pin_memory()` copies it into a fresh pinned
@@ -193,12 +196,13 @@ class PinnedAsyncH2D(Rule):
 
     ## Measured impact
     Host time per call, median, on an H100 with torch 2.11 (docs/benchmarks.md):
-    with 5 ms of GPU work queued, every pageable form waited 4.8 ms or more,
-    and the pinned non-blocking form returned in 25-317 us for lists up to
-    1,024 elements and arrays up to 1 MiB. Idle, a 16-element list went 17 ->
-    14 us, a 1 MiB array 87 -> 33 us and a 64 MiB array 6.1 -> 0.85 ms, but a
-    1,024-element list got slower, 158 -> 236 us: pinning costs more than it
-    saves when the GPU is idle. A 65,536-element list took 9 ms either way.
+    with 5 ms of GPU work queued, every pageable form waited 5 ms or more,
+    and the pinned non-blocking form returned in 24-170 us for lists up to
+    1,024 elements and in 122 us for a 1 MiB array. Idle, a 16-element list
+    went 17 -> 14 us, a 1 MiB array 94 -> 30 us and a 64 MiB array 7.41 ->
+    0.78 ms; a 1,024-element list gained nothing (157 -> 155 us; an earlier
+    run had it slower pinned, 158 -> 236 us). A 65,536-element list took
+    9.5 ms either way.
     The gain is the host stall removed when GPU work is queued, so a copy on a
     per-step path is reported as high value, an ordinary call as medium and
     set-up code as low.
@@ -441,6 +445,9 @@ class Source:
     callee: str  # "torch.tensor", "torch.from_numpy", "pin_memory", "torch.zeros", ...
     name: cst.Name | None = None  # the move's receiver, when the source is `t = constructor` in this function
     statement: cst.SimpleStatementLine | None = None  # that assignment
+    # `torch.tensor(data, pin_memory=True)` raises for a NumPy array ("Can't pin tensor constructed from numpy")
+    # and for a tensor ("... from a variable"): the keyword goes in only where the data is provably Python data.
+    keyword_pins: bool = True
 
     @property
     def pinned(self) -> bool:
@@ -449,8 +456,9 @@ class Source:
 
     @property
     def pinned_at_the_move(self) -> bool:
-        """`.pin_memory()` is inserted at the move, copying the data into a fresh buffer (sharing constructors)."""
-        return not self.pinned and self.callee in _SHARING
+        """`.pin_memory()` is inserted at the move, copying the data into a fresh buffer (sharing constructors, and
+        `torch.tensor` over data that may be an array or a tensor)."""
+        return not self.pinned and (self.callee in _SHARING or not self.keyword_pins)
 
     @property
     def named_buffer_is_pinned(self) -> bool:
@@ -495,9 +503,18 @@ def _constructor(module: PythonModule, call: cst.Call, named: bool) -> Source | 
     if _last_name(call.func) not in (_NAMED_CONSTRUCTORS if named else _CHAINED_CONSTRUCTORS):
         return None  # the names are resolved only for a callee that may be one
     callee = factory_name(module, call) or torch_callee(module, call)
-    if callee in _DATA | _SHARING or (named and callee in _FILLED_FACTORIES):
+    if callee in _DATA:
+        return Source(call, callee, keyword_pins=_takes_pin_keyword(module, call))
+    if callee in _SHARING or (named and callee in _FILLED_FACTORIES):
         return Source(call, callee)
     return None
+
+
+def _takes_pin_keyword(module: PythonModule, call: cst.Call) -> bool:
+    """Whether `torch.tensor(data, pin_memory=True)` works: the data is Python data, never an array or a tensor."""
+    data = _data_argument(call)
+    found = _host_data(module, data, 0) if data is not None else None
+    return found is not None and not found.array
 
 
 def _named_source(module: PythonModule, receiver: cst.Name, move_call: cst.Call) -> Source | None:
@@ -517,7 +534,7 @@ def _named_source(module: PythonModule, receiver: cst.Name, move_call: cst.Call)
     found = _constructor(module, value, named=True)
     if found is None:
         return None
-    return Source(found.call, found.callee, receiver, statement)
+    return Source(found.call, found.callee, receiver, statement, found.keyword_pins)
 
 
 def _is_augmented(module: PythonModule, binding) -> bool:
@@ -566,7 +583,8 @@ def _device_keyword_site(module: PythonModule, call: cst.Call, functions: "_Func
     value = classify(module, keyword_arg(call, "device").value)
     if not (value.kind is Kind.DEVICE and value.device_type == "cuda" and value.proven):
         return None  # the host, or a device not provably CUDA: nothing moves that this rule would pin
-    return Site(Source(call, "torch.tensor"), call, None, functions.around(call))
+    return Site(Source(call, "torch.tensor", keyword_pins=_takes_pin_keyword(module, call)), call, None,
+                functions.around(call))
 
 
 class _Function:
@@ -1363,11 +1381,21 @@ def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
     edits = []
     if site.move is None:
         device = keyword_arg(site.copy, "device")
-        start, _ = module.span(device.keyword)
         _, end = module.span(device.value)
-        edits.append(Edit(start, end, "pin_memory=True"))
         _, call_end = module.span(site.copy)
-        edits.append(Edit(call_end, call_end, f".to({module.text(device.value)}, non_blocking=True)"))
+        if source.keyword_pins:
+            start, _ = module.span(device.keyword)
+            edits.append(Edit(start, end, "pin_memory=True"))
+            pin = ""
+        else:  # the argument goes, with the comma before it: the data comes first, so one precedes it
+            index = next(i for i, arg in enumerate(site.copy.args) if arg is device)
+            if index == 0:
+                return Kept("`device=` is the call's first argument: removing it would leave the call's layout to "
+                            "guess", KeepCategory.CANNOT_SPELL)
+            _, start = module.span(site.copy.args[index - 1])
+            edits.append(Edit(start, end, ""))
+            pin = ".pin_memory()"
+        edits.append(Edit(call_end, call_end, f"{pin}.to({module.text(device.value)}, non_blocking=True)"))
         return edits
     if not source.pinned:
         if source.pinned_at_the_move:

@@ -235,6 +235,8 @@ class CudaOnCpu(TorchFunctionMode):
         if func is torch.Tensor.is_pinned:
             return is_emulated_pinned(args[0])
         pinned = bool(kwargs.pop("pin_memory", False))
+        if pinned and func is torch.tensor:
+            _check_pinnable_data(args[0] if args else kwargs.get("data"))
         device = _cuda_device(kwargs.get("device"))
         if device is not None:
             kwargs["device"] = "cpu"
@@ -337,3 +339,13 @@ def _patched(owner, name: str, value):
             delattr(owner, name)
         else:
             setattr(owner, name, previous)
+
+
+def _check_pinnable_data(data) -> None:
+    """What `torch.tensor(data, pin_memory=True)` checks before it allocates (torch/csrc/utils/tensor_new.cpp)."""
+    import numpy
+
+    if isinstance(data, torch.Tensor):
+        raise RuntimeError("Can't pin tensor constructed from a variable")
+    if isinstance(data, numpy.ndarray):
+        raise RuntimeError("Can't pin tensor constructed from numpy")
