@@ -19,6 +19,7 @@ from optpatch.analysis.torch_api import (
     exact_in,
     keyword_arg,
 )
+from optpatch.analysis.tensor_subclasses import receiver_caution
 from optpatch.analysis.torch_values import Kind, Move, classify, factory_name, move_method, on_cpu, parse_move, torch_callee
 
 DEVICE_BASIS = (
@@ -352,7 +353,7 @@ class CreateOnDevice(Rule):
         if site.callee in DATA_FACTORIES:
             return self._advice(module, site)
         tier, reasons = device.tier, [device.reason]
-        for check in (_dtype_merge, _value_tier, _autograd_tier):
+        for check in (_dtype_merge, _value_tier, _autograd_tier, _subclass_tier):
             outcome = check(module, site)
             if isinstance(outcome, Kept):
                 return self._keep(module, site, outcome)
@@ -550,6 +551,15 @@ def _value_tier(module: PythonModule, site: Site):
     if callee == "torch.from_numpy":
         return Tier.VALIDATE, "`as_tensor` also accepts what `from_numpy` rejects (lists, scalars), so a failure would pass silently"
     return None
+
+
+def _subclass_tier(module: PythonModule, site: Site):
+    """`*_like(x).to(d)`: a tensor subclass with a dispatch hook, defined in this file or a project module it
+    imports, may implement the factory without `device=` and not with it (analysis/tensor_subclasses.py)."""
+    if site.callee not in LIKE_FACTORIES:
+        return None
+    caution = receiver_caution(module, f"`{site.callee.rpartition('.')[2]}` as called here")
+    return (Tier.VALIDATE, caution) if caution is not None else None
 
 
 def _fractional_arange_argument(module: PythonModule, call: cst.Call) -> str | None:
