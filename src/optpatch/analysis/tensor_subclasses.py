@@ -86,7 +86,7 @@ def _find(module: PythonModule) -> tuple[DispatchSubclass, ...]:
     found: list[DispatchSubclass] = []
     if _HOOK_TEXT.search(source.text):
         found += _classes_in(tree, source.rel)
-    if tree is None:
+    if tree is None or source.path is None:
         return tuple(found)
     root = _root_of(source.path, source.rel)
     if root is None:
