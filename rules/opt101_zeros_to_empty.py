@@ -66,15 +66,40 @@ class ZerosToEmpty(Rule):
     Replace `torch.zeros` with `torch.empty` where every element is provably overwritten before it is read.
 
     ## What it does
-    Finds `torch.zeros(...)`, `torch.zeros_like(x)` and `t.new_zeros(...)` whose
-    result is bound to a fresh local name, and follows every control-flow path
-    from the allocation to the first statement that touches the values. When
-    that statement overwrites all of them on every path (`copy_`, `fill_`,
-    `zero_`, the random fills, `x[...] = v` / `x[:] = v`, `out=` of an op that
-    writes its whole output, or a plain reassignment), with only metadata uses
-    (`x.shape`, `x.size()`, `x.dtype`, `x.device`, `x.dim()`, `x.numel()`,
-    `len(x)`) before it, the zero fill is dead and is removed by allocating
-    with `empty` instead. Every other argument is kept.
+    Finds `torch.zeros(...)`, `torch.zeros_like(x)` and `t.new_zeros(...)`
+    (and `torch.full(size, 0)`, `torch.full_like(x, 0)`, `t.new_full(size,
+    0)`, which are zeros too) whose result is bound to a fresh local name,
+    or wrapped in `nn.Parameter(...)`, or assigned to `self.<name>` in
+    `__init__`, and follows every control-flow path from the allocation to
+    the first statement that touches the values. When every path overwrites
+    all of them before any read, the zero fill is dead and is removed by
+    allocating with `empty` instead; every other argument is kept (a `full`
+    loses its fill, and where that fill chose the dtype, `dtype=torch.int64`
+    or `torch.bool` says it instead).
+
+    A full overwrite is: `copy_`, `fill_`, `zero_` or a random fill; `x[...] =
+    v` or `x[:] = v`; `out=` of an operator that PyTorch's own schemas list
+    with an `out` overload (analysis/out_ops.json: reductions with `dim`,
+    `argmax`, `topk`/`sort`/`max(dim)` tuple outs, ...), whatever the dtype;
+    a `torch.nn.init` function (`normal_`, `kaiming_uniform_`, `xavier_*`,
+    `trunc_normal_`, `orthogonal_`, `constant_`, `zeros_`, ...); any of these
+    through a view of the whole buffer (`x.view(s)`, `x.t()`, `x.data`, and
+    `x.reshape(-1)` or `x.flatten()` of contiguous memory); partial writes on
+    one straight line of code whose regions together cover the tensor along
+    one dimension (`x[:, :h] = a` then `x[:, h:] = b`, `x[:, 0::2]` and
+    `x[:, 1::2]`, `x[..., 0]`, `x[..., 1]`, `x[..., 2]` of a size-3 dimension,
+    the targets of one tuple assignment); a loop `for i in range(n): x[i] =
+    v` whose `n` is the size of the dimension it indexes (the allocation's
+    own size expression, `x.shape[k]`, `len(x)`), so that a loop that runs
+    zero times leaves nothing unwritten: the tensor is then empty. Before the
+    write only metadata is used: `x.shape`, `x.size()`, `x.dtype`,
+    `x.device`, `x.dim()`, `x.numel()`, `len(x)`, `isinstance(x, ...)`, the
+    template of `torch.empty_like(x)` and the other `*_like` factories, the
+    receiver of `x.new_empty(...)` and the other `new_*` constructors.
+
+    An allocation whose value nothing reads at all (a discarded result, `_ =
+    t.new_zeros(n)`, a name reassigned or deleted first) is advice, not a
+    fix: it is dead code, or there for a side effect of the call.
 
     ## Why is this bad
     `torch.zeros` is `torch.empty` plus a fill: on CUDA one more kernel launch
@@ -98,34 +123,52 @@ class ZerosToEmpty(Rule):
     ```
 
     ## Fix safety
-    `safe` only with a proof: the allocation is bound to a local name, and on
-    every path the first use of its values is a full overwrite. A blocking use
-    keeps the site: a call that receives the tensor, a view or slice of it,
-    an in-place read-modify-write (`+=`, `add_`, `index_add_`,
-    `scatter_add_`), a partial or masked write, `return`/`yield`, storing it
-    in an attribute or container, a write in only one branch, a write inside
-    a loop (it may run zero times), a closure that captures it, `locals()`,
+    `safe` only with a proof: on every path the first use of the values is a
+    full overwrite. A blocking use keeps the site: a call that receives the
+    tensor, a view or slice of it that is kept, an in-place
+    read-modify-write (`+=`, `add_`, `index_add_`, `scatter_add_`), a partial
+    or masked write that later writes do not complete, `return`/`yield`,
+    storing it in an attribute or container, a write in only one branch, a
+    write inside a loop that may run zero times (unless the loop runs over
+    the dimension's own size), a closure that captures it, `locals()`,
     `eval` and frame access, or a read on an exception path. Every path
     counts: `break`/`continue` (also from a `finally`), the next iteration
     (its `while` test included), a loop `else` that `break` skips, and an
     exception raised before the write that a handler catches and falls
     through, or that a `with` may suppress (only context managers known to
     re-raise, such as `torch.no_grad()`, make a `with` straight-line code).
-    Module-level and class-level names are not local and are always kept.
-    `optpatch explain FILE:LINE` prints the proof or the blocking use.
+    Bounds compared between writes must keep their value: a name rebound, or
+    (for `len(a)`, `cfg.h`) passed to a call or called a method on in
+    between, ends the proof. Module-level and class-level names are not
+    local and are always kept. `self.<name>` is followed only in `__init__`,
+    where until it returns nothing else holds the object; a method called on
+    `self`, `self` passed on or `super()` before the write count as reads,
+    and so does reaching the end of `__init__` unwritten. `optpatch explain
+    FILE:LINE` prints the proof or the blocking use.
 
-    `validate`: a buffer stored on `self` that the class fills with a full or
-    prefix `copy_`, and a local buffer whose every use is a prefix slice that
-    is copied into before it is read. Neither can be proven statically (other
-    methods may read the tail); they are applied only when a validation run
-    (tests with uninitialised memory poisoned) passes with them.
+    Never a fix inside a block that expects or swallows an exception
+    (`pytest.raises`, `self.assertRaises*`, `assertWarns*`,
+    `contextlib.suppress`, a `try` whose handler may catch it): `zeros` and
+    `empty` may raise differently, and there the exception is the
+    behaviour. These are kept as "inside an exception check".
+
+    `validate`: `new_zeros`, `zeros_like` and their `full` forms where the
+    scanned file, or a module of the project it imports, defines a class
+    with `__torch_dispatch__` or `__torch_function__` (a tensor subclass may
+    implement `new_zeros` and not `new_empty`); a buffer stored on `self`
+    that the class fills with a full or prefix `copy_` in another method;
+    and a local buffer whose every use is a prefix slice that is copied into
+    before it is read. None can be proven statically; they are applied only
+    when a validation run (tests with uninitialised memory poisoned) passes
+    with them.
 
     Always kept, and said so: padded or tiled buffers (a size from
     `round_up`, `cdiv`, ...), integer index or id tensors (token ids,
     positions, slot tables), dummy inputs for CUDA-graph capture, buffers in
     test functions (compared against a zero reference), and any site whose
     proof fails. These are never proposed for validation; a static proof of
-    a full overwrite still applies to them, since it covers the padding too.
+    a full overwrite still applies to them, since it leaves no element
+    unwritten, padding and garbage indices included.
 
     ## Known problems
     Names are resolved within one file: a `zeros` re-exported by another
@@ -136,18 +179,30 @@ class ZerosToEmpty(Rule):
     bare name, the site is kept. A file that defines its own `new_zeros`
     method has its `.new_zeros(...)` calls left alone (the receiver may not
     be a tensor). Context managers outside the known list are assumed to
-    possibly suppress exceptions, which keeps some safe sites.
+    possibly suppress exceptions, which keeps some safe sites. Partial
+    writes combine only on one straight line of one block, along one
+    dimension; a loop proof needs the write to be the loop body's only use
+    of the tensor; nested loops over two dimensions are not combined. A
+    property of a base class named like a `self` attribute is not seen. The
+    modules searched for tensor subclasses are those the file imports
+    directly, found as Python would inside the scanned root; a module that
+    appears later at a path that was missing is noticed only when the file
+    itself changes; `torch.zeros(n)` with no tensor argument is not made
+    validate tier by a subclass (only a dispatch mode would see it, and
+    modes are not tracked).
 
     ## Measured impact
     Measured by `benchmarks/gpu_impact.py` on an H100 (torch 2.11, CUDA 13.0;
     docs/benchmarks.md): host time per call 7.5-8.6 us -> 2.3-2.4 us at any
     size; GPU time 14.0 -> 8.6 us at 1 MiB, 28.8 -> 8.6 us at 64 MiB, 334.7 ->
     8.5 us at 1 GiB. Pinned host buffers in steady state: 2.8 -> 1.5 us at
-    64 KiB, 358 -> 2.1 us at 64 MiB. RULES.md's figures (~6-10 us of CPU plus
-    the memset, 328 us at 1 GiB) agree. On the CPU (`benchmarks/alloc_cpu.py`,
-    2-core EPYC, torch 2.13): 0.5 us at 64 KiB, 8 us at 1 MiB. One-time
-    allocations (`__init__`, module level, set-up) gain nothing measurable and
-    are reported as low value.
+    64 KiB, 358 -> 2.1 us at 64 MiB. On the CPU (`benchmarks/alloc_cpu.py`,
+    2-core EPYC, torch 2.13): 0.13 us at 1 KiB, 0.5 us at 64 KiB, 8 us at
+    1 MiB. Each finding's impact class follows its device and, when the call
+    spells every size, its bytes: below 1 MiB on CUDA (or 64 KiB pinned, or
+    1 MiB on the CPU) it is low, from 64 MiB high, and its basis quotes the
+    figure for that size. One-time allocations (`__init__`, module level,
+    set-up) gain nothing measurable and are reported as low value.
 
     ## References
     - vLLM #26680, #42988, ray #56882, FBGEMM #6257: kept changes of this kind.
@@ -155,6 +210,7 @@ class ZerosToEmpty(Rule):
       #2048; transformers #45050, #48205; FBGEMM #5754: reverted or refused
       ones, which this rule's proof obligation is designed to reject.
     - https://pytorch.org/docs/stable/generated/torch.empty.html
+    - https://pytorch.org/docs/stable/nn.init.html
     """
 
     code = "OPT101"
@@ -187,6 +243,18 @@ class ZerosToEmpty(Rule):
         # `break` skips the write; the zeros leave the loop.
         "import torch\ndef f(n, y, c):\n    for _ in range(2):\n        x = torch.zeros(n)\n        if c:\n"
         "            break\n        x.copy_(y)\n    return x\n",
+        # Partial writes with a gap: x[h] is never written.
+        "import torch\ndef f(a, b, h):\n    x = torch.zeros(8)\n    x[:h] = a\n    x[h + 1:] = b\n    return x\n",
+        # A loop over fewer indices than the dimension has.
+        "import torch\ndef f(n, m, v):\n    x = torch.zeros(n, 2)\n    for i in range(m):\n        x[i] = v\n    return x\n",
+        # Expected to raise: `zeros` and `empty` may raise differently.
+        "import pytest, torch\ndef test_f(t, y):\n    with pytest.raises(NotImplementedError):\n"
+        "        x = t.new_zeros(3)\n        x.copy_(y)\n",
+        # Nothing reads it: advice, not a fix.
+        "import torch\ndef f(t):\n    _ = t.new_zeros(3)\n    return t\n",
+        # A zero-initialised parameter that nothing initialises: its zeros are the point.
+        "import torch.nn as nn, torch\nclass Gate(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.gate = nn.Parameter(torch.zeros(1))\n",
     ]
     INVALID = [
         Example(
@@ -204,6 +272,24 @@ class ZerosToEmpty(Rule):
         Example(
             "import torch\ndef f(y, c):\n    x = y.new_zeros(y.shape)\n    if c:\n        x.fill_(1)\n    else:\n        x.copy_(y)\n    return x\n",
             "import torch\ndef f(y, c):\n    x = y.new_empty(y.shape)\n    if c:\n        x.fill_(1)\n    else:\n        x.copy_(y)\n    return x\n",
+        ),
+        Example(
+            "import torch\ndef f(a, b, h):\n    x = torch.zeros(4, 8)\n    x[:, :h], x[:, h:] = a, b\n    return x\n",
+            "import torch\ndef f(a, b, h):\n    x = torch.empty(4, 8)\n    x[:, :h], x[:, h:] = a, b\n    return x\n",
+        ),
+        Example(
+            "import torch\ndef f(rows):\n    x = torch.zeros(len(rows), 3)\n    for i in range(len(rows)):\n        x[i] = rows[i]\n    return x\n",
+            "import torch\ndef f(rows):\n    x = torch.empty(len(rows), 3)\n    for i in range(len(rows)):\n        x[i] = rows[i]\n    return x\n",
+        ),
+        Example(
+            "import torch\nfrom torch import nn\nclass P(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.zeros(n, n))\n        nn.init.xavier_uniform_(self.w)\n",
+            "import torch\nfrom torch import nn\nclass P(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.empty(n, n))\n        nn.init.xavier_uniform_(self.w)\n",
+        ),
+        Example(
+            "import torch\ndef f(s):\n    i = torch.full((s.shape[0],), 0)\n    torch.argmax(s, dim=1, out=i)\n    return i\n",
+            "import torch\ndef f(s):\n    i = torch.empty((s.shape[0],), dtype=torch.int64)\n    torch.argmax(s, dim=1, out=i)\n    return i\n",
         ),
     ]
 
