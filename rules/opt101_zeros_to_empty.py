@@ -90,8 +90,10 @@ class ZerosToEmpty(Rule):
     `x[:, 1::2]`, `x[..., 0]`, `x[..., 1]`, `x[..., 2]` of a size-3 dimension,
     the targets of one tuple assignment); a loop `for i in range(n): x[i] =
     v` whose `n` is the size of the dimension it indexes (the allocation's
-    own size expression, `x.shape[k]`, `len(x)`), so that a loop that runs
-    zero times leaves nothing unwritten: the tensor is then empty. Before the
+    own size expression, `x.shape[k]`, `len(x)`; `for i, r in
+    enumerate(rows)` over `len(rows)`; a nest of such loops writing `x[i, :,
+    j]`), so that a loop that runs zero times leaves nothing unwritten: the
+    tensor is then empty. Before the
     write only metadata is used: `x.shape`, `x.size()`, `x.dtype`,
     `x.device`, `x.dim()`, `x.numel()`, `len(x)`, `isinstance(x, ...)`, the
     template of `torch.empty_like(x)` and the other `*_like` factories, the
@@ -181,8 +183,10 @@ class ZerosToEmpty(Rule):
     be a tensor). Context managers outside the known list are assumed to
     possibly suppress exceptions, which keeps some safe sites. Partial
     writes combine only on one straight line of one block, along one
-    dimension; a loop proof needs the write to be the loop body's only use
-    of the tensor; nested loops over two dimensions are not combined. A
+    dimension; a loop proof needs the write to be the innermost body's only
+    use of the tensor, apart from reading back the element it wrote. A loop
+    over `enumerate(rows)` assumes that no code reached from its body
+    shrinks `rows` through another name (the body may not name it). A
     property of a base class named like a `self` attribute is not seen. The
     modules searched for tensor subclasses are those the file imports
     directly, found as Python would inside the scanned root; a module that
@@ -430,8 +434,10 @@ class ZerosToEmpty(Rule):
     def _proven(self, module, call, kind, context, name: str, proof: OverwriteProof) -> Finding:
         """A proof that the zeros are never read: a fix when some path fills the buffer, else the allocation is dead."""
         if not proof.fills:
-            reason = (f"the value of `{name}` is never read ({proof.summary()}): the allocation is dead, or kept for a side "
-                      "effect of the call (an exception, a dispatch); remove it, or leave it as it is")
+            discarded = [f"L{step.line}: {step.text}" for step in proof.steps if step.writes]
+            reason = (f"the value of `{name}` is never read{' (' + '; '.join(discarded) + ')' if discarded else ''}: the "
+                      "allocation is dead, or kept for a side effect of the call (an exception, a dispatch); remove it, "
+                      "or leave it as it is")
             return self._discarded(module, call, context, reason, proof.steps)
         return self._fix(module, call, kind, context, Tier.SAFE, _proof_reason(name, proof), proof.steps)
 

@@ -75,8 +75,12 @@ FULL_WRITE_METHODS = frozenset(
 )
 # Builtins that read their arguments and change none of them: a size expression passed to one keeps its value.
 READING_CALLS = frozenset(
-    "builtins." + name for name in ("len", "int", "float", "min", "max", "abs", "round", "range", "isinstance", "divmod")
+    "builtins." + name
+    for name in ("len", "int", "float", "min", "max", "abs", "round", "range", "isinstance", "divmod", "enumerate", "zip",
+                 "sum", "sorted", "reversed", "list", "tuple", "any", "all", "bool", "str", "repr")
 )
+# What reaches memory beyond a view: its storage, or a new view with strides of its own.
+_STORAGE_ACCESS = frozenset({"as_strided", "as_strided_", "storage", "untyped_storage", "set_", "resize_", "resize_as_"})
 # `torch.nn.init` functions that assign every element of their first argument (a zero-element tensor has none).
 INIT_FUNCTIONS = frozenset(
     "torch.nn.init." + name
@@ -1004,48 +1008,102 @@ class _Prover:
         return isinstance(call, cst.Call) and module.refers_to(call.func, READING_CALLS) is None
 
     def _loop_writes_all(self, loop: cst.For) -> Step | None:
-        """`for i in range(n): ... x[i] = v ...` with `n` the size of the dimension `i` indexes: every element written.
+        """A nest of loops that writes every element: `for i in range(n): ... x[i] = v ...`, `for i, r in
+        enumerate(rows): x[i] = r`, `for i in range(n): for j in range(m): x[i, j] = v`.
 
-        The write is a statement of the loop's own body, reached on every
-        iteration (nothing before it names the tensor, jumps out of the loop
-        or rebinds `i`), the only use of the tensor in the body, and it
-        reads nothing of it. A loop that runs zero times writes nothing, and
-        then the dimension, and so the tensor, is empty.
+        Each loop runs over the size of the dimension its index indexes (the
+        allocation's size expression, `x.shape[k]`, `len(x)`; `len(rows)` for
+        `enumerate(rows)`, whose body must not name `rows`), so a loop that
+        runs zero times leaves nothing unwritten: the tensor is then empty.
+        The write is a statement of the innermost body, reached on every
+        iteration (nothing before it names the tensor or jumps out of a loop),
+        indexes each loop variable on one dimension and all of the others,
+        and reads nothing of the tensor; each outer body touches the tensor
+        only through the next loop; no loop variable is rebound. After the
+        write the innermost body may read the element it wrote (`x[i]`
+        again), nothing else.
         """
         module = self.module
-        if loop.asynchronous is not None or not isinstance(loop.target, cst.Name):
+        levels: list[_LoopLevel] = []
+        node: cst.CSTNode = loop
+        while True:
+            level = self._loop_level(node)
+            if level is None:
+                return None
+            levels.append(level)
+            body = self._items_of_block(node.body)
+            if any(_jumps_out_of_loop(item) for item in body):
+                return None
+            if any(self._binds(name) for item in body for lv in levels for name in _names(module, item, lv.index)):
+                return None
+            if level.sequence is not None and any(True for _ in _names(module, node.body, level.sequence.value)):
+                return None  # the body might change what `enumerate` goes on to yield
+            touching = [item for item in body if self._mentions(item)]
+            if not touching:
+                return None
+            if isinstance(touching[0], cst.For) and len(touching) == 1:
+                node = touching[0]
+                continue
+            if not isinstance(touching[0], cst.BaseSmallStatement):
+                return None
+            write, after = touching[0], touching[1:]
+            break
+        written = self._indexed_axes(write, [level.index for level in levels])
+        if written is None or not all(self._rereads(item, written[1]) for item in after):
             return None
-        count = _range_count(module, loop.iter)
-        if count is None:
-            return None
-        index = loop.target.value
-        body = self._items_of_block(loop.body)
-        if any(_jumps_out_of_loop(item) for item in body):
-            return None
-        touching = [item for item in body if self._mentions(item)]
-        if len(touching) != 1 or not isinstance(touching[0], cst.BaseSmallStatement):
-            return None
-        write = touching[0]
-        before = body[: body.index(write)]
-        if any(self._binds(name) for item in before for name in _names(module, item, index)):
-            return None
-        axis = self._indexed_axis(write, index)
-        if axis is None:
-            return None
+        axes = written[0]
         symbols: list[tuple[cst.BaseExpression, bool]] = []
-        size = self._axis_size(axis)
-        constant = _integer(count)
-        if self._bound(count, axis, ZERO, symbols) != LAST and not (
-            constant is not None and size is not None and constant == _integer(size)
-        ):
+        for level in levels:
+            if not self._runs_over_the_size(level, axes[level.index], symbols):
+                return None
+        # Inner counts are evaluated again on each outer iteration: they must hold over the whole nest.
+        end = module.span(loop)[1] if len(levels) > 1 else module.span(loop.iter)[1]
+        if not self._stable(symbols, module.span(self.statement)[1], end):
             return None
-        if not self._stable(symbols, module.span(self.statement)[0], module.span(loop.iter)[1]):
-            return None
-        return Step(self._line(loop), f"overwritten in full by the loop: {self._code(write)} for every `{index}` in "
-                    f"`{self._code(loop.iter)[1:-1]}`, the size of the dimension it indexes", writes=True, fills=True)
+        over = ", ".join(f"`{level.index}` in `{self._code(level.loop.iter)[1:-1]}`" for level in levels)
+        return Step(self._line(loop), f"overwritten in full by the loop: {self._code(write)} for every {over}, the size of "
+                    "the dimension it indexes", writes=True, fills=True)
 
-    def _indexed_axis(self, statement: cst.BaseSmallStatement, index: str) -> Axis | None:
-        """The axis that `statement` writes at the loop index: `x[i] = v`, `x[:, i] = v`, `x[i].copy_(v)`; else None."""
+    def _loop_level(self, node: cst.CSTNode) -> "_LoopLevel | None":
+        """`for i in range(n)` (`range(0, n)`, `range(0, n, 1)`) or `for i, _ in enumerate(seq)`, with `i` a name."""
+        if not isinstance(node, cst.For) or node.asynchronous is not None or node.orelse is not None:
+            return None
+        module = self.module
+        if isinstance(node.target, cst.Name):
+            count = _range_count(module, node.iter)
+            return _LoopLevel(node, node.target.value, count, None) if count is not None else None
+        target = node.target
+        call = node.iter
+        if not (isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[0].value, cst.Name)
+                and isinstance(call, cst.Call) and module.refers_to(call.func, {"builtins.enumerate"}) is not None):
+            return None
+        arguments = list(call.args)
+        if not arguments or arguments[0].keyword is not None or arguments[0].star or not isinstance(arguments[0].value, cst.Name):
+            return None
+        if any(arg.star or _integer(arg.value) != 0 or (arg.keyword is not None and arg.keyword.value != "start")
+               for arg in arguments[1:]):
+            return None
+        return _LoopLevel(node, target.elements[0].value.value, None, arguments[0].value)
+
+    def _runs_over_the_size(self, level: "_LoopLevel", axis: Axis, symbols: list[tuple[cst.BaseExpression, bool]]) -> bool:
+        """The loop's number of iterations is the size of `axis`."""
+        size = self._axis_size(axis)
+        if level.sequence is not None:
+            name = level.sequence.value
+            spelled = {f"len({name})", f"{name}.shape[0]", f"{name}.size(0)"}
+            if size is None or _spelling(self.module, size) not in spelled:
+                return False
+            symbols.append((size, True))
+            return True
+        count = level.count
+        constant = _integer(count)
+        if constant is not None:
+            return size is not None and constant == _integer(size)
+        return self._bound(count, axis, ZERO, symbols) == LAST
+
+    def _indexed_axes(self, statement: cst.BaseSmallStatement, indices: list[str]) -> tuple[dict[str, Axis], str] | None:
+        """The axis each loop variable indexes in the write `x[i, :, j] = v` (or `x[i].copy_(v)`), and the spelling of
+        that subscript; None unless every other index is a full slice and the value reads nothing of `x`."""
         uses = [use for use in self._uses(statement) if not self._is_metadata_use(use)]
         if len(uses) != 1:
             return None
@@ -1053,22 +1111,45 @@ class _Prover:
         if not (isinstance(subscript, cst.Subscript) and subscript.value is uses[0]):
             return None
         elements = [element.slice for element in subscript.slice]
-        at = [i for i, e in enumerate(elements) if isinstance(e, cst.Index) and isinstance(e.value, cst.Name) and e.value.value == index]
-        others = [e for i, e in enumerate(elements) if i not in at]
         ellipses = [i for i, e in enumerate(elements) if isinstance(e, cst.Index) and isinstance(e.value, cst.Ellipsis)]
-        if len(at) != 1 or not all(_is_full_index(e) for e in others) or len(ellipses) > 1:
+        if len(ellipses) > 1:
             return None
-        position = at[0]
-        axis = self._axis(Axis(True, len(elements) - position) if ellipses and ellipses[0] < position else Axis(False, position))
+        axes: dict[str, Axis] = {}
+        for position, element in enumerate(elements):
+            if isinstance(element, cst.Index) and isinstance(element.value, cst.Name) and element.value.value in indices:
+                if element.value.value in axes:
+                    return None
+                from_right = bool(ellipses) and ellipses[0] < position
+                axes[element.value.value] = self._axis(Axis(True, len(elements) - position) if from_right else Axis(False, position))
+            elif not _is_full_index(element):
+                return None
+        if set(axes) != set(indices) or len(set(axes.values())) != len(axes):
+            return None
         parent = self.module.parent(subscript)
         grand = self.module.parent(parent) if parent is not None else None
+        spelled = _spelling(self.module, subscript)
         if self._is_assign_target(subscript) and isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
                 and isinstance(statement.targets[0].target, cst.Subscript):
-            return None if self._reads_name(statement.value) else axis
+            return None if self._reads_name(statement.value) else (axes, spelled)
         if (isinstance(parent, cst.Attribute) and parent.attr.value in FULL_WRITE_METHODS and isinstance(grand, cst.Call)
                 and grand.func is parent and self._is_whole_statement(grand, statement)):
-            return axis
+            return axes, spelled
         return None
+
+    def _rereads(self, item: cst.CSTNode, written: str) -> bool:
+        """Every use of the tensor in `item` reads only its metadata or the element just written (`written`)."""
+        for use in self._uses(item):
+            if self._is_metadata_use(use):
+                continue
+            subscript = self.module.parent(use)
+            if not (isinstance(subscript, cst.Subscript) and subscript.value is use and _spelling(self.module, subscript) == written):
+                return False
+            parent = self.module.parent(subscript)
+            if isinstance(parent, cst.Attribute) and parent.value is subscript and (
+                parent.attr.value in _STORAGE_ACCESS or parent.attr.value.startswith("_")
+            ):
+                return False  # the storage, or a view with strides of its own, reaches beyond the element written
+        return True
 
     def _is_whole_statement(self, call: cst.Call, statement) -> bool:
         return isinstance(statement, cst.Expr) and statement.value is call
@@ -1146,6 +1227,15 @@ class _Prover:
     @staticmethod
     def _kind(node: cst.CSTNode) -> str:
         return {cst.FunctionDef: "function", cst.Lambda: "lambda", cst.ClassDef: "class"}.get(type(node), "scope")
+
+
+class _LoopLevel(NamedTuple):
+    """One loop of a nest: its index and what it runs over (`range(count)`, or `enumerate(sequence)`)."""
+
+    loop: cst.For
+    index: str
+    count: cst.BaseExpression | None
+    sequence: cst.Name | None
 
 
 class _IndexWrite(NamedTuple):
