@@ -911,7 +911,7 @@ class _Prover:
         value = _integer(node)
         if value is not None:
             return Bound(START, value) if value >= 0 else Bound(END, value)
-        if self._reads_name(node):
+        if self._reads_name(node) or not self._repeatable(node):
             return None
         if self._is_axis_size(node, axis):
             size = self._axis_size(axis)
@@ -920,6 +920,22 @@ class _Prover:
             return LAST
         symbols.append((node, False))
         return Bound(SYMBOL, symbol=_spelling(self.module, node))
+
+    def _repeatable(self, node: cst.BaseExpression) -> bool:
+        """Evaluating `node` twice gives the same value while nothing it reads changes: names, attributes, subscripts,
+        arithmetic, and calls only of `len()` and the other reading builtins or metadata methods (`n.size(0)`, `t.item()`)."""
+        for current in walk(node):
+            kind = type(current)
+            if kind is cst.Call:
+                func = current.func
+                if isinstance(func, cst.Attribute) and func.attr.value in METADATA_METHODS | {"item"}:
+                    continue
+                if self.module.refers_to(func, READING_CALLS) is None:
+                    return False
+            elif kind in (cst.Await, cst.Yield, cst.NamedExpr, cst.Lambda, cst.ListComp, cst.GeneratorExp, cst.SetComp,
+                          cst.DictComp):
+                return False
+        return True
 
     def _is_axis_size(self, node: cst.BaseExpression, axis: Axis) -> bool:
         """`node` is the size of `axis`: the allocation's size expression, `x.shape[k]`, `x.size(k)`, `len(x)`."""
@@ -1069,9 +1085,12 @@ class _Prover:
         if not isinstance(node, cst.For) or node.asynchronous is not None or node.orelse is not None:
             return None
         module = self.module
+        tracked = "self" if self.target.attribute else self.target.name
         if isinstance(node.target, cst.Name):
             count = _range_count(module, node.iter)
-            return _LoopLevel(node, node.target.value, count, None) if count is not None else None
+            if count is None or node.target.value == tracked:
+                return None
+            return _LoopLevel(node, node.target.value, count, None)
         target = node.target
         call = node.iter
         if not (isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[0].value, cst.Name)
@@ -1082,6 +1101,10 @@ class _Prover:
             return None
         if any(arg.star or _integer(arg.value) != 0 or (arg.keyword is not None and arg.keyword.value != "start")
                for arg in arguments[1:]):
+            return None
+        if target.elements[0].value.value == tracked or any(
+            isinstance(n, cst.Name) and n.value == tracked for n in walk(target.elements[1].value)
+        ):
             return None
         return _LoopLevel(node, target.elements[0].value.value, None, arguments[0].value)
 
