@@ -223,7 +223,7 @@ class ZerosToEmpty(Rule):
     language = "python"
     default_tier = "safe"
     tags = ("performance", "memory")
-    trigger_words = ("zeros", "full")
+    trigger_words = ("zeros", "full(", "full_like(")
 
     VALID = [
         # Partial write: the untouched elements must stay zero.
@@ -725,9 +725,11 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
     callee's name (`_allocation_kind_alone`); a `new_zeros` receiver must
     name no import anywhere. Module- and class-level sites, star imports
     with a bare name, shapes with no simple `ast` counterpart (a decorator,
-    a class's bases), sites inside a `with` or `try` (which may expect the
-    exception, `expecting_block`) and arguments of a `Parameter(...)` (which
-    `_allocated_value` follows) are left to libcst's tree.
+    a class's bases), discarded results inside a `with` or `try` (which may
+    expect the exception, `expecting_block`) and arguments of a
+    `Parameter(...)` (which `_allocated_value` follows) are left to
+    libcst's tree. Other sites inside those blocks are keeps whatever the
+    block: only a fix or advice turns into an exception-check keep.
     """
     function = calls.outermost_function(call)
     if function is None:
@@ -746,8 +748,6 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
     ancestors = calls.ancestors(call, function)
     if any(type(node) is ast.Call and callee_name(node) in ("TypeVar", "NewType") for node in ancestors):
         return None  # python_scope gives the first argument of these no meaning
-    if any(type(node) in _EXCEPTION_BLOCKS for node in ancestors):
-        return None
     if any(keyword.arg == "out" for keyword in call.keywords):
         return _Judged(*FILLS_OUT, None, ancestors)
     result, at = call, 0  # `_moved_result`: `torch.zeros(n).cuda()` is as fresh as the zeros
@@ -761,7 +761,8 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
             and callee_name(owner) == "Parameter":
         return None
     if kind is ast.Expr:
-        return _Judged(*DISCARDED, None, ancestors)
+        # Advice, unless a `with` or `try` around it expects its exception (`expecting_block`, on libcst's tree).
+        return None if any(type(node) in _EXCEPTION_BLOCKS for node in ancestors) else _Judged(*DISCARDED, None, ancestors)
     if kind is ast.Assign and parent.value is result:
         if len(parent.targets) > 1:
             return _Judged(*SEVERAL_NAMES, None, ancestors)

@@ -1041,6 +1041,7 @@ class _Prover:
         """
         module = self.module
         levels: list[_LoopLevel] = []
+        bodies: list[list[cst.CSTNode]] = []
         node: cst.CSTNode = loop
         while True:
             level = self._loop_level(node)
@@ -1048,12 +1049,7 @@ class _Prover:
                 return None
             levels.append(level)
             body = self._items_of_block(node.body)
-            if any(_jumps_out_of_loop(item) for item in body):
-                return None
-            if any(self._binds(name) for item in body for lv in levels for name in _names(module, item, lv.index)):
-                return None
-            if level.sequence is not None and any(True for _ in _names(module, node.body, level.sequence.value)):
-                return None  # the body might change what `enumerate` goes on to yield
+            bodies.append(body)
             touching = [item for item in body if self._mentions(item)]
             if not touching:
                 return None
@@ -1067,6 +1063,15 @@ class _Prover:
         written = self._indexed_axes(write, [level.index for level in levels])
         if written is None or not all(self._rereads(item, written[1]) for item in after):
             return None
+        # The costlier checks last, once the shape of the nest is right.
+        for depth, (level, body) in enumerate(zip(levels, bodies)):
+            if any(_jumps_out_of_loop(item) for item in body):
+                return None
+            # The indices of this loop and those around it (the next loop's header binds its own).
+            if any(self._binds(name) for item in body for lv in levels[: depth + 1] for name in _names(module, item, lv.index)):
+                return None
+            if level.sequence is not None and any(True for _ in _names(module, level.loop.body, level.sequence.value)):
+                return None  # the body might change what `enumerate` goes on to yield
         axes = written[0]
         symbols: list[tuple[cst.BaseExpression, bool]] = []
         for level in levels:
