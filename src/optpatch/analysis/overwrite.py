@@ -214,7 +214,12 @@ class OverwriteProof:
             assert self.blocker
             return f"L{self.blocker.line}: {self.blocker.text}"
         writes = [s for s in self.steps if s.writes]
-        return "; ".join(f"L{s.line}: {s.text}" for s in writes) or "the value is never read"
+        if writes:
+            return "; ".join(f"L{s.line}: {s.text}" for s in writes)
+        inside = [s for s in self.steps if s.fills]
+        if inside:
+            return "no path reads the zeros: " + "; ".join(f"L{s.line}: {s.text}" for s in inside)
+        return "the value is never read"
 
     @property
     def fills(self) -> bool:
@@ -492,7 +497,10 @@ class _Prover:
         # A `break` in the loop's `else` leaves the enclosing loop.
         note = Step(self._line(node), "note: a write inside this loop proves nothing (it may run zero times)")
         via = None if body.open else Via(f"when the loop at L{self._line(node)} runs zero times", _K.LOOP)
-        return PathResult(open=True, loop_exit=tail.loop_exit, steps=[note], via=via)
+        # The writes inside still use the buffer when the loop runs: the allocation is not dead (`OverwriteProof.fills`).
+        inside = [Step(step.line, f"written inside the loop: {step.text}", fills=True) for step in body.steps + tail.steps
+                  if step.fills]
+        return PathResult(open=True, loop_exit=tail.loop_exit, steps=[*inside, note], via=via)
 
     def _scan_with(self, node: cst.With) -> PathResult:
         for with_item in node.items:
