@@ -82,7 +82,11 @@ class ZerosToEmpty(Rule):
     with an `out` overload (analysis/out_ops.json: reductions with `dim`,
     `argmax`, `topk`/`sort`/`max(dim)` tuple outs, ...), whatever the dtype;
     a `torch.nn.init` function (`normal_`, `kaiming_uniform_`, `xavier_*`,
-    `trunc_normal_`, `orthogonal_`, `constant_`, `zeros_`, ...); any of these
+    `trunc_normal_`, `orthogonal_`, `constant_`, `zeros_`, ...); the output
+    of a synchronous collective (`all_gather_into_tensor`,
+    `reduce_scatter_tensor`, `reduce_scatter`, `scatter`, `recv`,
+    `all_to_all_single` without split sizes; `torch.distributed` or
+    `deepspeed.comm`, which forwards to it); any of these
     through a view of the whole buffer (`x.view(s)`, `x.t()`, `x.data`, and
     `x.reshape(-1)` or `x.flatten()` of contiguous memory); partial writes on
     one straight line of code whose regions together cover the tensor along
@@ -193,7 +197,8 @@ class ZerosToEmpty(Rule):
     appears later at a path that was missing is noticed only when the file
     itself changes; `torch.zeros(n)` with no tensor argument is not made
     validate tier by a subclass (only a dispatch mode would see it, and
-    modes are not tracked).
+    modes are not tracked). `deepspeed.comm`'s collectives are taken to
+    behave as the `torch.distributed` ones they forward to.
 
     ## Measured impact
     Measured by `benchmarks/gpu_impact.py` on an H100 (torch 2.11, CUDA 13.0;

@@ -73,6 +73,22 @@ FULL_WRITE_METHODS = frozenset(
     {"copy_", "fill_", "zero_", "uniform_", "normal_", "random_", "bernoulli_", "exponential_",
      "geometric_", "log_normal_", "cauchy_"}
 )
+# Synchronous collectives that write every element of their output tensor (`async_op=True` writes it later):
+# name -> (the output's keyword names, how many positional arguments may come before `async_op`). The output
+# is the first argument. `deepspeed.comm` mirrors `torch.distributed` and forwards to it.
+_COLLECTIVES = {
+    "all_gather_into_tensor": (frozenset({"output_tensor"}), 3),
+    "reduce_scatter_tensor": (frozenset({"output", "output_tensor"}), 4),
+    "reduce_scatter": (frozenset({"output"}), 4),
+    "all_to_all_single": (frozenset({"output"}), 2),  # and no split sizes: an uneven split may leave rows unwritten
+    "scatter": (frozenset({"tensor"}), 4),
+    "recv": (frozenset({"tensor"}), 4),
+}
+COLLECTIVE_OUTPUTS = {
+    f"{module}.{name}": facts
+    for module in ("torch.distributed", "torch.distributed.distributed_c10d", "deepspeed.comm")
+    for name, facts in _COLLECTIVES.items()
+}
 # Builtins that read their arguments and change none of them: a size expression passed to one keeps its value.
 READING_CALLS = frozenset(
     "builtins." + name
@@ -672,6 +688,13 @@ class _Prover:
             return self._classify_out(use, call, 1, statement, code)
         if self._init_target(arg, call):
             return self._init_write(call, statement, code)
+        collective = self._collective_output(arg, call)
+        if collective is not None:
+            if not self._is_whole_statement(call, statement):
+                return _Effect(_Use.BLOCK, f"the result of `{collective}(...)` is used, so it escapes: {code}", _K.STORED)
+            if any(self._reads_name(other.value) for other in call.args if other is not arg):
+                return _Effect(_Use.BLOCK, f"`{self.name}` is both input and output of `{collective}`: {code}", _K.OUT_TARGET)
+            return _Effect(_Use.WRITE, f"overwritten in full by {code} (the output of a synchronous `{collective}`)")
         callee = self.module.text(call.func)
         return _Effect(_Use.BLOCK, f"passed to `{callee}(...)`, which may read it: {code}", _K.PASSED)
 
@@ -682,6 +705,24 @@ class _Prover:
         positional = [a for a in call.args if a.keyword is None]
         first = arg.keyword.value == "tensor" if arg.keyword is not None else bool(positional) and positional[0] is arg
         return first and self.module.refers_to(call.func, INIT_FUNCTIONS) is not None
+
+    def _collective_output(self, arg: cst.Arg, call: cst.Call) -> str | None:
+        """The collective's name when `arg` is the output of a synchronous call of one of `COLLECTIVE_OUTPUTS`."""
+        name = self.module.refers_to(call.func, COLLECTIVE_OUTPUTS.keys())
+        if name is None or arg.star:
+            return None
+        keywords, before_async = COLLECTIVE_OUTPUTS[name]
+        positional = [a for a in call.args if a.keyword is None]
+        if any(a.star for a in call.args) or len(positional) > before_async:
+            return None
+        output = arg.keyword.value in keywords if arg.keyword is not None else bool(positional) and positional[0] is arg
+        async_op = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "async_op"), None)
+        if not output or not (async_op is None or isinstance(async_op, cst.Name) and async_op.value == "False"):
+            return None
+        splits = [a.value for a in call.args if a.keyword is not None and a.keyword.value.endswith("split_sizes")]
+        if any(not (isinstance(value, cst.Name) and value.value == "None") for value in splits):
+            return None
+        return name
 
     def _init_write(self, call: cst.Call, statement, code: str) -> _Effect:
         init = self.module.refers_to(call.func, INIT_FUNCTIONS)
