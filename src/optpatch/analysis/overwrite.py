@@ -78,7 +78,9 @@ FULL_WRITE_METHODS = frozenset(
 # is the first argument. `deepspeed.comm` mirrors `torch.distributed` and forwards to it.
 _COLLECTIVES = {
     "all_gather_into_tensor": (frozenset({"output_tensor"}), 3),
+    "all_gather_single": (frozenset({"output_tensor"}), 3),  # its new name (torch 2.13)
     "reduce_scatter_tensor": (frozenset({"output", "output_tensor"}), 4),
+    "reduce_scatter_single": (frozenset({"output"}), 4),
     "reduce_scatter": (frozenset({"output"}), 4),
     "all_to_all_single": (frozenset({"output"}), 2),  # and no split sizes: an uneven split may leave rows unwritten
     "scatter": (frozenset({"tensor"}), 4),
