@@ -278,6 +278,7 @@ class _Prover:
         self.shape = shape
         self.statement: cst.CSTNode | None = None  # the allocation
         self.scope: cst.FunctionDef | None = None
+        self._functions: frozenset[str] | None = None
 
     # -- the walk upwards from the allocation ----------------------------------
 
@@ -896,8 +897,8 @@ class _Prover:
                     found.append(parent)
                 else:
                     grand = parent_of(parent)
-                    if type(grand) is cst.Call and grand.func is parent:
-                        found.append(name)  # `self.method(...)` may read the attribute
+                    if type(grand) is cst.Call and grand.func is parent or parent.attr.value in self._class_functions:
+                        found.append(name)  # `self.method(...)`, or a property of the class, may read the attribute
             else:
                 found.append(name)
         yield from sorted(found, key=lambda use: self.module.span(use)[0]) if len(found) > 1 else found
@@ -971,6 +972,15 @@ class _Prover:
             return LAST
         symbols.append((node, False))
         return Bound(SYMBOL, symbol=_spelling(self.module, node))
+
+    @property
+    def _class_functions(self) -> frozenset[str]:
+        """The names the class around `__init__` defines with `def` (methods and properties), for `self.<name>` uses."""
+        if self._functions is None:
+            cls = self.module.enclosing(self.scope, cst.ClassDef) if self.scope is not None else None
+            body = cls.body.body if cls is not None else ()
+            self._functions = frozenset(statement.name.value for statement in body if isinstance(statement, cst.FunctionDef))
+        return self._functions
 
     def _repeatable(self, node: cst.BaseExpression) -> bool:
         """Evaluating `node` twice gives the same value while nothing it reads changes: names, attributes, subscripts,
