@@ -148,8 +148,9 @@ class ZerosToEmpty(Rule):
     between, ends the proof. Module-level and class-level names are not
     local and are always kept. `self.<name>` is followed only in `__init__`,
     where until it returns nothing else holds the object; a method called on
-    `self`, `self` passed on or `super()` before the write count as reads,
-    and so does reaching the end of `__init__` unwritten. `optpatch explain
+    `self`, a property of the class read, `self` passed on or `super()`
+    before the write count as reads, and so does reaching the end of
+    `__init__` unwritten. `optpatch explain
     FILE:LINE` prints the proof or the blocking use.
 
     Never a fix inside a block that expects or swallows an exception
@@ -190,8 +191,10 @@ class ZerosToEmpty(Rule):
     dimension; a loop proof needs the write to be the innermost body's only
     use of the tensor, apart from reading back the element it wrote. A loop
     over `enumerate(rows)` assumes that no code reached from its body
-    shrinks `rows` through another name (the body may not name it). A
-    property of a base class named like a `self` attribute is not seen. The
+    shrinks `rows` through another name (the body may not name it). In
+    `__init__`, a property of a base class (named like the attribute, or
+    read as `self.<name>` before the write) is not seen; the class's own
+    methods and properties are. The
     modules searched for tensor subclasses are those the file imports
     directly, found as Python would inside the scanned root; a module that
     appears later at a path that was missing is noticed only when the file
