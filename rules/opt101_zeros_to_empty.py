@@ -2,36 +2,63 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, NamedTuple
 
 import libcst as cst
 
 from optpatch.planner import preview
-from optpatch.analysis.overwrite import OverwriteProof, Step, prove_full_overwrite
+from optpatch.analysis.expected_exceptions import expecting_block
+from optpatch.analysis.overwrite import OverwriteProof, Shape, Step, Tracked, prove_full_overwrite
+from optpatch.analysis.tensor_subclasses import receiver_caution
 from optpatch.python_frontend import PythonModule, ast_context, dotted_name, walk
 from optpatch.python_screen import CallIndex, ast_dotted_name, callee_name, root_name
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
-from optpatch.analysis.torch_api import INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
+from optpatch.analysis.torch_api import DTYPES, INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
 
-_REPLACEMENT = {"zeros": "empty", "zeros_like": "empty_like", "new_zeros": "new_empty"}
-_TORCH_ZEROS = frozenset({"torch.zeros", "torch.zeros_like"})
+_REPLACEMENT = {
+    "zeros": "empty", "zeros_like": "empty_like", "new_zeros": "new_empty",
+    "full": "empty", "full_like": "empty_like", "new_full": "new_empty",  # with a zero fill
+}
+_TORCH_ALLOCATIONS = frozenset({"torch.zeros", "torch.zeros_like", "torch.full", "torch.full_like"})
+_METHODS = ("new_zeros", "new_full")  # tensor methods: the receiver is not resolved, only checked not to be a module
+_FILLED = frozenset({"full", "full_like", "new_full"})  # allocations only when their fill value is zero
+_ON_A_RECEIVER = frozenset({"zeros_like", "full_like", "new_zeros", "new_full"})  # a tensor subclass may intercept these
+_OPERATION = {"zeros_like": "zeros_like", "full_like": "full_like", "new_zeros": "new_zeros", "new_full": "new_full"}
+_PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _INDEX_NAME = re.compile(r"(ids?|idx|index|indices|positions?|pos|slots?|slot_mapping|block_tables?|mapping|tokens?|offsets?)$")
 _DUMMY_NAME = re.compile(r"(dummy|warmup|graph|capture)")
 
+# The measurement behind each impact class (docs/benchmarks.md: H100, torch 2.11, CUDA 13.0; CPU: 2-core EPYC, torch 2.13).
 CUDA_BASIS = (
-    "skips the fill launch and the memset: host time per call 7.5-8.6 us -> 2.3-2.4 us, GPU time "
-    "28.8 -> 8.6 us at 64 MiB and 334.7 -> 8.5 us at 1 GiB (H100, torch 2.11, docs/benchmarks.md; RULES.md agrees)"
+    "skips the fill launch and the memset: host time per call 7.5-8.6 us -> 2.3-2.4 us at any size, GPU time "
+    "14.0 -> 8.6 us at 1 MiB, 28.8 -> 8.6 us at 64 MiB, 334.7 -> 8.5 us at 1 GiB (H100, docs/benchmarks.md)"
+)
+CUDA_SMALL_BASIS = (
+    "on CUDA the fill launch costs ~5 us of host time per call (7.8 -> 2.4 us at 1 MiB, H100) and its memset next to "
+    "nothing at this size (GPU time 14.0 -> 8.6 us at 1 MiB, docs/benchmarks.md); on the CPU 0.1-0.5 us"
+)
+CUDA_MEDIUM_BASIS = (
+    "on CUDA ~5 us of host time per call plus the memset: GPU time 14.0 -> 8.6 us at 1 MiB, 28.8 -> 8.6 us at "
+    "64 MiB (H100, docs/benchmarks.md)"
+)
+CUDA_LARGE_BASIS = (
+    "on CUDA the memset dominates: GPU time 28.8 -> 8.6 us at 64 MiB, 334.7 -> 8.5 us at 1 GiB (H100, docs/benchmarks.md)"
 )
 PINNED_BASIS = (
     "pinned host buffer, steady state: 2.8 -> 1.5 us at 64 KiB, 358 -> 2.1 us at 64 MiB per call "
     "(H100 host, torch 2.11, docs/benchmarks.md)"
 )
+PINNED_SMALL_BASIS = "steady state 2.8 -> 1.5 us per call at 64 KiB (H100 host, torch 2.11, docs/benchmarks.md)"
+PINNED_LARGE_BASIS = "steady state 358 -> 2.1 us per call at 64 MiB (H100 host, torch 2.11, docs/benchmarks.md)"
 CPU_BASIS = (
     "CPU tensor: skips a memset, ~0.5 us at 64 KiB, 8 us at 1 MiB, 25 ms at 64 MiB with first-touch page faults "
     "(2-core EPYC, torch 2.13 CPU, docs/benchmarks.md)"
 )
+CPU_SMALL_BASIS = "skips a memset of 0.1-0.5 us (1-64 KiB: 0.77 -> 0.64 us, 1.11 -> 0.63 us; 2-core EPYC, docs/benchmarks.md)"
+CPU_LARGE_BASIS = "skips a memset: 8.8 -> 0.6 us at 1 MiB, 25 ms -> 10 us at 64 MiB with page faults (2-core EPYC, docs/benchmarks.md)"
 ONCE_BASIS = "one-time allocation: the saving (~5 us of host time plus the memset, docs/benchmarks.md) is paid once, not per step"
+DISCARDED_BASIS = "no rewrite: an allocation nothing reads is either dead code or there for a side effect of the call"
 
 
 class ZerosToEmpty(Rule):
@@ -39,15 +66,46 @@ class ZerosToEmpty(Rule):
     Replace `torch.zeros` with `torch.empty` where every element is provably overwritten before it is read.
 
     ## What it does
-    Finds `torch.zeros(...)`, `torch.zeros_like(x)` and `t.new_zeros(...)` whose
-    result is bound to a fresh local name, and follows every control-flow path
-    from the allocation to the first statement that touches the values. When
-    that statement overwrites all of them on every path (`copy_`, `fill_`,
-    `zero_`, the random fills, `x[...] = v` / `x[:] = v`, `out=` of an op that
-    writes its whole output, or a plain reassignment), with only metadata uses
-    (`x.shape`, `x.size()`, `x.dtype`, `x.device`, `x.dim()`, `x.numel()`,
-    `len(x)`) before it, the zero fill is dead and is removed by allocating
-    with `empty` instead. Every other argument is kept.
+    Finds `torch.zeros(...)`, `torch.zeros_like(x)` and `t.new_zeros(...)`
+    (and `torch.full(size, 0)`, `torch.full_like(x, 0)`, `t.new_full(size,
+    0)`, which are zeros too) whose result is bound to a fresh local name,
+    or wrapped in `nn.Parameter(...)`, or assigned to `self.<name>` in
+    `__init__`, and follows every control-flow path from the allocation to
+    the first statement that touches the values. When every path overwrites
+    all of them before any read, the zero fill is dead and is removed by
+    allocating with `empty` instead; every other argument is kept (a `full`
+    loses its fill, and where that fill chose the dtype, `dtype=torch.int64`
+    or `torch.bool` says it instead).
+
+    A full overwrite is: `copy_`, `fill_`, `zero_` or a random fill; `x[...] =
+    v` or `x[:] = v`; `out=` of an operator that PyTorch's own schemas list
+    with an `out` overload (analysis/out_ops.json: reductions with `dim`,
+    `argmax`, `topk`/`sort`/`max(dim)` tuple outs, ...), whatever the dtype;
+    a `torch.nn.init` function (`normal_`, `kaiming_uniform_`, `xavier_*`,
+    `trunc_normal_`, `orthogonal_`, `constant_`, `zeros_`, ...); the output
+    of a synchronous collective (`all_gather_into_tensor`,
+    `reduce_scatter_tensor`, `reduce_scatter`, `scatter`, `recv`,
+    `all_to_all_single` without split sizes; `torch.distributed` or
+    `deepspeed.comm`, which forwards to it); any of these
+    through a view of the whole buffer (`x.view(s)`, `x.t()`, `x.data`, and
+    `x.reshape(-1)` or `x.flatten()` of contiguous memory); partial writes on
+    one straight line of code whose regions together cover the tensor along
+    one dimension (`x[:, :h] = a` then `x[:, h:] = b`, `x[:, 0::2]` and
+    `x[:, 1::2]`, `x[..., 0]`, `x[..., 1]`, `x[..., 2]` of a size-3 dimension,
+    the targets of one tuple assignment); a loop `for i in range(n): x[i] =
+    v` whose `n` is the size of the dimension it indexes (the allocation's
+    own size expression, `x.shape[k]`, `len(x)`; `for i, r in
+    enumerate(rows)` over `len(rows)`; a nest of such loops writing `x[i, :,
+    j]`), so that a loop that runs zero times leaves nothing unwritten: the
+    tensor is then empty. Before the
+    write only metadata is used: `x.shape`, `x.size()`, `x.dtype`,
+    `x.device`, `x.dim()`, `x.numel()`, `len(x)`, `isinstance(x, ...)`, the
+    template of `torch.empty_like(x)` and the other `*_like` factories, the
+    receiver of `x.new_empty(...)` and the other `new_*` constructors.
+
+    An allocation whose value nothing reads at all (a discarded result, `_ =
+    t.new_zeros(n)`, a name reassigned or deleted first) is advice, not a
+    fix: it is dead code, or there for a side effect of the call.
 
     ## Why is this bad
     `torch.zeros` is `torch.empty` plus a fill: on CUDA one more kernel launch
@@ -71,34 +129,53 @@ class ZerosToEmpty(Rule):
     ```
 
     ## Fix safety
-    `safe` only with a proof: the allocation is bound to a local name, and on
-    every path the first use of its values is a full overwrite. A blocking use
-    keeps the site: a call that receives the tensor, a view or slice of it,
-    an in-place read-modify-write (`+=`, `add_`, `index_add_`,
-    `scatter_add_`), a partial or masked write, `return`/`yield`, storing it
-    in an attribute or container, a write in only one branch, a write inside
-    a loop (it may run zero times), a closure that captures it, `locals()`,
+    `safe` only with a proof: on every path the first use of the values is a
+    full overwrite. A blocking use keeps the site: a call that receives the
+    tensor, a view or slice of it that is kept, an in-place
+    read-modify-write (`+=`, `add_`, `index_add_`, `scatter_add_`), a partial
+    or masked write that later writes do not complete, `return`/`yield`,
+    storing it in an attribute or container, a write in only one branch, a
+    write inside a loop that may run zero times (unless the loop runs over
+    the dimension's own size), a closure that captures it, `locals()`,
     `eval` and frame access, or a read on an exception path. Every path
     counts: `break`/`continue` (also from a `finally`), the next iteration
     (its `while` test included), a loop `else` that `break` skips, and an
     exception raised before the write that a handler catches and falls
     through, or that a `with` may suppress (only context managers known to
     re-raise, such as `torch.no_grad()`, make a `with` straight-line code).
-    Module-level and class-level names are not local and are always kept.
-    `optpatch explain FILE:LINE` prints the proof or the blocking use.
+    Bounds compared between writes must keep their value: a name rebound, or
+    (for `len(a)`, `cfg.h`) passed to a call or called a method on in
+    between, ends the proof. Module-level and class-level names are not
+    local and are always kept. `self.<name>` is followed only in `__init__`,
+    where until it returns nothing else holds the object; a method called on
+    `self`, a property of the class read, `self` passed on or `super()`
+    before the write count as reads, and so does reaching the end of
+    `__init__` unwritten. `optpatch explain
+    FILE:LINE` prints the proof or the blocking use.
 
-    `validate`: a buffer stored on `self` that the class fills with a full or
-    prefix `copy_`, and a local buffer whose every use is a prefix slice that
-    is copied into before it is read. Neither can be proven statically (other
-    methods may read the tail); they are applied only when a validation run
-    (tests with uninitialised memory poisoned) passes with them.
+    Never a fix inside a block that expects or swallows an exception
+    (`pytest.raises`, `self.assertRaises*`, `assertWarns*`,
+    `contextlib.suppress`, a `try` whose handler may catch it): `zeros` and
+    `empty` may raise differently, and there the exception is the
+    behaviour. These are kept as "inside an exception check".
+
+    `validate`: `new_zeros`, `zeros_like` and their `full` forms where the
+    scanned file, or a module of the project it imports, defines a class
+    with `__torch_dispatch__` or `__torch_function__` (a tensor subclass may
+    implement `new_zeros` and not `new_empty`); a buffer stored on `self`
+    that the class fills with a full or prefix `copy_` in another method;
+    and a local buffer whose every use is a prefix slice that is copied into
+    before it is read. None can be proven statically; they are applied only
+    when a validation run (tests with uninitialised memory poisoned) passes
+    with them.
 
     Always kept, and said so: padded or tiled buffers (a size from
     `round_up`, `cdiv`, ...), integer index or id tensors (token ids,
     positions, slot tables), dummy inputs for CUDA-graph capture, buffers in
     test functions (compared against a zero reference), and any site whose
     proof fails. These are never proposed for validation; a static proof of
-    a full overwrite still applies to them, since it covers the padding too.
+    a full overwrite still applies to them, since it leaves no element
+    unwritten, padding and garbage indices included.
 
     ## Known problems
     Names are resolved within one file: a `zeros` re-exported by another
@@ -109,18 +186,35 @@ class ZerosToEmpty(Rule):
     bare name, the site is kept. A file that defines its own `new_zeros`
     method has its `.new_zeros(...)` calls left alone (the receiver may not
     be a tensor). Context managers outside the known list are assumed to
-    possibly suppress exceptions, which keeps some safe sites.
+    possibly suppress exceptions, which keeps some safe sites. Partial
+    writes combine only on one straight line of one block, along one
+    dimension; a loop proof needs the write to be the innermost body's only
+    use of the tensor, apart from reading back the element it wrote. A loop
+    over `enumerate(rows)` assumes that no code reached from its body
+    shrinks `rows` through another name (the body may not name it). In
+    `__init__`, a property of a base class (named like the attribute, or
+    read as `self.<name>` before the write) is not seen; the class's own
+    methods and properties are. The
+    modules searched for tensor subclasses are those the file imports
+    directly, found as Python would inside the scanned root; a module that
+    appears later at a path that was missing is noticed only when the file
+    itself changes; `torch.zeros(n)` with no tensor argument is not made
+    validate tier by a subclass (only a dispatch mode would see it, and
+    modes are not tracked). `deepspeed.comm`'s collectives are taken to
+    behave as the `torch.distributed` ones they forward to.
 
     ## Measured impact
     Measured by `benchmarks/gpu_impact.py` on an H100 (torch 2.11, CUDA 13.0;
     docs/benchmarks.md): host time per call 7.5-8.6 us -> 2.3-2.4 us at any
     size; GPU time 14.0 -> 8.6 us at 1 MiB, 28.8 -> 8.6 us at 64 MiB, 334.7 ->
     8.5 us at 1 GiB. Pinned host buffers in steady state: 2.8 -> 1.5 us at
-    64 KiB, 358 -> 2.1 us at 64 MiB. RULES.md's figures (~6-10 us of CPU plus
-    the memset, 328 us at 1 GiB) agree. On the CPU (`benchmarks/alloc_cpu.py`,
-    2-core EPYC, torch 2.13): 0.5 us at 64 KiB, 8 us at 1 MiB. One-time
-    allocations (`__init__`, module level, set-up) gain nothing measurable and
-    are reported as low value.
+    64 KiB, 358 -> 2.1 us at 64 MiB. On the CPU (`benchmarks/alloc_cpu.py`,
+    2-core EPYC, torch 2.13): 0.13 us at 1 KiB, 0.5 us at 64 KiB, 8 us at
+    1 MiB. Each finding's impact class follows its device and, when the call
+    spells every size, its bytes: below 1 MiB on CUDA (or 64 KiB pinned, or
+    1 MiB on the CPU) it is low, from 64 MiB high, and its basis quotes the
+    figure for that size. One-time allocations (`__init__`, module level,
+    set-up) gain nothing measurable and are reported as low value.
 
     ## References
     - vLLM #26680, #42988, ray #56882, FBGEMM #6257: kept changes of this kind.
@@ -128,6 +222,7 @@ class ZerosToEmpty(Rule):
       #2048; transformers #45050, #48205; FBGEMM #5754: reverted or refused
       ones, which this rule's proof obligation is designed to reject.
     - https://pytorch.org/docs/stable/generated/torch.empty.html
+    - https://pytorch.org/docs/stable/nn.init.html
     """
 
     code = "OPT101"
@@ -136,7 +231,7 @@ class ZerosToEmpty(Rule):
     language = "python"
     default_tier = "safe"
     tags = ("performance", "memory")
-    trigger_words = ("zeros",)
+    trigger_words = ("zeros", "full(", "full_like(")
 
     VALID = [
         # Partial write: the untouched elements must stay zero.
@@ -160,6 +255,18 @@ class ZerosToEmpty(Rule):
         # `break` skips the write; the zeros leave the loop.
         "import torch\ndef f(n, y, c):\n    for _ in range(2):\n        x = torch.zeros(n)\n        if c:\n"
         "            break\n        x.copy_(y)\n    return x\n",
+        # Partial writes with a gap: x[h] is never written.
+        "import torch\ndef f(a, b, h):\n    x = torch.zeros(8)\n    x[:h] = a\n    x[h + 1:] = b\n    return x\n",
+        # A loop over fewer indices than the dimension has.
+        "import torch\ndef f(n, m, v):\n    x = torch.zeros(n, 2)\n    for i in range(m):\n        x[i] = v\n    return x\n",
+        # Expected to raise: `zeros` and `empty` may raise differently.
+        "import pytest, torch\ndef test_f(t, y):\n    with pytest.raises(NotImplementedError):\n"
+        "        x = t.new_zeros(3)\n        x.copy_(y)\n",
+        # Nothing reads it: advice, not a fix.
+        "import torch\ndef f(t):\n    _ = t.new_zeros(3)\n    return t\n",
+        # A zero-initialised parameter that nothing initialises: its zeros are the point.
+        "import torch.nn as nn, torch\nclass Gate(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.gate = nn.Parameter(torch.zeros(1))\n",
     ]
     INVALID = [
         Example(
@@ -178,6 +285,24 @@ class ZerosToEmpty(Rule):
             "import torch\ndef f(y, c):\n    x = y.new_zeros(y.shape)\n    if c:\n        x.fill_(1)\n    else:\n        x.copy_(y)\n    return x\n",
             "import torch\ndef f(y, c):\n    x = y.new_empty(y.shape)\n    if c:\n        x.fill_(1)\n    else:\n        x.copy_(y)\n    return x\n",
         ),
+        Example(
+            "import torch\ndef f(a, b, h):\n    x = torch.zeros(4, 8)\n    x[:, :h], x[:, h:] = a, b\n    return x\n",
+            "import torch\ndef f(a, b, h):\n    x = torch.empty(4, 8)\n    x[:, :h], x[:, h:] = a, b\n    return x\n",
+        ),
+        Example(
+            "import torch\ndef f(rows):\n    x = torch.zeros(len(rows), 3)\n    for i in range(len(rows)):\n        x[i] = rows[i]\n    return x\n",
+            "import torch\ndef f(rows):\n    x = torch.empty(len(rows), 3)\n    for i in range(len(rows)):\n        x[i] = rows[i]\n    return x\n",
+        ),
+        Example(
+            "import torch\nfrom torch import nn\nclass P(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.zeros(n, n))\n        nn.init.xavier_uniform_(self.w)\n",
+            "import torch\nfrom torch import nn\nclass P(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.empty(n, n))\n        nn.init.xavier_uniform_(self.w)\n",
+        ),
+        Example(
+            "import torch\ndef f(s):\n    i = torch.full((s.shape[0],), 0)\n    torch.argmax(s, dim=1, out=i)\n    return i\n",
+            "import torch\ndef f(s):\n    i = torch.empty((s.shape[0],), dtype=torch.int64)\n    torch.argmax(s, dim=1, out=i)\n    return i\n",
+        ),
     ]
 
     @classmethod
@@ -190,16 +315,20 @@ class ZerosToEmpty(Rule):
         """The allocations, and what `check` looks up elsewhere in the module.
 
         Allocations: every call spelled `zeros`, `zeros_like` or `new_zeros`,
-        or a name `from torch import zeros as z` binds, except those whose
-        verdict their `ast` settles (`_judged_alone`: a result passed,
-        returned or stored straight away). Elsewhere: the
-        `self.<name>.copy_(...)` calls that `_attribute_writer` looks for in
-        the class, the module's own `new_zeros` methods, and every `from torch
-        import`, whose count `_rewrite_edits` needs.
+        `full`, `full_like` or `new_full` with a zero fill, or a name `from
+        torch import zeros as z` binds, except those whose verdict their `ast`
+        settles (`_judged_alone`: a result passed, returned, stored or
+        discarded straight away). Elsewhere: the `self.<name>.copy_(...)`
+        calls that `_attribute_writer` looks for in the class, the module's
+        own `new_zeros` and `new_full` methods, and every `from torch import`,
+        whose count `_rewrite_edits` needs. The tensor subclasses that make a
+        fix validate tier are found in the file's text and its `ast`
+        (analysis/tensor_subclasses.py), which the outline does not change.
         """
         writers = [call for call in calls.named("copy_") if _on_self(call.func)]
         allocations = [call for call in _allocations(calls) if _judged_alone(calls, call) is None]
-        return [*allocations, *writers, *calls.functions.get("new_zeros", ()), *calls.torch_imports]
+        methods = [function for name in _METHODS for function in calls.functions.get(name, ())]
+        return [*allocations, *writers, *methods, *calls.torch_imports]
 
     @classmethod
     def resolved_in_stubs(cls, calls: CallIndex) -> set[str]:
@@ -225,10 +354,10 @@ class ZerosToEmpty(Rule):
         """The allocations in functions the outline stubbed, judged from the screen's `ast`.
 
         `needs` left their functions out only because `_judged_alone` settles
-        their verdict without them: the same keep, at the same place, with
-        the same context, that `_examine` gives on libcst's tree of the
-        whole module (tests/python/test_python_outline.py holds the two to
-        the same findings).
+        their verdict without them: the same keep or advice, at the same
+        place, with the same context, that `_examine` gives on libcst's tree
+        of the whole module (tests/python/test_python_outline.py holds the
+        two to the same findings).
         """
         calls = module.screen
         for call in _allocations(calls):
@@ -240,29 +369,38 @@ class ZerosToEmpty(Rule):
             if not self._allocation_kind_alone(module, calls, call):
                 continue
             reason = judged.reason.format(module.ast_text(judged.callee) if judged.callee else "")
-            yield self.keep(module, module.ast_start(call), reason=reason, category=judged.category,
-                            context=ast_context(judged.ancestors))
+            at, context = module.ast_start(call), ast_context(judged.ancestors)
+            if judged.category is KeepCategory.DISCARDED:
+                yield self.advice(module, at, reason=reason, context=context, basis=DISCARDED_BASIS, category=judged.category)
+            else:
+                yield self.keep(module, at, reason=reason, category=judged.category, context=context)
 
     def _allocation_kind_alone(self, module: PythonModule, calls: CallIndex, call: ast.Call) -> bool:
         """`_allocation_kind` for a call `_judged_alone` accepted: no name of its callee is bound in its function."""
         func = call.func
-        if type(func) is ast.Attribute and func.attr == "new_zeros":
-            return "new_zeros" not in calls.functions  # the receiver names no import (`_judged_alone`)
-        return module.callee_in_a_function_refers_to(ast_dotted_name(func), _TORCH_ZEROS) is not None
+        if type(func) is ast.Attribute and func.attr in _METHODS:
+            return func.attr not in calls.functions  # the receiver names no import (`_judged_alone`)
+        return module.callee_in_a_function_refers_to(ast_dotted_name(func), _TORCH_ALLOCATIONS) is not None
 
     # -- recognising the allocation ---------------------------------------------------
 
     def _allocation_kind(self, module: PythonModule, call: cst.Call) -> str | None:
+        kind = self._allocating_call(module, call)
+        if kind in _FILLED and not _zero_fill(_fill_argument(call, kind)):
+            return None  # `torch.full(n, 7)`: not zeros
+        return kind
+
+    def _allocating_call(self, module: PythonModule, call: cst.Call) -> str | None:
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "new_zeros":
+        if isinstance(func, cst.Attribute) and func.attr.value in _METHODS:
             receiver_names = module.qualified_names(func.value)
             if any(not name.startswith("torch") and module.is_import(func.value) for name in receiver_names):
                 return None  # np.new_zeros and friends: not a tensor method
-            if "new_zeros" in self.facts.function_names:
+            if func.attr.value in self.facts.function_names:
                 return None  # the project's own `new_zeros`: the receiver may not be a tensor
-            return "new_zeros"
+            return func.attr.value
         if isinstance(func, (cst.Attribute, cst.Name)):
-            name = module.refers_to(func, _TORCH_ZEROS)
+            name = module.refers_to(func, _TORCH_ALLOCATIONS)
             if name:
                 return name.rsplit(".", 1)[1]
         return None
@@ -277,36 +415,65 @@ class ZerosToEmpty(Rule):
         if isinstance(call.func, cst.Name) and star:
             return self._keep(module, call, context, f"`{star}` may rebind `{call.func.value}`: it may not be torch's",
                               KeepCategory.NOT_TORCH)
-        allocation = _moved_result(module, call)
+        allocation, parameter = _allocated_value(module, call)
         parent = module.parent(allocation)
         target = _bound_target(parent, allocation)
         if target is None:
+            if isinstance(parent, cst.Expr):
+                return self._discarded(module, call, context, DISCARDED[0], [])
             return self._keep(module, call, context, *_unbound_reason(module, parent))
+        shape = _shape_of(module, call, kind, allocation)
         if isinstance(target, cst.Attribute):
-            return self._examine_attribute(module, call, kind, parent, target, context)
+            return self._examine_attribute(module, call, kind, parent, target, context, shape, parameter)
         if not isinstance(target, cst.Name):
             return self._keep(module, call, context, *UNPACKED)
-        proof = prove_full_overwrite(module, parent, target.value)
+        proof = prove_full_overwrite(module, parent, Tracked(target.value), shape)
         if proof.proven:
-            return self._fix(module, call, kind, context, Tier.SAFE, _proof_reason(target.value, proof), proof.steps)
-        prefix_writer = _prefix_copy_pattern(module, parent, target.value)
+            return self._proven(module, call, kind, context, target.value, proof)
+        prefix_writer = None if parameter else _prefix_copy_pattern(module, parent, target.value)
         if prefix_writer is not None and not self._always_keep(module, call, target.value):
             reason = (
                 f"every use of `{target.value}` is a prefix slice, first filled by {prefix_writer}; "
                 "whether later reads stay inside the written prefix cannot be proven statically"
             )
             return self._fix(module, call, kind, context, Tier.VALIDATE, reason, proof.steps)
+        return self._unproven(module, call, context, target.value, proof)
+
+    def _proven(self, module, call, kind, context, name: str, proof: OverwriteProof) -> Finding:
+        """A proof that the zeros are never read: a fix when some path fills the buffer, else the allocation is dead."""
+        if not proof.fills:
+            discarded = [f"L{step.line}: {step.text}" for step in proof.steps if step.writes]
+            reason = (f"the value of `{name}` is never read{' (' + '; '.join(discarded) + ')' if discarded else ''}: the "
+                      "allocation is dead, or kept for a side effect of the call (an exception, a dispatch); remove it, "
+                      "or leave it as it is")
+            return self._discarded(module, call, context, reason, proof.steps)
+        return self._fix(module, call, kind, context, Tier.SAFE, _proof_reason(name, proof), proof.steps)
+
+    def _unproven(self, module, call, context, name: str, proof: OverwriteProof) -> Finding:
         assert proof.blocker is not None
-        always = self._always_keep(module, call, target.value)
+        always = self._always_keep(module, call, name)
         reason = f"L{proof.blocker.line}: {proof.blocker.text}" + (f" ({always[0]})" if always else "")
         category = always[1] if always else proof.blocker.category or KeepCategory.OTHER
         return self._keep(module, call, context, reason, category, proof.steps + [proof.blocker])
 
-    def _examine_attribute(self, module, call, kind, statement, target: cst.Attribute, context) -> Finding:
+    def _examine_attribute(self, module, call, kind, statement, target: cst.Attribute, context, shape: Shape,
+                           parameter: bool) -> Finding:
         owner = target.value
         if not (isinstance(owner, cst.Name) and owner.value == "self"):
             return self._keep(module, call, context, *ANOTHER_OBJECT)
         attribute = target.attr.value
+        function = module.enclosing_function(statement)
+        proof = None
+        if _is_constructor(module, function) and not _class_defines(module, function, attribute):
+            # Until __init__ returns, only its own code can see the attribute: the proof follows it there.
+            proof = prove_full_overwrite(module, statement, Tracked(attribute, attribute=True), shape)
+            if proof.proven:
+                return self._proven(module, call, kind, context, f"self.{attribute}", proof)
+        if parameter:
+            if proof is None:
+                return self._keep(module, call, context, f"parameter `self.{attribute}` is created outside __init__, where "
+                                  "other methods may read it before it is initialised", KeepCategory.ATTRIBUTE_BUFFER)
+            return self._unproven(module, call, context, f"self.{attribute}", proof)
         always = self._always_keep(module, call, attribute)
         if always:
             return self._keep(module, call, context, f"attribute buffer `self.{attribute}`: {always[0]}", always[1])
@@ -324,7 +491,12 @@ class ZerosToEmpty(Rule):
         return self._fix(module, call, kind, context, Tier.VALIDATE, reason, [])
 
     def _always_keep(self, module: PythonModule, call: cst.Call, name: str) -> tuple[str, KeepCategory] | None:
-        """RULES.md's "Always keep" cases, recognised by their usual shapes: why, and which."""
+        """The "always keep" cases of docs/rules/OPT101.md, recognised by their usual shapes: why, and which.
+
+        They stop a site from being proposed for validation; a static proof
+        of a full overwrite still applies to them, since it leaves no element
+        unwritten (an index tensor included).
+        """
         padding = padded_size_call(call)
         if padding:
             return (f"padded or tiled size from `{padding}(...)`: a writer bounded by lengths leaves the padding unwritten",
@@ -342,15 +514,32 @@ class ZerosToEmpty(Rule):
     # -- findings -----------------------------------------------------------------------------
 
     def _fix(self, module, call, kind, context, tier: Tier, reason: str, steps: list[Step]) -> Finding:
+        expecting = expecting_block(module, call)
+        if expecting is not None:
+            return self._keep(module, call, context, f"{expecting}: `zeros` and `empty` may raise differently there, and "
+                              "the exception is part of what the code does", KeepCategory.EXPECTED_EXCEPTION, steps)
         edits = _rewrite_edits(module, call, kind, self.facts.torch_imports)
         if isinstance(edits, str):
             return self._keep(module, call, context, edits, KeepCategory.CANNOT_SPELL, steps)
-        impact, basis = _impact(call, kind, context)
+        if tier is Tier.SAFE and kind in _ON_A_RECEIVER:
+            caution = receiver_caution(module, f"`{_OPERATION[kind]}`")
+            if caution is not None:
+                tier, reason = Tier.VALIDATE, f"{reason}; but {caution}"
+        impact, basis = _impact(module, call, kind, context)
         start, end = module.span(call)
         return self.fix(
             module, module.start(call), reason=reason, tier=tier, edits=edits, context=context, impact=impact, basis=basis,
             replacement=preview(module.source.text, start, end, edits), proof=[f"L{s.line}: {s.text}" for s in steps],
         )
+
+    def _discarded(self, module, call, context, reason: str, steps: list[Step]) -> Finding:
+        """An allocation whose value nothing reads: advice, never a fix (the call may be there for what it raises)."""
+        expecting = expecting_block(module, call)
+        if expecting is not None:
+            return self._keep(module, call, context, f"{expecting}: the call may be there for the exception it raises",
+                              KeepCategory.EXPECTED_EXCEPTION, steps)
+        return self.advice(module, module.start(call), reason=reason, context=context, basis=DISCARDED_BASIS,
+                           category=KeepCategory.DISCARDED)
 
     def _keep(self, module, call, context, reason: str, category: KeepCategory, steps: list[Step] = ()) -> Finding:
         return self.keep(module, module.start(call), reason=reason, category=category, context=context,
@@ -358,6 +547,43 @@ class ZerosToEmpty(Rule):
 
 
 # -- helpers (module level: they need no rule state) -----------------------------------------
+
+
+def _is_constructor(module: PythonModule, function: cst.FunctionDef | None) -> bool:
+    """`__init__` defined directly in a class: until it returns, nothing outside it holds the new object."""
+    if function is None or function.name.value != "__init__":
+        return False
+    block = module.parent(function)
+    return isinstance(block, cst.IndentedBlock) and isinstance(module.parent(block), cst.ClassDef)
+
+
+def _class_defines(module: PythonModule, function: cst.FunctionDef, attribute: str) -> bool:
+    """The class itself names `attribute` (a method, a property, a class attribute): `self.<attribute>` may not be
+    the instance's own slot."""
+    cls = module.parent(module.parent(function))
+    for statement in cls.body.body:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.name.value == attribute:
+            return True
+        if isinstance(statement, cst.SimpleStatementLine) and any(
+            isinstance(small, (cst.Assign, cst.AnnAssign)) and attribute in {
+                node.value for node in walk(small) if isinstance(node, cst.Name)
+            } for small in statement.body
+        ):
+            return True
+    return False
+
+
+def _allocated_value(module: PythonModule, call: cst.Call) -> tuple[cst.Call, bool]:
+    """The value that holds the allocation's memory: the zeros, moved (`.cuda()`, `.to(d)`: as fresh, the same
+    values), or wrapped in `nn.Parameter(...)` (the same storage); and whether it is a parameter."""
+    value = _moved_result(module, call)
+    argument = module.parent(value)
+    wrapper = module.parent(argument) if isinstance(argument, cst.Arg) else None
+    if (isinstance(wrapper, cst.Call) and module.refers_to(wrapper.func, _PARAMETER) is not None
+            and (argument is wrapper.args[0] and argument.keyword is None and not argument.star
+                 or argument.keyword is not None and argument.keyword.value == "data")):
+        return wrapper, True
+    return value, False
 
 
 def _moved_result(module: PythonModule, call: cst.Call) -> cst.Call:
@@ -380,6 +606,85 @@ def _bound_target(parent: cst.CSTNode | None, call: cst.Call) -> cst.BaseExpress
     return None
 
 
+def _shape_of(module: PythonModule, call: cst.Call, kind: str, value: cst.Call | None = None) -> Shape:
+    """The sizes the call spells, and whether `value` (the call, or what moved or wrapped it) is contiguous memory:
+    every kind is but `*_like`, which keeps the template's strides unless `memory_format=torch.contiguous_format`,
+    and `.to(..., memory_format=...)` may change the layout."""
+    moves = [node for node in walk(value) if isinstance(node, cst.Call) and node is not call
+             and keyword_arg(node, "memory_format") is not None] if value is not None and value is not call else []
+    if moves:
+        return replace(_shape_of(module, call, kind), contiguous=False)
+    if kind in ("zeros_like", "full_like"):
+        memory_format = keyword_arg(call, "memory_format")
+        contiguous = memory_format is not None and module.refers_to(memory_format.value, {"torch.contiguous_format"}) is not None
+        return Shape(contiguous=contiguous)
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if kind in _METHODS and module.refers_to(call.func.value, {"torch.Tensor"}) is not None:
+        positional = positional[1:]  # `torch.Tensor.new_zeros(t, size)`
+    if kind in _FILLED:
+        positional = positional[:1]
+    size = keyword_arg(call, "size")
+    arguments = [size] if size is not None else positional
+    if not arguments or any(arg.star for arg in arguments):
+        return Shape(contiguous=True)
+    if len(arguments) == 1:
+        value = arguments[0].value
+        if isinstance(value, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return Shape(tuple(element.value for element in value.elements), rank_known=True, contiguous=True)
+        if kind in _FILLED:
+            return Shape(contiguous=True)  # `full(size, 0)`: `size` is a sequence, never one integer
+        return Shape((value,), rank_known=_integer_literal(value) is not None, contiguous=True)
+    return Shape(tuple(arg.value for arg in arguments), rank_known=True, contiguous=True)
+
+
+def _element_count(shape: Shape) -> int | None:
+    """The number of elements when every size is an integer literal (and the rank is known)."""
+    if not shape.rank_known:
+        return None
+    count = 1
+    for size in shape.sizes:
+        value = _integer_literal(size)
+        if value is None:
+            return None
+        count *= value
+    return count
+
+
+def _integer_literal(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        value = node.evaluated_value
+        return value if isinstance(value, int) else None
+    return None
+
+
+def _fill_argument(call: cst.Call, kind: str) -> cst.Arg | None:
+    """The fill value of `full(size, v)`, `full_like(x, v)`, `t.new_full(size, v)`: second positional, or `fill_value=`."""
+    keyword = keyword_arg(call, "fill_value")
+    if keyword is not None:
+        return keyword
+    positional = [arg for arg in call.args if arg.keyword is None]
+    return positional[1] if len(positional) > 1 and not any(arg.star for arg in positional[:2]) else None
+
+
+def _zero_fill(arg: cst.Arg | None) -> bool:
+    if arg is None:
+        return False
+    value = arg.value
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return value.evaluated_value == 0
+    return isinstance(value, cst.Name) and value.value == "False"
+
+
+def _ast_zero_fill(call: ast.Call) -> bool:
+    """`_zero_fill(_fill_argument(...))` for the screen's `ast`."""
+    value = next((keyword.value for keyword in call.keywords if keyword.arg == "fill_value"), None)
+    if value is None:
+        if len(call.args) < 2 or any(type(arg) is ast.Starred for arg in call.args[:2]):
+            return False
+        value = call.args[1]
+    return type(value) is ast.Constant and type(value.value) in (int, float, bool) and value.value == 0
+
+
 # Why an allocation is kept whatever follows it, and which kind of use that is; `_unbound_reason` and
 # `_judged_alone` say the same.
 FILLS_OUT = ("`out=` fills an existing tensor, which may be read elsewhere", KeepCategory.OUT_TARGET)
@@ -390,6 +695,8 @@ SEVERAL_NAMES = ("assigned to several names at once", KeepCategory.STORED)
 IN_AN_EXPRESSION = ("used directly in an expression, not bound to a local name", KeepCategory.READ_BEFORE_WRITE)
 ANOTHER_OBJECT = ("stored on another object, which other code may read", KeepCategory.STORED)
 UNPACKED = ("the result is unpacked or stored, not bound to one name", KeepCategory.STORED)
+DISCARDED = ("the result is discarded: the allocation does nothing, or the call is kept for a side effect (an "
+             "exception, a dispatch); remove it, or leave it as it is", KeepCategory.DISCARDED)
 
 
 def _unbound_reason(module: PythonModule, parent: cst.CSTNode | None) -> tuple[str, KeepCategory]:
@@ -407,29 +714,36 @@ def _unbound_reason(module: PythonModule, parent: cst.CSTNode | None) -> tuple[s
 
 class _Judged(NamedTuple):
     reason: str  # with `{}` for the callee's text when `callee` is set
-    category: KeepCategory
+    category: KeepCategory  # DISCARDED: advice, else a keep
     callee: ast.expr | None
     ancestors: list[ast.AST]  # the allocation's, up to its outermost function: its context
 
 
+_EXCEPTION_BLOCKS = (ast.With, ast.AsyncWith, ast.Try, ast.TryStar)
+
+
 def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
-    """The keep `_examine` gives this allocation, when the call and its parents settle it; else None.
+    """The keep (or advice) `_examine` gives this allocation, when the call and its parents settle it; else None.
 
     The verdict needs nothing else of its function when the result is not
     bound to one local name or to `self.<name>` (those need the proof, or
-    the class): it is passed, returned, stored elsewhere or used at once.
-    Whether the call is torch's at all is then a question for the module's
-    bindings alone, provided nothing inside its function binds the
+    the class): it is passed, returned, stored elsewhere, discarded or used
+    at once. Whether the call is torch's at all is then a question for the
+    module's bindings alone, provided nothing inside its function binds the
     callee's name (`_allocation_kind_alone`); a `new_zeros` receiver must
     name no import anywhere. Module- and class-level sites, star imports
-    with a bare name, and shapes with no simple `ast` counterpart (a
-    decorator, a class's bases) are left to libcst's tree.
+    with a bare name, shapes with no simple `ast` counterpart (a decorator,
+    a class's bases), discarded results inside a `with` or `try` (which may
+    expect the exception, `expecting_block`) and arguments of a
+    `Parameter(...)` (which `_allocated_value` follows) are left to
+    libcst's tree. Other sites inside those blocks are keeps whatever the
+    block: only a fix or advice turns into an exception-check keep.
     """
     function = calls.outermost_function(call)
     if function is None:
         return None
     func = call.func
-    if type(func) is ast.Attribute and func.attr == "new_zeros":
+    if type(func) is ast.Attribute and func.attr in _METHODS:
         root = _receiver_root(func.value)
         if root is not None and root in calls.imported_names:
             return None
@@ -451,6 +765,12 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
     parent = ancestors[at]
     owner = ancestors[at + 1] if at + 1 < len(ancestors) else None
     kind = type(parent)
+    if kind is ast.Call and callee_name(parent) == "Parameter" or kind is ast.keyword and type(owner) is ast.Call \
+            and callee_name(owner) == "Parameter":
+        return None
+    if kind is ast.Expr:
+        # Advice, unless a `with` or `try` around it expects its exception (`expecting_block`, on libcst's tree).
+        return None if any(type(node) in _EXCEPTION_BLOCKS for node in ancestors) else _Judged(*DISCARDED, None, ancestors)
     if kind is ast.Assign and parent.value is result:
         if len(parent.targets) > 1:
             return _Judged(*SEVERAL_NAMES, None, ancestors)
@@ -532,15 +852,21 @@ def _attribute_writer(module: PythonModule, call: cst.Call, attribute: str) -> s
 
 
 def _allocations(calls: CallIndex) -> list[ast.Call]:
-    """The calls `_allocation_kind` may accept: by their last name, or a name `from torch import zeros as z` binds."""
-    return calls.named(*_spellings(
-        alias.asname for statement in calls.torch_imports for alias in statement.names
+    """The calls `_allocation_kind` may accept: by their last name, or a name `from torch import zeros as z` binds;
+    `full`, `full_like` and `new_full` only with a zero fill."""
+    aliases = {
+        alias.asname: alias.name for statement in calls.torch_imports for alias in statement.names
         if alias.asname and alias.name in _REPLACEMENT
-    ))
+    }
+    return [
+        call for call in calls.named(*_spellings(aliases))
+        if not (callee_name(call) in _FILLED or aliases.get(callee_name(call)) in _FILLED) or _ast_zero_fill(call)
+    ]
 
 
 def _spellings(aliases) -> set[str]:
-    """The last names an allocation's callee may have: `zeros`, `zeros_like`, `new_zeros` and their import aliases."""
+    """The last names an allocation's callee may have: `zeros`, `zeros_like`, `new_zeros`, the `full` forms, and their
+    import aliases."""
     return set(_REPLACEMENT).union(aliases)
 
 
@@ -564,8 +890,11 @@ def _rewrite_edits(module: PythonModule, call: cst.Call, kind: str, torch_import
     """The edits that turn this allocation into `empty`, or why it cannot be spelled."""
     new_name = _REPLACEMENT[kind]
     func = call.func
+    fill = _fill_edit(module, call, kind) if kind in _FILLED else []
+    if isinstance(fill, str):
+        return fill
     if isinstance(func, cst.Attribute):
-        return [module.replace(func.attr, new_name)]
+        return [module.replace(func.attr, new_name), *fill]
     # A bare name from `from torch import zeros [as z]`: import `empty` beside it.
     if re.search(rf"\b{new_name}\b", module.source.text):
         return f"called as a bare name and `{new_name}` is already used in this file: cannot add `from torch import {new_name}` safely"
@@ -577,21 +906,83 @@ def _rewrite_edits(module: PythonModule, call: cst.Call, kind: str, torch_import
         return f"cannot find the one `from torch import` that binds `{func.value}`"
     last = imports[0].names[-1]
     _, end = module.span(last)
-    return [Edit(end, end, f", {new_name}"), module.replace(func, new_name)]
+    return [Edit(end, end, f", {new_name}"), module.replace(func, new_name), *fill]
 
 
-def _impact(call: cst.Call, kind: str, context: Context) -> tuple[Impact, str]:
+def _fill_edit(module: PythonModule, call: cst.Call, kind: str) -> list[Edit] | str:
+    """Drop the zero fill of `full(size, 0)`; where it chose the dtype (`full` with no `dtype=`), say it instead.
+
+    `torch.full(size, 0)` is int64 and `torch.full(size, False)` bool, where
+    `torch.empty(size)` would take the default float dtype; `full_like` and
+    `new_full` take the template's dtype whatever the fill.
+    """
+    fill = _fill_argument(call, kind)
+    assert fill is not None
+    value = fill.value
+    if kind == "full" and keyword_arg(call, "dtype") is None and not isinstance(value, cst.Float):
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return "`full` called as a bare name with an integer fill and no `dtype=`: cannot spell the dtype it implies"
+        dtype = "bool" if isinstance(value, cst.Name) else "int64"
+        return [module.replace(fill, f"dtype={module.text(func.value)}.{dtype}")]
+    arguments = list(call.args)
+    position = arguments.index(fill)
+    if position > 0:  # from the end of the argument before it (its comma goes) to the end of the fill
+        return [Edit(module.span(arguments[position - 1])[1], module.span(fill)[1], "")]
+    return [Edit(module.span(fill)[0], module.span(arguments[1])[0], "")]
+
+
+def _impact(module: PythonModule, call: cst.Call, kind: str, context: Context) -> tuple[Impact, str]:
+    """What the zero fill costs where this allocation lives, by device and, when the call spells it, size."""
     if context is Context.ONCE:
         return Impact.LOW, ONCE_BASIS
+    size = _size_in_bytes(module, call, kind)
     pinned = keyword_arg(call, "pin_memory")
     if pinned is not None and is_true(pinned.value):
+        if size is not None and size <= 64 * 1024:
+            return Impact.LOW, f"{_bytes(size)} pinned host buffer: {PINNED_SMALL_BASIS}"
+        if size is not None and size >= 64 * 1024 * 1024:
+            return Impact.HIGH, f"{_bytes(size)} pinned host buffer: {PINNED_LARGE_BASIS}"
         return Impact.MEDIUM, PINNED_BASIS
     device = keyword_arg(call, "device")
-    if kind == "zeros" and device is None:
-        return Impact.LOW, CPU_BASIS + " (no device=: the default device, usually the CPU)"
-    if device is not None and (string_value(device.value) or "").startswith("cpu"):
-        return Impact.LOW, CPU_BASIS
-    return Impact.MEDIUM, CUDA_BASIS
+    on_cpu = (device is None and kind in ("zeros", "full")) or (
+        device is not None and (string_value(device.value) or "").startswith("cpu"))
+    if on_cpu:
+        note = " (no device=: the default device, usually the CPU)" if device is None else ""
+        if size is not None and size >= 1024 * 1024:
+            return Impact.MEDIUM, f"{_bytes(size)} on the CPU{note}: {CPU_LARGE_BASIS}"
+        if size is not None:
+            return Impact.LOW, f"{_bytes(size)} on the CPU{note}: {CPU_SMALL_BASIS}"
+        return Impact.LOW, CPU_BASIS + note
+    where = "" if device is not None else " (on the template's device: on the CPU see docs/benchmarks.md's CPU table)"
+    if size is not None and size < 1024 * 1024:
+        return Impact.LOW, f"{_bytes(size)}{where}: {CUDA_SMALL_BASIS}"
+    if size is not None and size >= 64 * 1024 * 1024:
+        return Impact.HIGH, f"{_bytes(size)}{where}: {CUDA_LARGE_BASIS}"
+    if size is not None:
+        return Impact.MEDIUM, f"{_bytes(size)}{where}: {CUDA_MEDIUM_BASIS}"
+    return Impact.MEDIUM, CUDA_BASIS + where
+
+
+def _size_in_bytes(module: PythonModule, call: cst.Call, kind: str) -> int | None:
+    """Bytes the allocation takes, when the call spells every size as a literal; an unknown dtype counts 16 bytes."""
+    count = _element_count(_shape_of(module, call, kind))
+    if count is None:
+        return None
+    dtype = keyword_arg(call, "dtype")
+    if dtype is not None:
+        width = DTYPES.get(module.refers_to(dtype.value, frozenset(DTYPES)) or "", ("", 0))[1]
+        return count * max(width // 8, 1) if width else count * 16
+    if kind in ("zeros", "full"):
+        return count * 4 if kind == "zeros" or not isinstance(_fill_argument(call, kind).value, cst.Name) else count
+    return count * 16
+
+
+def _bytes(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} bytes"
 
 
 @dataclass
@@ -635,4 +1026,3 @@ def _is_attribute_name(module: PythonModule, node: cst.Name) -> bool:
     return (isinstance(parent, cst.Attribute) and parent.attr is node) or (
         isinstance(parent, cst.Arg) and parent.keyword is node
     )
-

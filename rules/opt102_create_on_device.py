@@ -20,6 +20,7 @@ from optpatch.analysis.torch_api import (
     exact_in,
     keyword_arg,
 )
+from optpatch.analysis.tensor_subclasses import receiver_caution
 from optpatch.analysis.torch_values import (
     ChainOp,
     Kind,
@@ -493,7 +494,7 @@ class CreateOnDevice(Rule):
         if no_gain is not None:
             return self._advice(module, site, *no_gain)
         tier, reasons = device.tier, [device.reason]
-        for check in (_chain_casts, _dtype_merge, _value_tier, _autograd_tier, _evaluation_order):
+        for check in (_chain_casts, _dtype_merge, _value_tier, _autograd_tier, _subclass_tier, _evaluation_order):
             outcome = check(module, site)
             if isinstance(outcome, Kept):
                 return self._keep(module, site, outcome)
@@ -880,6 +881,15 @@ def _value_tier(module: PythonModule, site: Site):
         return Tier.SAFE, (f"`{callee.removeprefix('torch.')}(x, device=d)` makes what `{callee.removeprefix('torch.')}(x)"
                            ".to(d)` makes (x's shape, dtype, layout and strides on `d`), whatever device `x` is on")
     return None
+
+
+def _subclass_tier(module: PythonModule, site: Site):
+    """`*_like(x).to(d)`: a tensor subclass with a dispatch hook, defined in this file or a project module it
+    imports, may implement the factory without `device=` and not with it (analysis/tensor_subclasses.py)."""
+    if site.callee not in LIKE_FACTORIES:
+        return None
+    caution = receiver_caution(module, f"`{site.callee.rpartition('.')[2]}` as called here")
+    return (Tier.VALIDATE, caution) if caution is not None else None
 
 
 def _fractional_arange_argument(module: PythonModule, call: cst.Call) -> str | None:

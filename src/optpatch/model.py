@@ -204,7 +204,7 @@ class Finding:
     impact_basis: str  # the measurement the impact class rests on
     area: CodeArea = CodeArea.LIBRARY
     tier: Tier | None = None  # set for verdict FIX
-    keep_category: KeepCategory | None = None  # set for verdict KEEP
+    keep_category: KeepCategory | None = None  # set for verdict KEEP; for ADVICE, which kind when the rule says
     edits: tuple[Edit, ...] = ()
     replacement: str = ""  # the rewritten source of the site, for humans
     proof: tuple[str, ...] = ()  # the full argument, step by step, for `explain`

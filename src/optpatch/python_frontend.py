@@ -69,6 +69,9 @@ class PythonModule:
         self.source = source
         self.screen = screen
         self.outlined = False
+        # Other files an analysis read to judge this one (analysis/tensor_subclasses.py), with their SHA-256:
+        # passes.analyse_text hands them to the result cache, which re-analyses this file when one changes.
+        self.inputs: list[tuple[str, str]] = []
         self._outline = None
         if screen is None:
             _refuse_what_cpython_cannot_nest(source)

@@ -95,9 +95,9 @@ class Rule:
                              keep_category=category, proof=tuple(proof))
 
     def advice(self, unit, at: tuple[int, int], *, reason: str, context: Context, basis: str,
-               impact: Impact = Impact.NONE) -> Finding:
-        """Worth a human look, with no mechanical fix."""
-        return self._finding(unit, at, Verdict.ADVICE, reason, context, impact, basis)
+               impact: Impact = Impact.NONE, category: KeepCategory | None = None) -> Finding:
+        """Worth a human look, with no mechanical fix; `category`, when set, says which kind (e.g. `DISCARDED`)."""
+        return self._finding(unit, at, Verdict.ADVICE, reason, context, impact, basis, keep_category=category)
 
     def _finding(self, unit, at: tuple[int, int], verdict: Verdict, reason: str, context: Context, impact: Impact,
                  basis: str, **fields) -> Finding:

@@ -6,9 +6,11 @@ from three tables:
 - `FACTORIES`: the allocations a rule examines (for OPT101: `zeros`,
   `zeros_like`, `new_zeros`, through `torch`, an alias of it and names
   imported from it), each tagged with the rule code it exercises;
-- `USES`: what RULES.md says can follow an allocation: full writes, partial
-  and masked writes, views, aliases, in-place reads, escapes, metadata,
-  closures, returns, `del`;
+- `USES`: what docs/rules/OPT101.md says can follow an allocation: full
+  writes (complementary partial writes, a loop over the size, a whole view,
+  `out=` by schema and `nn.init` among them), partial and masked writes,
+  views, aliases, in-place reads, escapes, metadata, closures, returns,
+  `del`;
 - control flow: `if`/`elif`/`else`, `for` and `while` loops that may run
   zero times (with `else`, `break`, `continue`), `with` blocks that do and
   do not suppress exceptions, `try`/`except`/`finally`, `match`, early
@@ -94,6 +96,13 @@ FULL_WRITES = (
     "torch.add({src}, 1, out={x})",
     "tt.mul({src}, {src}, out={x})",
     "{x} = {src} + 1",
+    "{x}[:2] = {src}[:2]\n{x}[2:] = {src}[2:] - 1",
+    "{x}[:, 1::2] = {v}\n{x}[:, 0::2] = {src}[:, 0::2]",
+    "{x}[0], {x}[1:] = {src}[0], {src}[1:]",
+    "for row in range({x}.shape[0]):\n    {x}[row] = {src}[row] + row",
+    "{x}.view(12).copy_({src}.reshape(12))",
+    "torch.cumsum({src}, dim=0, out={x})",
+    "torch.nn.init.constant_({x}, {v})",
 )
 FLOAT_FULL_WRITES = (
     "{x}.uniform_()", "{x}.normal_()", "{x}.bernoulli_(0.5)", "{x}.exponential_()", "{x}.geometric_(0.5)",
@@ -103,6 +112,7 @@ INT_FULL_WRITES = ("{x}.random_(0, 10)",)
 USES: dict[str, tuple[str, ...]] = {
     "partial write": (
         "{x}[0] = {v}", "{x}[:2] = {src}[:2]", "{x}[:, 1:] = {v}", "{x}[::2] = {v}", "{x}[{src} > {t}] = {v}",
+        "{x}[:1] = {v}\n{x}[2:] = {src}[2:]", "for row in range(n):\n    {x}[row] = {v}",
         "{x}.masked_fill_({src} > {t}, {v})", "{x}.index_fill_(0, INDEX, {v})", "{x}.index_put_((INDEX,), {src}[:2])",
     ),
     "view": (
@@ -120,6 +130,7 @@ USES: dict[str, tuple[str, ...]] = {
     ),
     "metadata": (
         "sink.append({x}.shape[0] + {x}.numel() + len({x}) + {x}.dim())", "sink.append({x}.dtype)",
+        "sink.append(torch.empty_like({x}).shape)",
         "sink.append(tuple({x}.size()))", "assert {x}.device == {src}.device",
     ),
     "closure": ("peek = lambda: {x}.sum()\nsink.append(peek())",),

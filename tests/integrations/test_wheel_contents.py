@@ -1,4 +1,4 @@
-"""The wheel carries what an installed optpatch needs beyond its modules: the rules and the bundled kernels.
+"""The wheel carries what an installed optpatch needs beyond its modules: the rules, the bundled kernels, its data files.
 
 Builds the wheel as pip would (build isolation: needs PyPI or a wheel cache),
 unpacks it, and asks the unpacked package where its rules and kernels are.
@@ -30,11 +30,14 @@ def test_an_installed_optpatch_finds_its_rules_and_kernels(tmp_path):
         [sys.executable, "-c",
          "from optpatch.kernel_check import default_kernels_dir\n"
          "from optpatch.rule import builtin_rules_dir\n"
-         "print(default_kernels_dir()); print(builtin_rules_dir())"],
+         "from optpatch.analysis.out_ops import out_ops\n"
+         "print(default_kernels_dir()); print(builtin_rules_dir()); print(len(out_ops()))"],
         cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site")}, capture_output=True, text=True, timeout=60,
     )
     assert asked.returncode == 0, asked.stderr
-    kernels, rules = (Path(line) for line in asked.stdout.split())
+    kernels_line, rules_line, out_ops_count = asked.stdout.split()
+    kernels, rules = Path(kernels_line), Path(rules_line)
+    assert int(out_ops_count) > 400  # analysis/out_ops.json: the `out=` operators from torch's schemas
     assert kernels.is_relative_to(tmp_path / "site") and (kernels / "csrc").is_dir() and (kernels / "harness.py").is_file()
     assert (kernels / "targets.json").is_file()  # the acceptance targets `optpatch validate` reports
     assert rules.is_relative_to(tmp_path / "site") and (rules / "opt101_zeros_to_empty.py").is_file()

@@ -1,6 +1,6 @@
 """FullOverwriteProof: is every element of a fresh local tensor written before it is read?
 
-This is the proof obligation of OPT101 (RULES.md). From the statement that
+This is the proof obligation of OPT101 (docs/rules/OPT101.md). From the statement that
 binds the allocation, every control-flow path is followed to the first
 statement that touches the name's values. The proof holds when that
 statement overwrites all of them on every path (`copy_`, `fill_`, a full
@@ -17,15 +17,35 @@ may land in a handler that falls through, or in a `with` whose context
 manager suppresses it, and the code after it then sees the tensor unwritten.
 When in doubt the analysis keeps: a write inside a loop that may run zero
 times, or in one branch only, proves nothing.
+
+A full overwrite may also be assembled from parts: partial writes on one
+straight line of code whose regions together cover the tensor (regions.py:
+`x[:h] = a` then `x[h:] = b`, `x[:, 0::2]` and `x[:, 1::2]`, the targets of
+one tuple assignment), and a loop `for i in range(n): x[i] = ...` whose `n`
+is the size of the dimension it indexes (so that a loop running zero times
+leaves nothing unwritten: the tensor is then empty). Writes through a view
+of the whole buffer count in full (`x.view(s).copy_(y)`, `x.data.normal_()`,
+`x.reshape(-1)[:] = v` where the allocation is contiguous), as do the
+`torch.nn.init` functions and `out=` of an operator that PyTorch's schemas
+say writes its whole result (out_ops.py). What the allocation spells about
+its shape (`Shape`) supplies the sizes these proofs compare with.
+
+The proof follows a local name, or `self.<attribute>` assigned in
+`__init__` (`Tracked`): there every use of `self` that could reach the
+attribute (a method call, `self` passed on, `super()`) counts as a read,
+and the attribute outlives the function, so a path that ends unwritten is
+a blocking use.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import libcst as cst
 
+from optpatch.analysis.out_ops import out_ops
+from optpatch.analysis.regions import END, LAST, START, SYMBOL, ZERO, AxisSize, Axis, Bound, Region, covers
 from optpatch.model import KeepCategory
 from optpatch.python_frontend import PythonModule, walk
 from optpatch.python_scope import full_name_of
@@ -34,25 +54,67 @@ _DECLARATIONS = frozenset({cst.Global, cst.Nonlocal})
 _NESTED_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
 
 METADATA_ATTRIBUTES = frozenset(
-    {"shape", "dtype", "device", "ndim", "layout", "is_cuda", "is_sparse", "is_quantized", "is_meta", "itemsize"}
+    {"shape", "dtype", "device", "ndim", "layout", "is_cuda", "is_cpu", "is_sparse", "is_quantized", "is_meta", "itemsize",
+     "requires_grad", "is_leaf", "nbytes"}
 )
 METADATA_METHODS = frozenset(
-    {"size", "dim", "numel", "nelement", "stride", "element_size", "is_contiguous", "get_device", "ndimension"}
+    {"size", "dim", "numel", "nelement", "stride", "element_size", "is_contiguous", "get_device", "ndimension",
+     "is_floating_point", "is_complex", "is_signed", "data_ptr"}
+)
+# `x.new_zeros(...)` and friends take only the receiver's dtype and device.
+METADATA_CONSTRUCTORS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+# Factories and builtins that take only a tensor's metadata from their first argument (`input=` for the factories).
+METADATA_FUNCTIONS = frozenset(
+    {"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like", "torch.rand_like", "torch.randn_like",
+     "torch.randint_like", "builtins.len", "builtins.isinstance", "builtins.type", "builtins.id"}
 )
 # In-place methods that assign every element of their receiver.
 FULL_WRITE_METHODS = frozenset(
     {"copy_", "fill_", "zero_", "uniform_", "normal_", "random_", "bernoulli_", "exponential_",
      "geometric_", "log_normal_", "cauchy_"}
 )
-# Ops whose `out=` tensor is written in full (resized first if its shape differs).
-FULL_OUT_OPS = frozenset(
-    "torch." + name
+# Synchronous collectives that write every element of their output tensor (`async_op=True` writes it later):
+# name -> (the output's keyword names, how many positional arguments may come before `async_op`). The output
+# is the first argument. `deepspeed.comm` mirrors `torch.distributed` and forwards to it.
+_COLLECTIVES = {
+    "all_gather_into_tensor": (frozenset({"output_tensor"}), 3),
+    "all_gather_single": (frozenset({"output_tensor"}), 3),  # its new name (torch 2.13)
+    "reduce_scatter_tensor": (frozenset({"output", "output_tensor"}), 4),
+    "reduce_scatter_single": (frozenset({"output"}), 4),
+    "reduce_scatter": (frozenset({"output"}), 4),
+    "all_to_all_single": (frozenset({"output"}), 2),  # and no split sizes: an uneven split may leave rows unwritten
+    "scatter": (frozenset({"tensor"}), 4),
+    "recv": (frozenset({"tensor"}), 4),
+}
+COLLECTIVE_OUTPUTS = {
+    f"{module}.{name}": facts
+    for module in ("torch.distributed", "torch.distributed.distributed_c10d", "deepspeed.comm")
+    for name, facts in _COLLECTIVES.items()
+}
+# Builtins that read their arguments and change none of them: a size expression passed to one keeps its value.
+READING_CALLS = frozenset(
+    "builtins." + name
+    for name in ("len", "int", "float", "min", "max", "abs", "round", "range", "isinstance", "divmod", "enumerate", "zip",
+                 "sum", "sorted", "reversed", "list", "tuple", "any", "all", "bool", "str", "repr")
+)
+# What reaches memory beyond a view: its storage, or a new view with strides of its own.
+_STORAGE_ACCESS = frozenset({"as_strided", "as_strided_", "storage", "untyped_storage", "set_", "resize_", "resize_as_"})
+# `torch.nn.init` functions that assign every element of their first argument (a zero-element tensor has none).
+INIT_FUNCTIONS = frozenset(
+    "torch.nn.init." + name
     for name in (
-        "add", "sub", "mul", "div", "matmul", "mm", "bmm", "addmm", "baddbmm", "cat", "concat", "stack",
-        "exp", "log", "sqrt", "rsqrt", "abs", "neg", "sigmoid", "tanh", "clamp", "where", "index_select",
-        "gather", "cumsum", "sum", "mean", "maximum", "minimum", "pow", "randn", "rand", "arange",
+        "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_", "xavier_uniform_",
+        "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_",
     )
 )
+# Views that reach every element of the tensor they are taken of, whatever its strides.
+WHOLE_VIEW_METHODS = frozenset(
+    {"view", "view_as", "unsqueeze", "squeeze", "t", "transpose", "permute", "swapaxes", "swapdims", "movedim", "unflatten",
+     "detach"}
+)
+WHOLE_VIEW_ATTRIBUTES = frozenset({"data", "T", "mT"})
+# Views only when the tensor is contiguous (otherwise a copy, and a write into it is lost).
+CONTIGUOUS_VIEW_METHODS = frozenset({"reshape", "reshape_as", "flatten", "ravel", "contiguous"})
 # Context managers whose __exit__ never swallows an exception: their block is straight-line code.
 NON_SUPPRESSING_MANAGERS = frozenset(
     {
@@ -91,6 +153,7 @@ class Step:
     on_path: bool = False  # the text already says which path reaches this step
     category: KeepCategory | None = None  # set on a blocking use: what kind of use it is
     writes: bool = False  # the step overwrites every element (or the value dies): what the proof rests on
+    fills: bool = False  # the step writes every element into the buffer (not a reassignment or `del`)
 
     def reached(self, path: "Via | None") -> "Step":
         """This step, saying it is reached only along `path` (e.g. when a loop runs zero times).
@@ -101,6 +164,36 @@ class Step:
         if path is None or self.on_path:
             return self
         return Step(self.line, f"{self.text}, reached {path.text}", True, path.category)
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """What the proof follows: a local name, or `self.<name>` assigned in `__init__`."""
+
+    name: str
+    attribute: bool = False
+
+    @property
+    def spelled(self) -> str:
+        return f"self.{self.name}" if self.attribute else self.name
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the allocation's call spells about the tensor it makes.
+
+    `sizes`: one size expression per dimension when the call lists them
+    (`zeros(a, b)`, `zeros((a, b))`); a single size argument that is not a
+    literal tuple (`zeros(n)`) gives one entry with `rank_known` false, since
+    `n` may be a tuple: it then stands for the first dimension only where the
+    code uses it as an integer (a slice bound, `range(n)`), which would raise
+    otherwise. `contiguous`: fresh memory in the default layout, so that
+    `reshape` and `flatten` of it are views.
+    """
+
+    sizes: tuple[cst.BaseExpression, ...] = ()
+    rank_known: bool = False
+    contiguous: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,25 +232,53 @@ class OverwriteProof:
             assert self.blocker
             return f"L{self.blocker.line}: {self.blocker.text}"
         writes = [s for s in self.steps if s.writes]
-        return "; ".join(f"L{s.line}: {s.text}" for s in writes) or "the value is never read"
+        if writes:
+            return "; ".join(f"L{s.line}: {s.text}" for s in writes)
+        inside = [s for s in self.steps if s.fills]
+        if inside:
+            return "no path reads the zeros: " + "; ".join(f"L{s.line}: {s.text}" for s in inside)
+        return "the value is never read"
+
+    @property
+    def fills(self) -> bool:
+        """Some path writes into the buffer: without one, the allocation's value is never used at all."""
+        return any(step.fills for step in self.steps)
 
 
 class _Use:
-    METADATA, WRITE, DEAD, BLOCK = "metadata", "write", "dead", "block"
+    METADATA, WRITE, DEAD, BLOCK, PART = "metadata", "write", "dead", "block", "part"
+
+
+class _Effect(NamedTuple):
+    """What one use (or one statement) does to the tracked tensor."""
+
+    kind: str  # a `_Use`
+    text: str = ""
+    category: KeepCategory | None = None  # for BLOCK
+    regions: tuple[Region, ...] = ()  # for PART: the elements written
+    symbols: tuple[cst.BaseExpression, ...] = ()  # for PART: the bounds whose value the proof assumes unchanged
 
 
 _K = KeepCategory
+_METADATA = _Effect(_Use.METADATA)
 
 
-def prove_full_overwrite(module: PythonModule, statement: cst.BaseSmallStatement, name: str) -> OverwriteProof:
-    """Follow every path from `statement` (which binds `name`) to the first touch of `name`."""
-    return _Prover(module, name).prove(statement)
+def prove_full_overwrite(
+    module: PythonModule, statement: cst.BaseSmallStatement, target: Tracked, shape: Shape = Shape()
+) -> OverwriteProof:
+    """Follow every path from `statement` (which binds `target`) to the first touch of its values."""
+    return _Prover(module, target, shape).prove(statement)
 
 
 class _Prover:
-    def __init__(self, module: PythonModule, name: str):
+    def __init__(self, module: PythonModule, target: Tracked, shape: Shape):
         self.module = module
-        self.name = name
+        self.target = target
+        self.name = target.spelled
+        self.shape = shape
+        self.statement: cst.CSTNode | None = None  # the allocation
+        self.scope: cst.FunctionDef | None = None
+        self._functions: frozenset[str] | None = None
 
     # -- the walk upwards from the allocation ----------------------------------
 
@@ -170,6 +291,7 @@ class _Prover:
             )
             return OverwriteProof(False, [], Step(self._line(statement), f"`{self.name}` is not a local variable: it is {where}",
                                                   category=_K.STORED))
+        self.statement, self.scope = statement, scope
         early = self._scope_blocker(scope)
         if early:
             return OverwriteProof(False, [], early)
@@ -178,7 +300,10 @@ class _Prover:
         while not result.blocked:
             owner, role = self._owner(item)
             if owner is scope:
-                if result.open:
+                if result.open and self.target.attribute:
+                    result.blocked = Step(self._line(owner), f"`{self.name}` outlives {owner.name.value}(): other methods "
+                                          "may read what this one leaves unwritten", category=_K.ATTRIBUTE_BUFFER).reached(result.via)
+                elif result.open:
                     result.steps.append(Step(self._line(owner), f"`{self.name}` dies at the end of {owner.name.value}()"))
                 break
             result = self._leave(owner, role, item, result)
@@ -281,29 +406,42 @@ class _Prover:
     # -- scanning statements forward -------------------------------------------
 
     def _scan(self, items: list[cst.CSTNode], via: Via | None = None) -> PathResult:
-        """Straight-line code entered along `via` (the plain path when empty)."""
+        """Straight-line code entered along `via` (the plain path when empty).
+
+        Partial writes on this line accumulate in `parts`; once they cover
+        the tensor, the statement that completed them is the full write. A
+        line that reads the tensor, or ends, with part of it unwritten is
+        blocked at its first partial write.
+        """
         result = PathResult(via=via)
+        parts = _Parts()
         for item in items:
-            step = self._scan_item(item)
+            step = self._scan_item(item, parts)
             result.steps.extend(step.steps)
             result.loop_exit = result.loop_exit or step.loop_exit
             if step.blocked:
-                result.blocked = step.blocked.reached(result.via)
+                result.blocked = (parts.first or step.blocked).reached(result.via)
                 return result
             if not step.open:
                 result.open = False
                 return result
             result.via = result.via or step.via
+        if parts.first is not None:
+            result.blocked = parts.first.reached(result.via)
         return result
 
-    def _scan_item(self, item: cst.CSTNode) -> PathResult:
+    def _scan_item(self, item: cst.CSTNode, parts: "_Parts") -> PathResult:
         if isinstance(item, cst.BaseSmallStatement):
-            return self._scan_small(item)
+            return self._scan_small(item, parts)
         if not self._mentions(item):
             # Compound code that never names it leaves it untouched, but may still jump out of the loop.
             return PathResult(open=True, loop_exit=_jumps_out_of_loop(item))
         if isinstance(item, cst.If):
             return self._scan_if(item)
+        if isinstance(item, cst.For):
+            written = self._loop_writes_all(item)
+            if written is not None:
+                return PathResult(open=False, steps=[written])
         if isinstance(item, _LOOPS):
             return self._scan_loop(item)
         if isinstance(item, cst.With):
@@ -314,19 +452,31 @@ class _Prover:
             return PathResult(blocked=Step(self._line(item), f"captured by the nested {self._kind(item)} here", category=_K.CAPTURED))
         return PathResult(blocked=Step(self._line(item), f"used in a `{type(item).__name__.lower()}` statement", category=_K.OTHER))
 
-    def _scan_small(self, statement: cst.BaseSmallStatement) -> PathResult:
+    def _scan_small(self, statement: cst.BaseSmallStatement, parts: "_Parts") -> PathResult:
         line = self._line(statement)
         if not self._mentions(statement):
+            if isinstance(statement, cst.Return) and self.target.attribute:
+                return PathResult(blocked=Step(line, f"returns with `{self.name}` unwritten: other methods may read it",
+                                               category=_K.ATTRIBUTE_BUFFER))
             if isinstance(statement, (cst.Return, cst.Raise)):
                 return PathResult(open=False, steps=[Step(line, f"path ends ({self._code(statement)}) before any read")])
             if isinstance(statement, (cst.Break, cst.Continue)):
                 return PathResult(open=False, loop_exit=True)
             return PathResult(open=True)
-        kind, text, category = self._classify(statement)
-        if kind == _Use.BLOCK:
-            return PathResult(blocked=Step(line, text, category=category))
-        if kind in (_Use.WRITE, _Use.DEAD):
-            return PathResult(open=False, steps=[Step(line, text, writes=True)])
+        effect = self._classify(statement)
+        if effect.kind == _Use.BLOCK:
+            return PathResult(blocked=Step(line, effect.text, category=effect.category))
+        if effect.kind in (_Use.WRITE, _Use.DEAD):
+            return PathResult(open=False, steps=[Step(line, effect.text, writes=True, fills=effect.kind == _Use.WRITE)])
+        if effect.kind == _Use.PART:
+            step = Step(line, effect.text, category=_K.PARTIAL_WRITE)
+            completed = parts.add(step, effect, statement, self)
+            first = self.module.span(parts.statement)[0]
+            if completed and self._stable(parts.symbols, first, self.module.span(statement)[1]):
+                lines = ", ".join(f"L{part.line}" for part in parts.steps)
+                text = f"overwritten in full by the partial writes at {lines}, which together cover `{self.name}`"
+                return PathResult(open=False, steps=[Step(line, text, writes=True, fills=True)])
+            return PathResult(open=True, steps=[Step(line, f"part of it written: {self._code(statement)}")])
         steps = [Step(line, f"metadata only: {self._code(statement)}")]
         ends = isinstance(statement, (cst.Return, cst.Raise))
         return PathResult(open=not ends, steps=steps)
@@ -366,7 +516,10 @@ class _Prover:
         # A `break` in the loop's `else` leaves the enclosing loop.
         note = Step(self._line(node), "note: a write inside this loop proves nothing (it may run zero times)")
         via = None if body.open else Via(f"when the loop at L{self._line(node)} runs zero times", _K.LOOP)
-        return PathResult(open=True, loop_exit=tail.loop_exit, steps=[note], via=via)
+        # The writes inside still use the buffer when the loop runs: the allocation is not dead (`OverwriteProof.fills`).
+        inside = [Step(step.line, f"written inside the loop: {step.text}", fills=True) for step in body.steps + tail.steps
+                  if step.fills]
+        return PathResult(open=True, loop_exit=tail.loop_exit, steps=[*inside, note], via=via)
 
     def _scan_with(self, node: cst.With) -> PathResult:
         for with_item in node.items:
@@ -426,91 +579,185 @@ class _Prover:
 
     # -- one statement ------------------------------------------------------------
 
-    def _classify(self, statement: cst.BaseSmallStatement) -> tuple[str, str, KeepCategory | None]:
-        """The effect of one simple statement on the name: its first blocking use (and its kind), or its write."""
-        uses = list(_names(self.module, statement, self.name))
-        write: tuple[str, str, None] | None = None
+    def _classify(self, statement: cst.BaseSmallStatement) -> _Effect:
+        """The effect of one simple statement on the tensor: its first blocking use, its write, its partial writes."""
+        uses = list(self._uses(statement))
+        write: _Effect | None = None
+        parts: list[_Effect] = []
         for use in uses:
-            kind, text, category = self._classify_use(use, statement)
-            if kind == _Use.BLOCK:
-                return kind, text, category
-            if kind in (_Use.WRITE, _Use.DEAD):
-                write = (kind, text, None)
-        return write or (_Use.METADATA, "", None)
+            effect = self._classify_use(use, statement)
+            if effect.kind == _Use.BLOCK:
+                return effect
+            if effect.kind in (_Use.WRITE, _Use.DEAD):
+                write = effect
+            elif effect.kind == _Use.PART:
+                parts.append(effect)
+        if write is not None:
+            return write
+        if parts:
+            return _Effect(_Use.PART, parts[0].text, _K.PARTIAL_WRITE, tuple(r for p in parts for r in p.regions),
+                           tuple(s for p in parts for s in p.symbols))
+        return _METADATA
 
-    def _classify_use(self, use: cst.Name, statement: cst.BaseSmallStatement) -> tuple[str, str, KeepCategory | None]:
+    def _classify_use(self, use: cst.CSTNode, statement: cst.BaseSmallStatement) -> _Effect:
         if self._is_metadata_use(use):
-            return _Use.METADATA, "", None
+            return _METADATA
         module = self.module
+        code = self._code(statement)
+        if type(use) is not cst.Attribute and self.target.attribute:  # `self` itself, or `super()`
+            return _Effect(_Use.BLOCK, f"may read `{self.name}` through `self`: {code}", _K.PASSED)
+        view, through = self._whole_view(use)
+        if view is not use:
+            return self._classify_whole_view(view, through, statement, code)
         parent = module.parent(use)
         grand = module.parent(parent) if parent is not None else None
-        code = self._code(statement)
         if isinstance(parent, cst.Attribute) and parent.value is use:
             attribute = parent.attr.value
             if isinstance(grand, cst.Call) and grand.func is parent:
                 if attribute in FULL_WRITE_METHODS:
-                    if not self._is_whole_statement(grand, statement):
-                        return _Use.BLOCK, f"the result of `{self.name}.{attribute}(...)` is used, so it escapes: {code}", _K.STORED
-                    if any(self._reads_name(arg.value) for arg in grand.args):
-                        return _Use.BLOCK, f"reads `{self.name}` while writing it: {code}", _K.READ_BEFORE_WRITE
-                    return _Use.WRITE, f"overwritten in full by {code}", None
-                return (_Use.BLOCK, *self._method_blocker(attribute, code))
-            return _Use.BLOCK, f"`{self.name}.{attribute}` reads or aliases it: {code}", _K.READ_BEFORE_WRITE
+                    return self._method_write(grand, attribute, statement, code, f"overwritten in full by {code}")
+                return _Effect(_Use.BLOCK, *self._method_blocker(attribute, code))
+            return _Effect(_Use.BLOCK, f"`{self.name}.{attribute}` reads or aliases it: {code}", _K.READ_BEFORE_WRITE)
         if isinstance(parent, cst.Subscript) and parent.value is use:
             return self._classify_subscript(parent, statement, code)
         if isinstance(parent, cst.AssignTarget) or (
             isinstance(parent, (cst.Tuple, cst.List, cst.Element)) and self._is_assign_target(parent)
         ):
             if self._reads_name(statement.value):
-                return _Use.BLOCK, f"reads `{self.name}` to compute its new value: {code}", _K.READ_BEFORE_WRITE
-            return _Use.DEAD, f"reassigned by {code}: the zeros were never read", None
+                return _Effect(_Use.BLOCK, f"reads `{self.name}` to compute its new value: {code}", _K.READ_BEFORE_WRITE)
+            return _Effect(_Use.DEAD, f"reassigned by {code}: the zeros were never read")
         if isinstance(parent, cst.AnnAssign) and parent.target is use:
             if parent.value is None:
-                return _Use.METADATA, "", None
+                return _METADATA
             if self._reads_name(parent.value):
-                return _Use.BLOCK, f"reads `{self.name}` to compute its new value: {code}", _K.READ_BEFORE_WRITE
-            return _Use.DEAD, f"reassigned by {code}: the zeros were never read", None
+                return _Effect(_Use.BLOCK, f"reads `{self.name}` to compute its new value: {code}", _K.READ_BEFORE_WRITE)
+            return _Effect(_Use.DEAD, f"reassigned by {code}: the zeros were never read")
         if isinstance(parent, cst.AugAssign) and parent.target is use:
-            return _Use.BLOCK, f"read-modify-write: {code}", _K.READ_MODIFY_WRITE
+            return _Effect(_Use.BLOCK, f"read-modify-write: {code}", _K.READ_MODIFY_WRITE)
         if isinstance(parent, cst.Del) or (isinstance(parent, cst.Element) and isinstance(statement, cst.Del)):
-            return _Use.DEAD, f"deleted by {code}: the zeros were never read", None
+            return _Effect(_Use.DEAD, f"deleted by {code}: the zeros were never read")
         if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
-            return self._classify_argument(parent, grand, statement, code)
+            return self._classify_argument(use, parent, grand, statement, code)
+        out = self._out_tuple(use)
+        if out is not None:
+            return self._classify_out(use, *out, statement, code)
         if isinstance(parent, cst.Return):
-            return _Use.BLOCK, f"returned to the caller, who may read it: {code}", _K.RETURNED
+            return _Effect(_Use.BLOCK, f"returned to the caller, who may read it: {code}", _K.RETURNED)
         if isinstance(parent, cst.Yield):
-            return _Use.BLOCK, f"yielded to the caller, who may read it: {code}", _K.RETURNED
-        return _Use.BLOCK, f"read or stored: {code}", _K.READ_BEFORE_WRITE
+            return _Effect(_Use.BLOCK, f"yielded to the caller, who may read it: {code}", _K.RETURNED)
+        return _Effect(_Use.BLOCK, f"read or stored: {code}", _K.READ_BEFORE_WRITE)
 
-    def _classify_subscript(self, subscript: cst.Subscript, statement, code: str) -> tuple[str, str, KeepCategory | None]:
+    def _method_write(self, call: cst.Call, method: str, statement, code: str, text: str) -> _Effect:
+        """`<tensor or view>.copy_(src)` and the other full-write methods, as the whole statement."""
+        if not self._is_whole_statement(call, statement):
+            return _Effect(_Use.BLOCK, f"the result of `.{method}(...)` is used, so it escapes: {code}", _K.STORED)
+        if any(self._reads_name(arg.value) for arg in call.args):
+            return _Effect(_Use.BLOCK, f"reads `{self.name}` while writing it: {code}", _K.READ_BEFORE_WRITE)
+        return _Effect(_Use.WRITE, text)
+
+    def _classify_subscript(self, subscript: cst.Subscript, statement, code: str) -> _Effect:
         parent = self.module.parent(subscript)
-        full = all(_is_full_index(element.slice) for element in subscript.slice)
-        if isinstance(parent, cst.AssignTarget) and isinstance(statement, cst.Assign):
+        grand = self.module.parent(parent) if parent is not None else None
+        written = self._index_write(subscript)
+        if self._is_assign_target(subscript) and isinstance(statement, cst.Assign):
             if len(statement.targets) != 1:
-                return _Use.BLOCK, f"chained assignment: {code}", _K.OTHER
-            if not full:
-                return _Use.BLOCK, f"partial write (only the indexed elements): {code}", _K.PARTIAL_WRITE
+                return _Effect(_Use.BLOCK, f"chained assignment: {code}", _K.OTHER)
             if self._reads_name(statement.value):
-                return _Use.BLOCK, f"reads `{self.name}` while writing it: {code}", _K.READ_BEFORE_WRITE
-            return _Use.WRITE, f"overwritten in full by {code}", None
+                return _Effect(_Use.BLOCK, f"reads `{self.name}` while writing it: {code}", _K.READ_BEFORE_WRITE)
+            return self._region_write(written, code)
         if isinstance(parent, cst.AugAssign) and parent.target is subscript:
-            return _Use.BLOCK, f"read-modify-write: {code}", _K.READ_MODIFY_WRITE
+            return _Effect(_Use.BLOCK, f"read-modify-write: {code}", _K.READ_MODIFY_WRITE)
+        if (isinstance(parent, cst.Attribute) and parent.value is subscript and parent.attr.value in FULL_WRITE_METHODS
+                and isinstance(grand, cst.Call) and grand.func is parent and written is not None):
+            # `x[:h].copy_(a)`: a basic index is a view, so the method writes those elements of `x`.
+            effect = self._method_write(grand, parent.attr.value, statement, code, "")
+            return self._region_write(written, code) if effect.kind == _Use.WRITE else effect
         if isinstance(parent, cst.Attribute):
-            return _Use.BLOCK, f"a slice or view of it is used (writes through a view are partial): {code}", _K.VIEW_TAKEN
-        return _Use.BLOCK, f"reads its elements: {code}", _K.READ_BEFORE_WRITE
+            return _Effect(_Use.BLOCK, f"a slice or view of it is used (writes through a view are partial): {code}", _K.VIEW_TAKEN)
+        if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "out":
+            return _Effect(_Use.BLOCK, f"`out=` is a slice of it, written only in part: {code}", _K.PARTIAL_WRITE)
+        return _Effect(_Use.BLOCK, f"reads its elements: {code}", _K.READ_BEFORE_WRITE)
 
-    def _classify_argument(self, arg: cst.Arg, call: cst.Call, statement, code: str) -> tuple[str, str, KeepCategory | None]:
+    def _region_write(self, written: "_IndexWrite | None", code: str) -> _Effect:
+        if written is None:
+            return _Effect(_Use.BLOCK, f"partial write (only the indexed elements): {code}", _K.PARTIAL_WRITE)
+        if written.region is None:
+            return _Effect(_Use.WRITE, f"overwritten in full by {code}")
+        return _Effect(_Use.PART, f"partial write (only the indexed elements): {code}", _K.PARTIAL_WRITE,
+                       (written.region,), written.symbols)
+
+    def _classify_argument(self, use: cst.CSTNode, arg: cst.Arg, call: cst.Call, statement, code: str) -> _Effect:
         if arg.keyword is not None and arg.keyword.value == "out":
-            op = self.module.refers_to(call.func, FULL_OUT_OPS)
-            if op is None:
-                return _Use.BLOCK, f"`out=` of a call not known to write its whole output: {code}", _K.OUT_TARGET
+            return self._classify_out(use, call, 1, statement, code)
+        if self._init_target(arg, call):
+            return self._init_write(call, statement, code)
+        collective = self._collective_output(arg, call)
+        if collective is not None:
             if not self._is_whole_statement(call, statement):
-                return _Use.BLOCK, f"the result of the `out=` call is used, so it escapes: {code}", _K.STORED
+                return _Effect(_Use.BLOCK, f"the result of `{collective}(...)` is used, so it escapes: {code}", _K.STORED)
             if any(self._reads_name(other.value) for other in call.args if other is not arg):
-                return _Use.BLOCK, f"`{self.name}` is both input and `out=`: {code}", _K.OUT_TARGET
-            return _Use.WRITE, f"overwritten in full by {code} ({op} writes its whole `out=`)", None
+                return _Effect(_Use.BLOCK, f"`{self.name}` is both input and output of `{collective}`: {code}", _K.OUT_TARGET)
+            return _Effect(_Use.WRITE, f"overwritten in full by {code} (the output of a synchronous `{collective}`)")
         callee = self.module.text(call.func)
-        return _Use.BLOCK, f"passed to `{callee}(...)`, which may read it: {code}", _K.PASSED
+        return _Effect(_Use.BLOCK, f"passed to `{callee}(...)`, which may read it: {code}", _K.PASSED)
+
+    def _init_target(self, arg: cst.Arg, call: cst.Call) -> bool:
+        """`arg` is the tensor a `torch.nn.init` function fills: its first positional argument, or `tensor=`."""
+        if arg.star:
+            return False
+        positional = [a for a in call.args if a.keyword is None]
+        first = arg.keyword.value == "tensor" if arg.keyword is not None else bool(positional) and positional[0] is arg
+        return first and self.module.refers_to(call.func, INIT_FUNCTIONS) is not None
+
+    def _collective_output(self, arg: cst.Arg, call: cst.Call) -> str | None:
+        """The collective's name when `arg` is the output of a synchronous call of one of `COLLECTIVE_OUTPUTS`."""
+        name = self.module.refers_to(call.func, COLLECTIVE_OUTPUTS.keys())
+        if name is None or arg.star:
+            return None
+        keywords, before_async = COLLECTIVE_OUTPUTS[name]
+        positional = [a for a in call.args if a.keyword is None]
+        if any(a.star for a in call.args) or len(positional) > before_async:
+            return None
+        output = arg.keyword.value in keywords if arg.keyword is not None else bool(positional) and positional[0] is arg
+        async_op = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "async_op"), None)
+        if not output or not (async_op is None or isinstance(async_op, cst.Name) and async_op.value == "False"):
+            return None
+        splits = [a.value for a in call.args if a.keyword is not None and a.keyword.value.endswith("split_sizes")]
+        if any(not (isinstance(value, cst.Name) and value.value == "None") for value in splits):
+            return None
+        return name
+
+    def _init_write(self, call: cst.Call, statement, code: str) -> _Effect:
+        init = self.module.refers_to(call.func, INIT_FUNCTIONS)
+        if not self._is_whole_statement(call, statement):
+            return _Effect(_Use.BLOCK, f"the result of `{init}(...)` is used, so it escapes: {code}", _K.STORED)
+        if sum(1 for _ in self._uses(call)) > 1 and any(self._reads_name(a.value) for a in call.args[1:]):
+            return _Effect(_Use.BLOCK, f"reads `{self.name}` while initialising it: {code}", _K.READ_BEFORE_WRITE)
+        return _Effect(_Use.WRITE, f"overwritten in full by {code} ({init} assigns every element)")
+
+    def _out_tuple(self, use: cst.CSTNode) -> tuple[cst.Call, int] | None:
+        """`op(..., out=(use, other))`: the call and the number of outputs, when `use` is one element of `out=`."""
+        module = self.module
+        element = module.parent(use)
+        if not (isinstance(element, cst.Element) and element.value is use):
+            return None
+        sequence = module.parent(element)
+        arg = module.parent(sequence) if isinstance(sequence, (cst.Tuple, cst.List)) else None
+        call = module.parent(arg) if isinstance(arg, cst.Arg) else None
+        if isinstance(call, cst.Call) and arg.value is sequence and arg.keyword is not None and arg.keyword.value == "out":
+            return call, len(sequence.elements)
+        return None
+
+    def _classify_out(self, use: cst.CSTNode, call: cst.Call, outputs: int, statement, code: str) -> _Effect:
+        """`op(..., out=x)` or `out=(x, y)`: written in full when the op's schema has an out overload of that arity."""
+        op = self.module.refers_to(call.func, out_ops().keys())
+        if op is None or outputs not in out_ops()[op]:
+            return _Effect(_Use.BLOCK, f"`out=` of a call not known to write its whole output: {code}", _K.OUT_TARGET)
+        if not self._is_whole_statement(call, statement):
+            return _Effect(_Use.BLOCK, f"the result of the `out=` call is used, so it escapes: {code}", _K.STORED)
+        if sum(1 for found in self._uses(call) if not self._is_metadata_use(found)) > 1:
+            return _Effect(_Use.BLOCK, f"`{self.name}` is both input and `out=`: {code}", _K.OUT_TARGET)
+        return _Effect(_Use.WRITE, f"overwritten in full by {code} ({op} writes its whole `out=`, by its schema)")
 
     def _method_blocker(self, attribute: str, code: str) -> tuple[str, KeepCategory]:
         if attribute.endswith("_") and not attribute.startswith("_"):
@@ -519,20 +766,65 @@ class _Prover:
             return f"a view of it is taken (writes through a view are partial): {code}", _K.VIEW_TAKEN
         return f"`{self.name}.{attribute}(...)` reads it: {code}", _K.READ_BEFORE_WRITE
 
-    def _is_metadata_use(self, use: cst.Name) -> bool:
-        """`x.shape`, `x.size()`, `len(x)`, `x is None`: uses that never read an element."""
+    # -- views of the whole buffer --------------------------------------------------
+
+    def _whole_view(self, use: cst.CSTNode) -> tuple[cst.CSTNode, str]:
+        """The outermost expression around `use` that is a view of all of it (`x.view(s).t()`, `x.data`), and how."""
+        module = self.module
+        node, through = use, ""
+        while True:
+            parent = module.parent(node)
+            if not (isinstance(parent, cst.Attribute) and parent.value is node):
+                return node, through
+            name = parent.attr.value
+            if name in WHOLE_VIEW_ATTRIBUTES:
+                node, through = parent, f"{through}.{name}"
+                continue
+            grand = module.parent(parent)
+            whole = name in WHOLE_VIEW_METHODS or (name in CONTIGUOUS_VIEW_METHODS and self.shape.contiguous)
+            if not (whole and isinstance(grand, cst.Call) and grand.func is parent) or any(self._reads_name(a) for a in grand.args):
+                return node, through
+            node, through = grand, f"{through}.{name}()"
+
+    def _classify_whole_view(self, view: cst.CSTNode, through: str, statement, code: str) -> _Effect:
+        """A use through a view of the whole buffer: a full write through it writes all of the tensor."""
+        module = self.module
+        parent = module.parent(view)
+        grand = module.parent(parent) if parent is not None else None
+        text = f"overwritten in full through `{self.name}{through}`, a view of all of it: {code}"
+        if (isinstance(parent, cst.Attribute) and parent.value is view and parent.attr.value in FULL_WRITE_METHODS
+                and isinstance(grand, cst.Call) and grand.func is parent):
+            return self._method_write(grand, parent.attr.value, statement, code, text)
+        if isinstance(parent, cst.Subscript) and parent.value is view and self._is_assign_target(parent) \
+                and isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+                and all(_is_full_index(element.slice) for element in parent.slice):
+            if self._reads_name(statement.value):
+                return _Effect(_Use.BLOCK, f"reads `{self.name}` while writing it: {code}", _K.READ_BEFORE_WRITE)
+            return _Effect(_Use.WRITE, text)
+        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call) and self._init_target(parent, grand):
+            effect = self._init_write(grand, statement, code)
+            return _Effect(_Use.WRITE, text) if effect.kind == _Use.WRITE else effect
+        if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "out":
+            return _Effect(_Use.BLOCK, f"`out=` is a view of it, which a resize would detach: {code}", _K.OUT_TARGET)
+        return _Effect(_Use.BLOCK, f"a view of it is taken (writes through a view are partial): {code}", _K.VIEW_TAKEN)
+
+    def _is_metadata_use(self, use: cst.CSTNode) -> bool:
+        """`x.shape`, `x.size()`, `len(x)`, `x is None`, `torch.empty_like(x)`, `x.new_zeros(n)`: uses that never read an element."""
+        if self.target.attribute and type(use) is not cst.Attribute:
+            return False  # `self` or `super()`: what a method reads through them is unknown
         module = self.module
         parent = module.parent(use)
         grand = module.parent(parent) if parent is not None else None
         if isinstance(parent, cst.Attribute) and parent.value is use:
             if parent.attr.value in METADATA_ATTRIBUTES:
                 return not isinstance(grand, (cst.AssignTarget, cst.AugAssign, cst.Del))
-            return parent.attr.value in METADATA_METHODS and isinstance(grand, cst.Call) and grand.func is parent
+            return (parent.attr.value in METADATA_METHODS | METADATA_CONSTRUCTORS and isinstance(grand, cst.Call)
+                    and grand.func is parent)
         if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
-            return (
-                parent.keyword is None and parent.star == "" and len(grand.args) == 1
-                and module.qualified_names(grand.func) == {"builtins.len"}
-            )
+            if parent.star or not (parent.keyword is None and grand.args[0] is parent
+                                   or parent.keyword is not None and parent.keyword.value == "input"):
+                return False
+            return module.refers_to(grand.func, METADATA_FUNCTIONS) is not None
         if isinstance(parent, cst.Comparison) and parent.left is use:
             return len(parent.comparisons) == 1 and isinstance(parent.comparisons[0].operator, (cst.Is, cst.IsNot))
         if isinstance(parent, cst.ComparisonTarget) and parent.comparator is use:
@@ -545,7 +837,7 @@ class _Prover:
 
     def _expression_blocker(self, node: cst.CSTNode) -> Step | None:
         """Compound-statement headers may only use metadata."""
-        for use in _names(self.module, node, self.name):
+        for use in self._uses(node):
             if not self._is_metadata_use(use):
                 return Step(self._line(use), f"read in a condition or header: {self.module.text(node)[:80]}", category=_K.CONDITION)
         return None
@@ -584,7 +876,369 @@ class _Prover:
         return self._expression_blocker(node) is not None
 
     def _mentions(self, node: cst.CSTNode) -> bool:
-        return any(True for _ in _names(self.module, node, self.name))
+        return any(True for _ in self._uses(node))
+
+    def _uses(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        """The nodes in `node` that use the tracked tensor, in source order.
+
+        A local: its name. `self.<name>`: that attribute, and anything else
+        that may reach it (`self` passed on or bare, a method called on
+        `self`, `super()`); other attributes of `self` are other objects.
+        """
+        if not self.target.attribute:
+            yield from _names(self.module, node, self.target.name)
+            return
+        parent_of = self.module.parent
+        found = list(_names(self.module, node, "super"))
+        for name in _names(self.module, node, "self"):
+            parent = parent_of(name)
+            if type(parent) is cst.Attribute and parent.value is name:
+                if parent.attr.value == self.target.name:
+                    found.append(parent)
+                else:
+                    grand = parent_of(parent)
+                    if type(grand) is cst.Call and grand.func is parent or parent.attr.value in self._class_functions:
+                        found.append(name)  # `self.method(...)`, or a property of the class, may read the attribute
+            else:
+                found.append(name)
+        yield from sorted(found, key=lambda use: self.module.span(use)[0]) if len(found) > 1 else found
+
+    # -- partial writes, loops, and the values they assume unchanged -------------------------
+
+    def _index_write(self, subscript: cst.Subscript) -> "_IndexWrite | None":
+        """The elements `x[index]` names when the index is basic: all of them, or a region of one dimension.
+
+        None when the index is not one this proof can place (an advanced
+        index, a name, a negative step, several partial dimensions).
+        """
+        elements = [element.slice for element in subscript.slice]
+        ellipses = [i for i, e in enumerate(elements) if isinstance(e, cst.Index) and isinstance(e.value, cst.Ellipsis)]
+        partial = [i for i, e in enumerate(elements) if not _is_full_index(e)]
+        if len(ellipses) > 1 or any(isinstance(e, cst.Index) and e.star for e in elements):
+            return None
+        if not partial:
+            return _IndexWrite(None, ())
+        if len(partial) != 1:
+            return None
+        position = partial[0]
+        element = elements[position]
+        if ellipses and ellipses[0] < position:
+            axis = self._axis(Axis(True, len(elements) - position))
+        else:
+            axis = self._axis(Axis(False, position))
+        if isinstance(element, cst.Index):
+            value = _integer(element.value)
+            if value is None:
+                return None
+            if value >= 0:
+                return _IndexWrite(Region(axis, Bound(START, value), Bound(START, value + 1)), ())
+            return _IndexWrite(Region(axis, Bound(END, value), Bound(END, value + 1)), ())
+        step = 1 if element.step is None else _integer(element.step)
+        if step is None or step < 1:
+            return None
+        symbols: list[tuple[cst.BaseExpression, bool]] = []
+        lower = self._bound(element.lower, axis, ZERO, symbols)
+        upper = self._bound(element.upper, axis, LAST, symbols)
+        if lower is None or upper is None:
+            return None
+        return _IndexWrite(Region(axis, lower, upper, step), tuple(symbols))
+
+    def _axis(self, axis: Axis) -> Axis:
+        """Axes counted from the right become axes from the left when the rank is known."""
+        if axis.from_right and self.shape.rank_known and axis.index <= len(self.shape.sizes):
+            return Axis(False, len(self.shape.sizes) - axis.index)
+        return axis
+
+    def _axis_size(self, axis: Axis) -> cst.BaseExpression | None:
+        sizes = self.shape.sizes
+        if axis.from_right or not sizes or axis.index >= len(sizes) or (axis.index > 0 and not self.shape.rank_known):
+            return None
+        return sizes[axis.index]
+
+    def _bound(self, node: cst.BaseExpression | None, axis: Axis, default: Bound,
+               symbols: list[tuple[cst.BaseExpression, bool]]) -> Bound | None:
+        """A slice bound as regions.py compares it; the expressions it assumes unchanged go into `symbols`."""
+        if node is None:
+            return default
+        value = _integer(node)
+        if value is not None:
+            return Bound(START, value) if value >= 0 else Bound(END, value)
+        if self._reads_name(node) or not self._repeatable(node):
+            return None
+        if self._is_axis_size(node, axis):
+            size = self._axis_size(axis)
+            if size is not None and _same(self.module, size, node):
+                symbols.append((node, True))  # the allocation's own size expression: unchanged since then
+            return LAST
+        symbols.append((node, False))
+        return Bound(SYMBOL, symbol=_spelling(self.module, node))
+
+    @property
+    def _class_functions(self) -> frozenset[str]:
+        """The names the class around `__init__` defines with `def` (methods and properties), for `self.<name>` uses."""
+        if self._functions is None:
+            cls = self.module.enclosing(self.scope, cst.ClassDef) if self.scope is not None else None
+            body = cls.body.body if cls is not None else ()
+            self._functions = frozenset(statement.name.value for statement in body if isinstance(statement, cst.FunctionDef))
+        return self._functions
+
+    def _repeatable(self, node: cst.BaseExpression) -> bool:
+        """Evaluating `node` twice gives the same value while nothing it reads changes: names, attributes, subscripts,
+        arithmetic, and calls only of `len()` and the other reading builtins or metadata methods (`n.size(0)`, `t.item()`)."""
+        for current in walk(node):
+            kind = type(current)
+            if kind is cst.Call:
+                func = current.func
+                if isinstance(func, cst.Attribute) and func.attr.value in METADATA_METHODS | {"item"}:
+                    continue
+                if self.module.refers_to(func, READING_CALLS) is None:
+                    return False
+            elif kind in (cst.Await, cst.Yield, cst.NamedExpr, cst.Lambda, cst.ListComp, cst.GeneratorExp, cst.SetComp,
+                          cst.DictComp):
+                return False
+        return True
+
+    def _is_axis_size(self, node: cst.BaseExpression, axis: Axis) -> bool:
+        """`node` is the size of `axis`: the allocation's size expression, `x.shape[k]`, `x.size(k)`, `len(x)`."""
+        size = self._axis_size(axis)
+        if size is not None and _same(self.module, size, node):
+            return True
+        measured = self._measured_axis(node)
+        return measured is not None and self._axis(measured) == axis
+
+    def _measured_axis(self, node: cst.BaseExpression) -> Axis | None:
+        """The axis whose size `x.shape[k]`, `x.size(k)` or `len(x)` reads, for the tracked `x`."""
+        target = self.target
+
+        def tracked(expression) -> bool:
+            if target.attribute:
+                return (isinstance(expression, cst.Attribute) and expression.attr.value == target.name
+                        and isinstance(expression.value, cst.Name) and expression.value.value == "self")
+            return isinstance(expression, cst.Name) and expression.value == target.name
+
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape" \
+                and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            dimension, of = _integer(node.slice[0].slice.value), node.value.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
+                and len(node.args) == 1 and node.args[0].keyword is None:
+            dimension, of = _integer(node.args[0].value), node.func.value
+        elif isinstance(node, cst.Call) and len(node.args) == 1 and self.module.refers_to(node.func, {"builtins.len"}):
+            dimension, of = 0, node.args[0].value
+        else:
+            return None
+        if dimension is None or not tracked(of):
+            return None
+        return Axis(True, -dimension) if dimension < 0 else Axis(False, dimension)
+
+    def _stable(self, symbols, first: int, end: int) -> bool:
+        """Every expression in `symbols` has the same value from where it is assumed (the allocation, or offset
+        `first`) up to offset `end`: no name it reads is rebound there, and when it reads more than plain names
+        (`len(a)`, `cfg.h`), nothing it reads is passed to a call or has a method called on it there."""
+        allocation = self.module.span(self.statement)[1]
+        for expression, since_allocation in symbols:
+            names = {node.value for node in walk(expression) if type(node) is cst.Name}
+            if not self.target.attribute:
+                names.discard(self.target.name)  # the tensor's own shape does not change by writing it
+            deep = any(type(node) in (cst.Attribute, cst.Subscript, cst.Call) for node in walk(expression))
+            if self._changed_in(names, allocation if since_allocation else first, end, deep):
+                return False
+        return True
+
+    def _changed_in(self, names: set[str], start: int, end: int, deep: bool) -> bool:
+        """A name in `names` may change value between offsets `start` and `end` of the function."""
+        module = self.module
+        for node in walk(self.scope.body):
+            if type(node) is not cst.Name or node.value not in names or not start <= module.span(node)[0] < end:
+                continue
+            if self._binds(node) or (deep and self._passed_or_called(node)):
+                return True
+        return False
+
+    def _binds(self, name: cst.Name) -> bool:
+        """`name` is assigned here: a target, a loop variable, `as`, `del`, `:=`, or the base of an attribute store."""
+        module = self.module
+        node, parent = name, module.parent(name)
+        while isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is node:
+            node, parent = parent, module.parent(parent)  # `a.b = v`, `a[0] = v` change what `a.b`, `a[0]` read
+        if isinstance(parent, (cst.AssignTarget, cst.Del)) or isinstance(parent, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)) \
+                and self._is_assign_target(parent):
+            return True
+        if isinstance(parent, cst.AugAssign) and parent.target is node:
+            return True
+        if isinstance(parent, cst.AnnAssign) and parent.target is node and parent.value is not None:
+            return True
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.target is node:
+            return True
+        return isinstance(parent, (cst.AsName, cst.NamedExpr)) and getattr(parent, "name", getattr(parent, "target", None)) is node
+
+    def _passed_or_called(self, name: cst.Name) -> bool:
+        """`f(name)`, `f(name.a)`, `name.method()`, `name.a.method()`: a call that may change what `name` holds
+        (not `len(name)`, `name.size(0)` and the other calls that only read)."""
+        module = self.module
+        node, parent = name, module.parent(name)
+        while isinstance(parent, cst.Attribute) and parent.value is node:
+            grand = module.parent(parent)
+            if isinstance(grand, cst.Call) and grand.func is parent:
+                return parent.attr.value not in METADATA_METHODS
+            node, parent = parent, grand
+        call = module.parent(parent) if isinstance(parent, cst.Arg) else None
+        return isinstance(call, cst.Call) and module.refers_to(call.func, READING_CALLS) is None
+
+    def _loop_writes_all(self, loop: cst.For) -> Step | None:
+        """A nest of loops that writes every element: `for i in range(n): ... x[i] = v ...`, `for i, r in
+        enumerate(rows): x[i] = r`, `for i in range(n): for j in range(m): x[i, j] = v`.
+
+        Each loop runs over the size of the dimension its index indexes (the
+        allocation's size expression, `x.shape[k]`, `len(x)`; `len(rows)` for
+        `enumerate(rows)`, whose body must not name `rows`), so a loop that
+        runs zero times leaves nothing unwritten: the tensor is then empty.
+        The write is a statement of the innermost body, reached on every
+        iteration (nothing before it names the tensor or jumps out of a loop),
+        indexes each loop variable on one dimension and all of the others,
+        and reads nothing of the tensor; each outer body touches the tensor
+        only through the next loop; no loop variable is rebound. After the
+        write the innermost body may read the element it wrote (`x[i]`
+        again), nothing else.
+        """
+        module = self.module
+        levels: list[_LoopLevel] = []
+        bodies: list[list[cst.CSTNode]] = []
+        node: cst.CSTNode = loop
+        while True:
+            level = self._loop_level(node)
+            if level is None:
+                return None
+            levels.append(level)
+            body = self._items_of_block(node.body)
+            bodies.append(body)
+            touching = [item for item in body if self._mentions(item)]
+            if not touching:
+                return None
+            if isinstance(touching[0], cst.For) and len(touching) == 1:
+                node = touching[0]
+                continue
+            if not isinstance(touching[0], cst.BaseSmallStatement):
+                return None
+            write, after = touching[0], touching[1:]
+            break
+        written = self._indexed_axes(write, [level.index for level in levels])
+        if written is None or not all(self._rereads(item, written[1]) for item in after):
+            return None
+        # The costlier checks last, once the shape of the nest is right.
+        for depth, (level, body) in enumerate(zip(levels, bodies)):
+            if any(_jumps_out_of_loop(item) for item in body):
+                return None
+            # The indices of this loop and those around it (the next loop's header binds its own).
+            if any(self._binds(name) for item in body for lv in levels[: depth + 1] for name in _names(module, item, lv.index)):
+                return None
+            if level.sequence is not None and any(True for _ in _names(module, level.loop.body, level.sequence.value)):
+                return None  # the body might change what `enumerate` goes on to yield
+        axes = written[0]
+        symbols: list[tuple[cst.BaseExpression, bool]] = []
+        for level in levels:
+            if not self._runs_over_the_size(level, axes[level.index], symbols):
+                return None
+        # Inner counts are evaluated again on each outer iteration: they must hold over the whole nest.
+        end = module.span(loop)[1] if len(levels) > 1 else module.span(loop.iter)[1]
+        if not self._stable(symbols, module.span(self.statement)[1], end):
+            return None
+        over = ", ".join(f"`{level.index}` in `{self._code(level.loop.iter)[1:-1]}`" for level in levels)
+        return Step(self._line(loop), f"overwritten in full by the loop: {self._code(write)} for every {over}, the size of "
+                    "the dimension it indexes", writes=True, fills=True)
+
+    def _loop_level(self, node: cst.CSTNode) -> "_LoopLevel | None":
+        """`for i in range(n)` (`range(0, n)`, `range(0, n, 1)`) or `for i, _ in enumerate(seq)`, with `i` a name."""
+        if not isinstance(node, cst.For) or node.asynchronous is not None or node.orelse is not None:
+            return None
+        module = self.module
+        tracked = "self" if self.target.attribute else self.target.name
+        if isinstance(node.target, cst.Name):
+            count = _range_count(module, node.iter)
+            if count is None or node.target.value == tracked:
+                return None
+            return _LoopLevel(node, node.target.value, count, None)
+        target = node.target
+        call = node.iter
+        if not (isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[0].value, cst.Name)
+                and isinstance(call, cst.Call) and module.refers_to(call.func, {"builtins.enumerate"}) is not None):
+            return None
+        arguments = list(call.args)
+        if not arguments or arguments[0].keyword is not None or arguments[0].star or not isinstance(arguments[0].value, cst.Name):
+            return None
+        if any(arg.star or _integer(arg.value) != 0 or (arg.keyword is not None and arg.keyword.value != "start")
+               for arg in arguments[1:]):
+            return None
+        if target.elements[0].value.value == tracked or any(
+            isinstance(n, cst.Name) and n.value == tracked for n in walk(target.elements[1].value)
+        ):
+            return None
+        return _LoopLevel(node, target.elements[0].value.value, None, arguments[0].value)
+
+    def _runs_over_the_size(self, level: "_LoopLevel", axis: Axis, symbols: list[tuple[cst.BaseExpression, bool]]) -> bool:
+        """The loop's number of iterations is the size of `axis`."""
+        size = self._axis_size(axis)
+        if level.sequence is not None:
+            name = level.sequence.value
+            spelled = {f"len({name})", f"{name}.shape[0]", f"{name}.size(0)"}
+            if size is None or _spelling(self.module, size) not in spelled:
+                return False
+            symbols.append((size, True))
+            return True
+        count = level.count
+        constant = _integer(count)
+        if constant is not None:
+            return size is not None and constant == _integer(size)
+        return self._bound(count, axis, ZERO, symbols) == LAST
+
+    def _indexed_axes(self, statement: cst.BaseSmallStatement, indices: list[str]) -> tuple[dict[str, Axis], str] | None:
+        """The axis each loop variable indexes in the write `x[i, :, j] = v` (or `x[i].copy_(v)`), and the spelling of
+        that subscript; None unless every other index is a full slice and the value reads nothing of `x`."""
+        uses = [use for use in self._uses(statement) if not self._is_metadata_use(use)]
+        if len(uses) != 1:
+            return None
+        subscript = self.module.parent(uses[0])
+        if not (isinstance(subscript, cst.Subscript) and subscript.value is uses[0]):
+            return None
+        elements = [element.slice for element in subscript.slice]
+        ellipses = [i for i, e in enumerate(elements) if isinstance(e, cst.Index) and isinstance(e.value, cst.Ellipsis)]
+        if len(ellipses) > 1:
+            return None
+        axes: dict[str, Axis] = {}
+        for position, element in enumerate(elements):
+            if isinstance(element, cst.Index) and isinstance(element.value, cst.Name) and element.value.value in indices:
+                if element.value.value in axes:
+                    return None
+                from_right = bool(ellipses) and ellipses[0] < position
+                axes[element.value.value] = self._axis(Axis(True, len(elements) - position) if from_right else Axis(False, position))
+            elif not _is_full_index(element):
+                return None
+        if set(axes) != set(indices) or len(set(axes.values())) != len(axes):
+            return None
+        parent = self.module.parent(subscript)
+        grand = self.module.parent(parent) if parent is not None else None
+        spelled = _spelling(self.module, subscript)
+        if self._is_assign_target(subscript) and isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0].target, cst.Subscript):
+            return None if self._reads_name(statement.value) else (axes, spelled)
+        if (isinstance(parent, cst.Attribute) and parent.attr.value in FULL_WRITE_METHODS and isinstance(grand, cst.Call)
+                and grand.func is parent and self._is_whole_statement(grand, statement)):
+            return axes, spelled
+        return None
+
+    def _rereads(self, item: cst.CSTNode, written: str) -> bool:
+        """Every use of the tensor in `item` reads only its metadata or the element just written (`written`)."""
+        for use in self._uses(item):
+            if self._is_metadata_use(use):
+                continue
+            subscript = self.module.parent(use)
+            if not (isinstance(subscript, cst.Subscript) and subscript.value is use and _spelling(self.module, subscript) == written):
+                return False
+            parent = self.module.parent(subscript)
+            if isinstance(parent, cst.Attribute) and parent.value is subscript and (
+                parent.attr.value in _STORAGE_ACCESS or parent.attr.value.startswith("_")
+            ):
+                return False  # the storage, or a view with strides of its own, reaches beyond the element written
+        return True
 
     def _is_whole_statement(self, call: cst.Call, statement) -> bool:
         return isinstance(statement, cst.Expr) and statement.value is call
@@ -662,6 +1316,83 @@ class _Prover:
     @staticmethod
     def _kind(node: cst.CSTNode) -> str:
         return {cst.FunctionDef: "function", cst.Lambda: "lambda", cst.ClassDef: "class"}.get(type(node), "scope")
+
+
+class _LoopLevel(NamedTuple):
+    """One loop of a nest: its index and what it runs over (`range(count)`, or `enumerate(sequence)`)."""
+
+    loop: cst.For
+    index: str
+    count: cst.BaseExpression | None
+    sequence: cst.Name | None
+
+
+class _IndexWrite(NamedTuple):
+    """What `x[index] = v` writes: every element (`region` None), or one region, assuming `symbols` unchanged."""
+
+    region: Region | None
+    symbols: tuple[tuple[cst.BaseExpression, bool], ...]
+
+
+class _Parts:
+    """The partial writes met on one straight line of code, and whether they cover the tensor yet."""
+
+    def __init__(self):
+        self.steps: list[Step] = []
+        self.regions: list[Region] = []
+        self.symbols: list[tuple[cst.BaseExpression, bool]] = []
+        self.statement: cst.CSTNode | None = None  # the first partial write
+
+    @property
+    def first(self) -> Step | None:
+        return self.steps[0] if self.steps else None
+
+    def add(self, step: Step, effect: _Effect, statement: cst.CSTNode, prover: "_Prover") -> bool:
+        """Record a partial write; True when the writes so far cover every element."""
+        if self.statement is None:
+            self.statement = statement
+        self.steps.append(step)
+        self.regions.extend(effect.regions)
+        self.symbols.extend(effect.symbols)
+        for axis in {region.axis for region in self.regions}:
+            size = prover._axis_size(axis)
+            if covers([r for r in self.regions if r.axis == axis], AxisSize(_integer(size) if size is not None else None)):
+                return True
+        return False
+
+
+def _integer(node: cst.BaseExpression | None) -> int | None:
+    """The value of an integer literal, negated or not; None for anything else."""
+    if isinstance(node, cst.Integer) and not node.lpar:
+        value = node.evaluated_value
+        return value if isinstance(value, int) else None
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+        value = node.expression.evaluated_value
+        return -value if isinstance(value, int) else None
+    return None
+
+
+def _spelling(module: PythonModule, node: cst.CSTNode) -> str:
+    """An expression's text with its whitespace normalised: two spellings of one expression compare equal."""
+    return "".join(module.text(node).split())
+
+
+def _same(module: PythonModule, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    return _spelling(module, a) == _spelling(module, b)
+
+
+def _range_count(module: PythonModule, node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`n` for `range(n)`, `range(0, n)` and `range(0, n, 1)` (the builtin), else None."""
+    if not isinstance(node, cst.Call) or any(arg.keyword is not None or arg.star for arg in node.args):
+        return None
+    if module.refers_to(node.func, {"builtins.range"}) is None:
+        return None
+    values = [arg.value for arg in node.args]
+    if len(values) == 1:
+        return values[0]
+    if len(values) in (2, 3) and _integer(values[0]) == 0 and (len(values) == 2 or _integer(values[2]) == 1):
+        return values[1]
+    return None
 
 
 def _join(branches: list[PathResult]) -> PathResult:
