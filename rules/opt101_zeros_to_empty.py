@@ -9,6 +9,7 @@ import libcst as cst
 
 from optpatch.planner import preview
 from optpatch.analysis.overwrite import OverwriteProof, Step, prove_full_overwrite
+from optpatch.python_edits import add_import_name
 from optpatch.python_frontend import PythonModule, ast_context, dotted_name, walk
 from optpatch.python_screen import CallIndex, ast_dotted_name, callee_name, root_name
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
@@ -172,7 +173,7 @@ class ZerosToEmpty(Rule):
         ),
         Example(
             "from torch import zeros\ndef f(n, y):\n    x = zeros(n)\n    x.fill_(y)\n    return x\n",
-            "from torch import zeros, empty\ndef f(n, y):\n    x = empty(n)\n    x.fill_(y)\n    return x\n",
+            "from torch import empty, zeros\ndef f(n, y):\n    x = empty(n)\n    x.fill_(y)\n    return x\n",
         ),
         Example(
             "import torch\ndef f(y, c):\n    x = y.new_zeros(y.shape)\n    if c:\n        x.fill_(1)\n    else:\n        x.copy_(y)\n    return x\n",
@@ -575,9 +576,7 @@ def _rewrite_edits(module: PythonModule, call: cst.Call, kind: str, torch_import
     ]
     if len(imports) != 1:
         return f"cannot find the one `from torch import` that binds `{func.value}`"
-    last = imports[0].names[-1]
-    _, end = module.span(last)
-    return [Edit(end, end, f", {new_name}"), module.replace(func, new_name)]
+    return [*add_import_name(module, imports[0], new_name), module.replace(func, new_name)]
 
 
 def _impact(call: cst.Call, kind: str, context: Context) -> tuple[Impact, str]:

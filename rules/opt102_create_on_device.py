@@ -7,6 +7,7 @@ from typing import Iterator, NamedTuple
 import libcst as cst
 
 from optpatch.planner import preview
+from optpatch.python_edits import FormattedEdits, string_literal
 from optpatch.python_frontend import PythonModule, walk
 from optpatch.python_screen import CallIndex, callee_name
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
@@ -222,7 +223,7 @@ class CreateOnDevice(Rule):
         ),
         Example(
             "import torch\ndef f(x, n):\n    y = torch.ones(\n        n,\n    ).to(x.device)\n    return y\n",
-            "import torch\ndef f(x, n):\n    y = torch.ones(\n        n, device=x.device,\n    )\n    return y\n",
+            "import torch\ndef f(x, n):\n    y = torch.ones(\n        n,\n        device=x.device,\n    )\n    return y\n",
         ),
         Example(
             "import torch\ndef f(n):\n    dev = torch.device('cuda', 1)\n    t = torch.eye(n)\n    t = t.to(dev)\n    return t\n",
@@ -443,16 +444,19 @@ def _device_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
 def _cuda_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
     value = move.device_value
     if move.device is None or (value is not None and value.kind is Kind.NONE):
-        return DeviceSpelling('"cuda"', Tier.SAFE, "`.cuda()` means the current CUDA device, as `device=\"cuda\"` does", "cuda")
+        return DeviceSpelling(string_literal(module, "cuda"), Tier.SAFE,
+                              "`.cuda()` means the current CUDA device, as `device=\"cuda\"` does", "cuda")
     assert value is not None
     text = _expression_text(module, move.device)
     if isinstance(move.device, cst.Integer):
-        return DeviceSpelling(f'"cuda:{move.device.evaluated_value}"', Tier.SAFE, f"`.cuda({text})` is CUDA device {text}", "cuda")
+        return DeviceSpelling(string_literal(module, f"cuda:{move.device.evaluated_value}"), Tier.SAFE,
+                              f"`.cuda({text})` is CUDA device {text}", "cuda")
     if value.kind is Kind.INTEGER:
         if any(c in text for c in "\"\\\n{}") or "'" in text:
             return Kept(f"cannot spell `.cuda({text})` as an f-string device", KeepCategory.CANNOT_SPELL)
         tier = Tier.SAFE if value.proven else Tier.VALIDATE
-        return DeviceSpelling(f'f"cuda:{{{text}}}"', tier, f"`{text}` is a device index: {value.evidence}", "cuda")
+        return DeviceSpelling(string_literal(module, f"cuda:{{{text}}}", prefix="f"), tier,
+                              f"`{text}` is a device index: {value.evidence}", "cuda")
     if value.kind is Kind.DEVICE and value.proven and value.device_type == "cuda":
         return DeviceSpelling(text, Tier.SAFE, f"`{text}` is a CUDA device: {value.evidence}", "cuda")
     if value.kind is Kind.DEVICE:
@@ -585,31 +589,24 @@ def _is_false(node: cst.BaseExpression) -> bool:
 
 
 def _edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edit] | Kept:
-    """Insert `device=` (and `dtype=`) into the factory, and remove the move."""
+    """Insert `device=` (and `dtype=`) into the factory, and remove the move, laid out as the file's formatter would."""
     call = site.factory
-    added = f"device={device.text}"
-    if site.move.dtype is not None:
-        added += f", dtype={module.text(site.move.dtype)}"
-    edits = []
     if call.lpar:
         return Kept("the factory call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
-    if call.args:
-        _, end = module.span(call.args[-1])  # the Arg's span includes parentheses around its value
-        edits.append(Edit(end, end, f", {added}"))
-    else:
-        _, end = module.span(call)
-        edits.append(Edit(end - 1, end - 1, added))
+    edits = FormattedEdits(module).insert_keyword(call, "device", device.text)
+    if site.move.dtype is not None:
+        edits.insert_keyword(call, "dtype", module.text(site.move.dtype))
     if site.callee == "torch.from_numpy":
         if not isinstance(call.func, cst.Attribute):
             return Kept("`from_numpy` imported by name: cannot spell `torch.as_tensor` here", KeepCategory.CANNOT_SPELL)
-        edits.append(module.replace(call.func.attr, "as_tensor"))
+        edits.add(module.replace(call.func.attr, "as_tensor"))
     if site.second is None:
         _, factory_end = module.span(call)
         _, move_end = module.span(site.move_call)
-        edits.append(Edit(factory_end, move_end, ""))
+        edits.add(Edit(factory_end, move_end, ""))
     else:
-        edits.append(_delete_line(module, site.second))
-    return edits
+        edits.add(_delete_line(module, site.second))
+    return edits.edits()
 
 
 def _delete_line(module: PythonModule, line: cst.SimpleStatementLine) -> Edit:
