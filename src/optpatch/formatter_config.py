@@ -86,15 +86,19 @@ class CppStyle:
     column_limit: int | None = None  # None: no clang-format; 0: clang-format's "no limit"
     indent_width: int = 2
     continuation_indent_width: int = 4
+    bin_pack_arguments: bool = True  # False: a call's arguments all on one line, or one per line
+    align_after_open_bracket: str = "Align"  # or "DontAlign", "AlwaysBreak", "BlockIndent"
 
 
 FileStyle = PythonStyle | CppStyle
 
 
-# What clang-format's predefined styles set: ColumnLimit, IndentWidth, ContinuationIndentWidth.
+# What clang-format's predefined styles set: ColumnLimit, IndentWidth, ContinuationIndentWidth,
+# BinPackArguments, AlignAfterOpenBracket.
 _CLANG_BASES = {
-    "llvm": (80, 2, 4), "google": (80, 2, 4), "chromium": (80, 2, 4), "mozilla": (80, 2, 2),
-    "webkit": (0, 4, 4), "microsoft": (120, 4, 4), "gnu": (79, 2, 4),
+    "llvm": (80, 2, 4, True, "Align"), "google": (80, 2, 4, True, "Align"), "chromium": (80, 2, 4, True, "Align"),
+    "mozilla": (80, 2, 2, False, "Align"), "webkit": (0, 4, 4, True, "DontAlign"),
+    "microsoft": (120, 4, 4, True, "Align"), "gnu": (79, 2, 4, True, "Align"),
 }
 BLACK_DEFAULT_LINE_LENGTH = 88
 RUFF_DEFAULT_LINE_LENGTH = 88
@@ -463,13 +467,17 @@ class _Reader:
         based_on = str(options.get("BasedOnStyle", "llvm")).lower()
         if based_on == "inheritparentconfig" or options.get("InheritParentConfig") is True:
             inherited = self._parent_clang_style(directory)
-            limit, indent, continuation = (inherited.column_limit or 0, inherited.indent_width,
-                                           inherited.continuation_indent_width)
+            base = CppStyle(inherited.column_limit or 0, inherited.indent_width, inherited.continuation_indent_width,
+                            inherited.bin_pack_arguments, inherited.align_after_open_bracket)
         else:
-            limit, indent, continuation = _CLANG_BASES.get(based_on, _CLANG_BASES["llvm"])
+            base = CppStyle(*_CLANG_BASES.get(based_on, _CLANG_BASES["llvm"]))
+        bin_pack = options.get("BinPackArguments")
+        align = options.get("AlignAfterOpenBracket")
         return CppStyle(
-            _int(options.get("ColumnLimit"), limit), _int(options.get("IndentWidth"), indent),
-            _int(options.get("ContinuationIndentWidth"), continuation),
+            _int(options.get("ColumnLimit"), base.column_limit or 0), _int(options.get("IndentWidth"), base.indent_width),
+            _int(options.get("ContinuationIndentWidth"), base.continuation_indent_width),
+            bin_pack if isinstance(bin_pack, bool) else base.bin_pack_arguments,
+            str(align) if align in ("Align", "DontAlign", "AlwaysBreak", "BlockIndent") else base.align_after_open_bracket,
         )
 
     def _parent_clang_style(self, directory: str) -> CppStyle:
