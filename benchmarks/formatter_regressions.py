@@ -38,7 +38,7 @@ class Check:
 
     packages: tuple[str, ...]  # pip requirements, pinned as the repository pins them
     commands: tuple[tuple[str, ...], ...]  # each run with the file's path appended; all must pass
-    files: str = ""  # a prefix the hook's `files` limits it to ("" for all)
+    files: tuple[str, ...] = ("",)  # the path prefixes the hook's `files` limits it to
     exclude: str = ""
 
 
@@ -46,7 +46,7 @@ class Check:
 CHECKS = {
     "DeepSpeed": Check(("yapf==0.40.0",), (("yapf", "--diff"),)),
     "Megatron-LM": Check(("black==26.3.0",), (("black", "--check", "-q", "--skip-magic-trailing-comma",
-                                                "--skip-string-normalization"),), files="megatron/core/"),
+                                                "--skip-string-normalization"),), files=("megatron/core/", "tests/unit_tests/")),
     "NeMo": Check(("black==24.3.0",), (("black", "--check", "-q"),)),
     "ao": Check(("ruff==0.11.6",), (("ruff", "format", "--check", "-q", "--force-exclude"),)),
     "apex": Check(("ruff==0.15.14",), (("ruff", "format", "--check", "-q", "--force-exclude"),), exclude="examples"),

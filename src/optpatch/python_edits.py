@@ -30,7 +30,8 @@ where python_layout reproduces the statement as the file has it; otherwise
 python_layout's subset) the edit keeps the statement's own layout: a keyword
 joins a call that ends in a trailing comma on its own line, and one that
 would push its line past the limit starts a line of its own, aligned with
-the call's arguments. The limit is the formatter's (yapf's `column_limit`
+the call's arguments; under yapf, a keyword joins an argument list already
+split over lines on a line of its own (yapf's `split_before_named_assigns`). The limit is the formatter's (yapf's `column_limit`
 included) or, with no formatter, the file's own longest line but at least
 79 characters: an edit never makes a line longer than the file already
 allows itself.
@@ -261,6 +262,10 @@ def _local_keywords(module: PythonModule, call: cst.Call, added: str, raw: list[
         if text[at - 1 : at] == "\r":
             at -= 1
         return [Edit(at, at, f"{_newline(text)}{last_indentation}{added},")]
+    first_line_start = text.rfind("\n", 0, module.span(call.args[0])[0]) + 1
+    if module.style.formatter is PythonFormatter.YAPF and first_line_start != last_line_start:
+        # yapf splits before a keyword in an argument list that is split (split_before_named_assigns).
+        return [Edit(last_end, last_end, f",{_newline(text)}{last_indentation}{added}")]
     line_end = text.find("\n", last_end)
     line_end = len(text) if line_end < 0 else line_end
     on_line = [Edit(e.start - last_line_start, e.end - last_line_start, e.text) for e in raw
