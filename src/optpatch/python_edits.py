@@ -140,12 +140,29 @@ def string_literal(module: PythonModule, value: str, prefix: str = "") -> str:
 
 
 def keyword_edit(module: PythonModule, call: cst.Call, added: str) -> Edit:
-    """The plain insertion of `added` (`name=value, ...`) after the call's last argument, on its line."""
-    if call.args:
-        _, end = module.span(call.args[-1])  # the Arg's span includes parentheses around its value
-        return Edit(end, end, f", {added}")
-    _, end = module.span(call)
-    return Edit(end - 1, end - 1, added)
+    """The plain insertion of `added` (`name=value, ...`) after the call's last argument.
+
+    After the argument's trailing comma if it has one; and, where a comment
+    ends the argument's line, on the next line, so that the comment stays
+    with the argument it was written for.
+    """
+    text = module.source.text
+    if not call.args:
+        _, end = module.span(call)
+        return Edit(end - 1, end - 1, added)
+    last = call.args[-1]
+    last_start, end = module.span(last)  # the Arg's span includes parentheses around its value
+    closing = module.span(call)[1] - 1
+    comma = text.find(",", end, closing) if isinstance(last.comma, cst.Comma) else -1
+    anchor = comma + 1 if comma >= 0 else end
+    line_end = text.find("\n", anchor, closing)
+    if line_end < 0 or "#" not in text[anchor:line_end]:
+        return Edit(anchor, anchor, f" {added}," if comma >= 0 else f", {added}")
+    if text[line_end - 1] == "\r":
+        line_end -= 1
+    indentation = _leading_space(text, text.rfind("\n", 0, last_start) + 1)
+    spelled = f"{added}," if comma >= 0 else f", {added}"
+    return Edit(line_end, line_end, f"{_newline(text)}{indentation}{spelled}")
 
 
 # -- laying a statement out ---------------------------------------------------------------------------------

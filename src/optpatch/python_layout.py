@@ -325,6 +325,7 @@ def width(text: str) -> int:
 class _Statement:
     leaves: list[Leaf]
     comments: dict[int, list[str]]  # index of the real leaf a trailing comment follows -> comments
+    comment_in_brackets: bool  # ruff keeps a bracket with a comment inside expanded, where black may join it
 
 
 def _read(text: str) -> _Statement:
@@ -337,6 +338,7 @@ def _read(text: str) -> _Statement:
     comments: dict[int, list[str]] = {}
     stack: list[dict] = [{"for": 0, "seen_for": False, "opening": None}]
     previous_end: tuple[int, int] | None = None
+    comment_in_brackets = False
     lines = text.splitlines() or [""]
     for index, token in enumerate(tokens):
         kind = token.type
@@ -348,6 +350,7 @@ def _read(text: str) -> _Statement:
             if token.string.lstrip("#").lstrip().startswith("type:"):
                 raise Unsupported("a type comment")
             comments.setdefault(len(leaves) - 1, []).append(token.string.rstrip())
+            comment_in_brackets = comment_in_brackets or len(stack) > 1
             continue
         if kind == tokenize.ERRORTOKEN:
             raise Unsupported("an error token")
@@ -415,7 +418,7 @@ def _read(text: str) -> _Statement:
         raise Unsupported("unbalanced brackets")
     if not leaves:
         raise Unsupported("no tokens")
-    return _Statement(leaves, comments)
+    return _Statement(leaves, comments, comment_in_brackets)
 
 
 def _next_value(tokens, index: int) -> str | None:
@@ -468,6 +471,8 @@ def _with_optional_parentheses(statement: _Statement, dialect: Dialect) -> list[
             if leaves[first_target_end].value == ",":
                 raise Unsupported("a one-tuple target")
             wraps.append((0, first_target_end))
+        if annotation is not None and dialect is not Dialect.BLACK_22:
+            wraps.append((annotation + 1, assignments[0] - 1))  # black 24 parenthesises long annotations too
         bounds = assignments + [len(leaves)]
         for start, end in zip(bounds, bounds[1:]):
             if start + 1 <= end - 1:
@@ -602,6 +607,8 @@ def layout_statement(text: str, depth: int, style: LayoutStyle) -> str:
     reproduce.
     """
     statement = _read(text)
+    if statement.comment_in_brackets and style.dialect is Dialect.RUFF:
+        raise Unsupported("ruff keeps brackets holding a comment expanded, where black may join them")
     leaves = _with_optional_parentheses(statement, style.dialect)
     line = Line(style, depth)
     for leaf in leaves:
