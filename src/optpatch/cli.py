@@ -50,6 +50,13 @@ def common_options(function):
     return function
 
 
+FORMAT_COMMAND = click.option(
+    "--format-command", metavar="CMD",
+    help="Run CMD (e.g. \"ruff format\") on the changed files in a temporary copy of the tree before the patch "
+         "is made; a file CMD would reformat anyway keeps optpatch's own edits. Never run unless asked for.",
+)
+
+
 def validation_options(function):
     """--validate CMD and its companions (apply and check)."""
     options = [
@@ -279,6 +286,7 @@ def entry() -> None:
 @scope_options
 @common_options
 @validation_options
+@FORMAT_COMMAND
 def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     """Analyse REPO and write the patch of every fix that applies."""
     from optpatch.patch import write_patch
@@ -297,6 +305,7 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
         _report_validation(session, None, None, validation)
         session.stderr.print("No patch written.")
         sys.exit(EXIT_VALIDATION)
+    _run_format_command(session, result)
     patch = write_patch(result.changes)
     if to_stdout:
         sys.stdout.buffer.write(patch)
@@ -357,6 +366,7 @@ def _patch_note(result, output: str, repo: Path) -> str:
 @scope_options
 @common_options
 @validation_options
+@FORMAT_COMMAND
 def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
     paths = paths or (Path("."),)
@@ -385,6 +395,7 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     if fix:
         from optpatch.writer import write_fixes
 
+        _run_format_command(session, result)
         report = write_fixes(session.root, result.changes)
         for rel, why in report.refused:
             session.stderr.print(f"error {rel}: not written: {why}")
@@ -397,6 +408,30 @@ def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     if refused_writes:  # as `apply --write`: a fix left unwritten must not pass a pre-commit hook as clean
         sys.exit(EXIT_FILE_ERRORS)
     sys.exit(_exit_status(result, EXIT_FINDINGS if fixable else EXIT_OK))
+
+
+def _run_format_command(session: Session, result) -> None:
+    """--format-command CMD (or a trusted config's format-command): the rewritten files as CMD formats them."""
+    command = session.options.get("format_command") or session.settings.format_command
+    if command is not None and not command.strip():
+        raise click.UsageError("--format-command needs a command, e.g. --format-command \"ruff format\"")
+    if not command or not result.changes:
+        return
+    from optpatch.format_command import format_changes
+
+    outcome = format_changes(session.root, result, command)
+    if outcome.error:
+        session.stderr.print(f"warning: --format-command: {outcome.error}; the edits are as optpatch wrote them",
+                             markup=False, soft_wrap=True)
+        return
+    if outcome.unformatted and not session.options["quiet"]:
+        session.stderr.print(
+            f"--format-command: {len(outcome.unformatted)} file(s) left as optpatch wrote them: `{command}` would "
+            f"reformat them before the fixes too ({', '.join(outcome.unformatted[:3])}"
+            f"{', ...' if len(outcome.unformatted) > 3 else ''})", markup=False, soft_wrap=True)
+    for rel in outcome.refused:
+        session.stderr.print(f"warning: --format-command: `{command}` made {rel} unparsable; kept optpatch's edits",
+                             markup=False, soft_wrap=True)
 
 
 def _run_validation(session: Session, paths: list[Path] | None = None):
