@@ -193,3 +193,38 @@ def test_style_of_a_file_by_its_language(tmp_path):
     config = read_formatter_config(tmp_path, ["a.py", "b.cu"])
     assert isinstance(config.style_of("a.py", Language.PYTHON), PythonStyle)
     assert config.style_of("b.cu", Language.CPP).column_limit == 99
+
+
+def test_a_changed_setting_is_not_served_from_the_cache(tmp_path, monkeypatch):
+    from optpatch.config import Settings
+    from optpatch.engine import run
+    from optpatch.policy import FixPolicy
+
+    monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path / "cache"))
+    root = _tree(tmp_path / "repo", {
+        "pyproject.toml": "[tool.black]\nline-length = 88\n",
+        "m.py": "import torch\n\n\ndef f(rows, columns, device: torch.device):\n"
+                "    return torch.ones(rows, columns).to(device)\n",
+    })
+
+    def rewritten() -> str:
+        (change,) = run(root, Settings(), FixPolicy(), jobs=1).changes
+        return change[2].decode()
+
+    assert "    return torch.ones(rows, columns, device=device)\n" in rewritten()
+    (root / "pyproject.toml").write_text("[tool.black]\nline-length = 48\n")
+    assert "    return torch.ones(\n        rows, columns, device=device\n    )\n" in rewritten()
+
+
+@pytest.mark.parametrize("files", [
+    {"pyproject.toml": 'tool = "none"\n'},
+    {"pyproject.toml": "[tool]\nruff = 3\nblack = 'x'\n"},
+    {".pre-commit-config.yaml": "repos: 3\n"},
+    {".pre-commit-config.yaml": "repos:\n  - repo: local\n    hooks: [{id: black, files: '(', args: 5}]\n"},
+    {"pyproject.toml": "[tool.black]\nforce-exclude = '['\nline-length = 'long'\n"},
+    {".clang-format": "- just\n- a list\n"},
+])
+def test_malformed_configuration_is_read_as_its_tool_would_refuse_it(tmp_path, files):
+    _tree(tmp_path, files)
+    config = read_formatter_config(tmp_path, ["a.py", "b.cpp"])
+    assert isinstance(config.python_style("a.py"), PythonStyle) and isinstance(config.cpp_style("b.cpp"), CppStyle)

@@ -242,7 +242,7 @@ class FormatterConfig:
             excludes = [black.force_exclude] if black.force_exclude else []
             if hook is None:
                 excludes += black.excludes
-            if any(_black_regex(pattern).search("/" + rel) for pattern in excludes):
+            if any((regex := _black_regex(pattern)) is not None and regex.search("/" + rel) for pattern in excludes):
                 return PythonStyle()
             version = (hook.black_version if hook else None) or black.required_version
             skip_strings = black.skip_string_normalization or (hook is not None and hook.skip_string_normalization)
@@ -363,14 +363,16 @@ class _Reader:
         if not isinstance(document, dict):
             return (), False, False
         files, exclude = str(document.get("files") or ""), str(document.get("exclude") or "^$")
+        if not (_valid_regex(files) and _valid_regex(exclude)):
+            return (), False, False  # pre-commit itself refuses this configuration
         hooks = []
-        for repo in document.get("repos") or ():
+        for repo in _list(document.get("repos")):
             if not isinstance(repo, dict):
                 continue
-            for entry in repo.get("hooks") or ():
+            for entry in _list(repo.get("hooks")):
                 if isinstance(entry, dict):
                     hook = _hook(repo, entry)
-                    if hook is not None:
+                    if hook is not None and all(map(_valid_regex, hook.files + hook.excludes)):
                         hooks.append(_within(hook, files, exclude))
         python = any(hook.kind in _PYTHON_KINDS for hook in hooks)
         clang = any(hook.kind == "clang-format" for hook in hooks)
@@ -384,7 +386,7 @@ class _Reader:
             document = self.toml(rel)
             if document is None:
                 continue
-            table = document.get("tool", {}).get("ruff") if name == "pyproject.toml" else document
+            table = _tool_table(document, "ruff") if name == "pyproject.toml" else document
             if not isinstance(table, dict):
                 continue
             return _ruff_config(directory, self._ruff_table(rel, table, depth=0))
@@ -401,7 +403,7 @@ class _Reader:
         document = self.toml(_normalise(target))
         if document is None:
             return table
-        extended = document.get("tool", {}).get("ruff") if target.endswith("pyproject.toml") else document
+        extended = _tool_table(document, "ruff") if target.endswith("pyproject.toml") else document
         if not isinstance(extended, dict):
             return table
         merged = dict(self._ruff_table(_normalise(target), extended, depth + 1))
@@ -419,8 +421,8 @@ class _Reader:
         path = self.root / directory
         marker = (path / ".git").exists() or (path / ".hg").is_dir()
         document = self.toml(_join(directory, "pyproject.toml"))
-        table = document.get("tool", {}).get("black") if document else None
-        if not isinstance(table, dict):
+        table = _tool_table(document, "black")
+        if table is None:
             return None, marker or directory == ""
         return _black_config(table), True
 
@@ -430,9 +432,8 @@ class _Reader:
         text = self.text(_join(directory, ".style.yapf"))
         if text is not None:
             return _yapf_limit(_ini_section(text, "style"))
-        document = self.toml(_join(directory, "pyproject.toml"))
-        table = document.get("tool", {}).get("yapf") if document else None
-        if isinstance(table, dict):
+        table = _tool_table(self.toml(_join(directory, "pyproject.toml")), "yapf")
+        if table is not None:
             return _yapf_limit({str(k).lower(): str(v) for k, v in table.items()})
         text = self.text(_join(directory, "setup.cfg"))
         if text is not None:
@@ -490,6 +491,13 @@ class _Reader:
             if found:
                 return style or _clang_base("llvm")
         return _clang_base("llvm")
+
+
+def _tool_table(document: dict | None, name: str) -> dict | None:
+    """`[tool.NAME]` of a pyproject.toml, or None (absent, or not a table: the tool itself would refuse it)."""
+    tool = document.get("tool") if isinstance(document, dict) else None
+    table = tool.get(name) if isinstance(tool, dict) else None
+    return table if isinstance(table, dict) else None
 
 
 def _join(directory: str, name: str) -> str:
@@ -566,6 +574,18 @@ def _ini_section(text: str, name: str) -> dict | None:
     return {key.lower(): value for key, value in parser.items(name)}
 
 
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _valid_regex(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
 def _strings(value) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -581,8 +601,12 @@ def _glob_spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
-def _black_regex(pattern: str) -> re.Pattern:
-    return re.compile(pattern, re.VERBOSE if "\n" in pattern else 0)
+def _black_regex(pattern: str) -> re.Pattern | None:
+    """black's exclude regex (verbose when it spans lines, as black compiles it); None if black would refuse it."""
+    try:
+        return re.compile(pattern, re.VERBOSE if "\n" in pattern else 0)
+    except re.error:
+        return None
 
 
 def _within(hook: _Hook, files: str, exclude: str) -> _Hook:
@@ -597,13 +621,13 @@ def _hook(repo: dict, entry: dict) -> _Hook | None:
     kind = _hook_kind(hook_id, entry)
     if kind is None:
         return None
-    args = [str(arg) for arg in entry.get("args") or ()]
-    types = tuple(str(t) for key in ("types", "types_or") for t in entry.get(key) or ())
+    args = [str(arg) for arg in _list(entry.get("args"))]
+    types = tuple(str(t) for key in ("types", "types_or") for t in _list(entry.get(key)))
     files, exclude = entry.get("files"), entry.get("exclude")
     hook = _Hook(kind, (str(files),) if files else (), (str(exclude),) if exclude else (), types)
     if kind == PythonFormatter.BLACK:
         version = _version(str(repo.get("rev", ""))) if hook_id != "ufmt" else None
-        for dependency in entry.get("additional_dependencies") or ():
+        for dependency in _list(entry.get("additional_dependencies")):
             match = re.match(r"\s*black\s*==\s*([\w.]+)", str(dependency))
             if match:
                 version = _version(match.group(1))
