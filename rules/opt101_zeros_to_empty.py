@@ -112,6 +112,11 @@ class ZerosToEmpty(Rule):
     be a tensor). Context managers outside the known list are assumed to
     possibly suppress exceptions, which keeps some safe sites.
 
+    The name joins the import in sorted place when the names are sorted
+    (isort, usort, ruff's `I`), otherwise last; where black or ruff format
+    the file, an import that now passes the line limit is exploded one name
+    per line, as they would write it (docs/formatting.md).
+
     ## Measured impact
     Measured by `benchmarks/gpu_impact.py` on an H100 (torch 2.11, CUDA 13.0;
     docs/benchmarks.md): host time per call 7.5-8.6 us -> 2.3-2.4 us at any

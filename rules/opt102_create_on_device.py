@@ -165,6 +165,16 @@ class CreateOnDevice(Rule):
       factories (any dtype) and integer factories (to an equal or wider
       integer) merge.
 
+    The edit is written the way the project's formatter would write it
+    (docs/formatting.md): under black or ruff, the statement is laid out
+    again as they lay it out, so `device=` joins a call kept exploded on a
+    line of its own with a trailing comma, a line that would pass the limit
+    is split, and a `.cuda()` literal takes the project's quotes. Where
+    optpatch does not reproduce the formatter's layout of the statement (a
+    lambda, nested conditional expressions or a tuple under ruff, a file the
+    formatter would change anyway), the edit keeps the statement's own
+    layout within the line limit; `--format-command` runs the formatter.
+
     ## Measured impact
     `torch.arange(1e6).cuda()` -> `torch.arange(1e6, device='cuda')`:
     846-1336 us -> 11-12 us (70-115x) on an H100 (RULES.md); 780 -> 11 us,

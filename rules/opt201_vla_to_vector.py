@@ -142,6 +142,11 @@ class VlaToVector(Rule):
     negative, never a wrong rewrite. The rewrite may change the cost on a hot
     path (pytorch #134140 reverted such a change for that reason).
 
+    With a `.clang-format`, the `std::vector` declaration keeps to its
+    `ColumnLimit` (docs/formatting.md); a `.data()` added at a decayed use
+    can push that line past it, and `#include <vector>` goes after the last
+    include, where `SortIncludes` may want it elsewhere.
+
     ## Measured impact
     None on its own: this is a portability fix, and `std::vector` adds a heap
     allocation and a zero fill per call. RULES.md's measurement of the

@@ -147,6 +147,12 @@ class FromBlobAsyncCopy(Rule):
     that relied on that implicit synchronisation (reading pinned memory an
     earlier kernel wrote, host timing) is not recognised.
 
+    With a `.clang-format`, the allocation and the copy are laid out within
+    its `ColumnLimit` as clang-format breaks such statements
+    (`ContinuationIndentWidth`, `BinPackArguments`, `AlignAfterOpenBracket`;
+    docs/formatting.md); the `#include <ATen/cuda/CUDAContext.h>` goes
+    after the last include, which `SortIncludes` may reorder.
+
     ## Measured impact
     copy_blocks on an H100 (torch 2.11, CUDA 13.0, RULES.md), this rule with
     OPT201 on the same pointer tables: 31-51 us -> 13-27 us per call with 1
