@@ -38,11 +38,12 @@ from __future__ import annotations
 import configparser
 import enum
 import hashlib
+import os
 import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
@@ -129,8 +130,8 @@ class _Hook:
     def takes(self, rel: str, language: Language) -> bool:
         if self.types and not set(self.types) & _FILE_TYPES[language]:
             return False
-        return all(re.search(pattern, rel) for pattern in self.files) and not any(
-            re.search(pattern, rel) for pattern in self.excludes
+        return all(_regex(pattern).search(rel) for pattern in self.files) and not any(
+            _regex(pattern).search(rel) for pattern in self.excludes
         )
 
 
@@ -167,9 +168,37 @@ class _BlackConfig:
 
 @dataclass(frozen=True)
 class FormatterConfig:
-    """The formatter settings of a tree, for every file found in it; `sources` is its part of the cache key."""
+    """A tree's formatter configuration files, as read; parsed only when a file's style is asked for.
 
-    sources: tuple[tuple[str, str], ...] = ()  # (relative path, SHA-256) of every configuration file read
+    A run whose files all come from the result cache needs only `sources`,
+    the files' digests (its part of the cache key): nothing is parsed then.
+    """
+
+    files: tuple[tuple[str, bytes], ...] = ()  # (relative path, bytes) of every configuration file found
+    black_markers: frozenset[str] = frozenset()  # directories holding `.git` or `.hg`: black's project roots
+
+    @property
+    def sources(self) -> tuple[tuple[str, str], ...]:
+        return tuple((rel, hashlib.sha256(data).hexdigest()) for rel, data in self.files)
+
+    @cached_property
+    def _settings(self) -> "_Settings":
+        return _parse(dict(self.files), self.black_markers)
+
+    def style_of(self, rel: str, language: Language) -> PythonStyle | CppStyle:
+        return self._settings.style_of(rel, language)
+
+    def python_style(self, rel: str) -> PythonStyle:
+        return self._settings.python_style(rel)
+
+    def cpp_style(self, rel: str) -> CppStyle:
+        return self._settings.cpp_style(rel)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The parsed settings: the hooks, and each formatter's configuration by directory."""
+
     hooks: tuple[_Hook, ...] = ()
     python_hooks_configured: bool = False
     clang_hooks_configured: bool = False
@@ -281,12 +310,11 @@ class FormatterConfig:
 
 def _ancestors(rel: str) -> Iterable[str]:
     """The directories holding `rel`, nearest first, as relative POSIX paths ("" for the root)."""
-    parent = PurePosixPath(rel).parent
-    while True:
-        yield "" if str(parent) == "." else str(parent)
-        if str(parent) == ".":
-            return
-        parent = parent.parent
+    end = rel.rfind("/")
+    while end > 0:
+        yield rel[:end]
+        end = rel.rfind("/", 0, end)
+    yield ""
 
 
 def _relative_to(rel: str, directory: str) -> str:
@@ -295,58 +323,97 @@ def _relative_to(rel: str, directory: str) -> str:
 
 # -- reading ------------------------------------------------------------------------------------------------
 
+# The files each directory may hold that configure a formatter (ruff's in its order of precedence).
+_CONFIG_NAMES = (".ruff.toml", "ruff.toml", "pyproject.toml", ".style.yapf", "setup.cfg", ".clang-format",
+                 "_clang-format")
+_RUFF_EXTEND = re.compile(r"""^\s*extend\s*=\s*["']([^"']+)["']""", re.M)
+
 
 def read_formatter_config(root: Path, rels: Iterable[str]) -> FormatterConfig:
-    """The formatter settings that govern `rels` (paths relative to `root`), read from text only."""
-    reader = _Reader(root)
-    directories = sorted({directory for rel in rels for directory in _ancestors(rel)})
-    hooks, python_hooks, clang_hooks = reader.pre_commit()
+    """The configuration files that can govern `rels` (paths relative to `root`): one listing per directory."""
+    files: dict[str, bytes] = {}
+    markers: set[str] = set()
+    for directory in sorted({directory for rel in rels for directory in _ancestors(rel)}):
+        try:
+            names = set(os.listdir(root / directory))
+        except OSError:
+            continue
+        if names & {".git", ".hg"}:
+            markers.add(directory)
+        wanted = _CONFIG_NAMES + ((".pre-commit-config.yaml",) if directory == "" else ())
+        for name in wanted:
+            if name in names:
+                _read_into(files, root, _join(directory, name))
+    for rel in [rel for rel in files if rel.endswith((".toml",))]:
+        _read_extended(files, root, rel, depth=0)
+    return FormatterConfig(tuple(sorted(files.items())), frozenset(markers))
+
+
+def _read_into(files: dict[str, bytes], root: Path, rel: str) -> None:
+    try:
+        path = root / rel
+        if path.is_file():
+            files[rel] = path.read_bytes()
+    except OSError:
+        pass  # unreadable: governs nothing
+
+
+def _read_extended(files: dict[str, bytes], root: Path, rel: str, depth: int) -> None:
+    """The files a ruff configuration `extend`s, within the tree: read now, so their bytes are in the key."""
+    match = _RUFF_EXTEND.search(files.get(rel, b"").decode("utf-8", "replace"))
+    if match is None or depth > 8:
+        return
+    target = _normalise((PurePosixPath(rel).parent / match.group(1)).as_posix())
+    if target.startswith("../") or PurePosixPath(match.group(1)).is_absolute() or target in files:
+        return
+    _read_into(files, root, target)
+    _read_extended(files, root, target, depth + 1)
+
+
+def _parse(files: dict[str, bytes], markers: frozenset[str]) -> _Settings:
+    parser = _Parser(files, markers)
+    directories = sorted({rel.rpartition("/")[0] for rel in files} | set(markers) | {""})
+    hooks, python_hooks, clang_hooks = parser.pre_commit()
     ruff, black, black_roots, yapf, clang = [], [], [], [], []
     for directory in directories:
-        ruff_config = reader.ruff(directory)
+        ruff_config = parser.ruff(directory)
         if ruff_config is not None:
             ruff.append((directory, ruff_config))
-        black_config, is_root = reader.black(directory)
+        black_config, is_root = parser.black(directory)
         if is_root:
             black_roots.append(directory)
         if black_config is not None:
             black.append((directory, black_config))
-        limit = reader.yapf(directory)
+        limit = parser.yapf(directory)
         if limit is not None:
             yapf.append((directory, limit))
-        found, clang_style = reader.clang_format(directory)
+        found, clang_style = parser.clang_format(directory)
         if found:
             clang.append((directory, clang_style))
-    return FormatterConfig(
-        tuple(sorted(reader.sources.items())), hooks, python_hooks, clang_hooks, tuple(ruff), tuple(black),
-        tuple(black_roots), tuple(yapf), tuple(clang),
-    )
+    return _Settings(hooks, python_hooks, clang_hooks, tuple(ruff), tuple(black), tuple(black_roots), tuple(yapf),
+                     tuple(clang))
 
 
 @dataclass
-class _Reader:
-    root: Path
-    sources: dict[str, str] = field(default_factory=dict)
+class _Parser:
+    """Parses configuration files held in memory, each once."""
+
+    files: dict[str, bytes]
+    markers: frozenset[str]
+    _tomls: dict[str, dict | None] = field(default_factory=dict)
 
     def text(self, rel: str) -> str | None:
-        path = self.root / rel
-        try:
-            data = path.read_bytes() if path.is_file() else None
-        except OSError:
-            data = None
-        if data is None:
-            return None
-        self.sources[rel] = hashlib.sha256(data).hexdigest()
-        return data.decode("utf-8", "replace")
+        data = self.files.get(rel)
+        return None if data is None else data.decode("utf-8", "replace")
 
     def toml(self, rel: str) -> dict | None:
-        text = self.text(rel)
-        if text is None:
-            return None
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            return None  # a configuration its own tool cannot read governs nothing
+        if rel not in self._tomls:
+            text = self.text(rel)
+            try:
+                self._tomls[rel] = tomllib.loads(text) if text is not None else None
+            except tomllib.TOMLDecodeError:
+                self._tomls[rel] = None  # a configuration its own tool cannot read governs nothing
+        return self._tomls[rel]
 
     # -- pre-commit ---------------------------------------------------------------------------------------
 
@@ -418,8 +485,7 @@ class _Reader:
 
     def black(self, directory: str) -> tuple[_BlackConfig | None, bool]:
         """The `[tool.black]` of this directory, and whether black would take it for a project root."""
-        path = self.root / directory
-        marker = (path / ".git").exists() or (path / ".hg").is_dir()
+        marker = directory in self.markers
         document = self.toml(_join(directory, "pyproject.toml"))
         table = _tool_table(document, "black")
         if table is None:
@@ -576,6 +642,11 @@ def _ini_section(text: str, name: str) -> dict | None:
 
 def _list(value) -> list:
     return value if isinstance(value, list) else []
+
+
+@lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
 
 
 def _valid_regex(pattern: str) -> bool:
