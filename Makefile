@@ -18,6 +18,8 @@ $(VENV)/.ready: pyproject.toml
 		$(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --disable-pip-version-check "$(TORCH_PIN)"; \
 	fi
 	$(BIN)/pip install -q --disable-pip-version-check -e ".[validate,test]"
+	@# ruff 0.11 beside the test extra's 0.12: the formatter tests check edits with both (tests/formatters.py).
+	$(BIN)/pip install -q --disable-pip-version-check --target $(VENV)/formatters/ruff-0.11 "ruff>=0.11,<0.12"
 	@# Headers of cuBLAS/cuSPARSE/cuSOLVER that nvcc needs to compile torch
 	@# extensions on a machine without a CUDA build of torch (1.2 MB kept).
 	@if command -v nvcc >/dev/null 2>&1; then $(BIN)/python -m kernels.build_check fetch-headers; fi

@@ -11,6 +11,7 @@ from optpatch.planner import preview
 from optpatch.analysis.expected_exceptions import expecting_block
 from optpatch.analysis.overwrite import OverwriteProof, Shape, Step, Tracked, prove_full_overwrite
 from optpatch.analysis.tensor_subclasses import receiver_caution
+from optpatch.python_edits import add_import_name
 from optpatch.python_frontend import PythonModule, ast_context, dotted_name, walk
 from optpatch.python_screen import CallIndex, ast_dotted_name, callee_name, root_name
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
@@ -203,6 +204,11 @@ class ZerosToEmpty(Rule):
     modes are not tracked). `deepspeed.comm`'s collectives are taken to
     behave as the `torch.distributed` ones they forward to.
 
+    The name joins the import in sorted place when the names are sorted
+    (isort, usort, ruff's `I`), otherwise last; where black or ruff format
+    the file, an import that now passes the line limit is exploded one name
+    per line, as they would write it (docs/formatting.md).
+
     ## Measured impact
     Measured by `benchmarks/gpu_impact.py` on an H100 (torch 2.11, CUDA 13.0;
     docs/benchmarks.md): host time per call 7.5-8.6 us -> 2.3-2.4 us at any
@@ -279,7 +285,7 @@ class ZerosToEmpty(Rule):
         ),
         Example(
             "from torch import zeros\ndef f(n, y):\n    x = zeros(n)\n    x.fill_(y)\n    return x\n",
-            "from torch import zeros, empty\ndef f(n, y):\n    x = empty(n)\n    x.fill_(y)\n    return x\n",
+            "from torch import empty, zeros\ndef f(n, y):\n    x = empty(n)\n    x.fill_(y)\n    return x\n",
         ),
         Example(
             "import torch\ndef f(y, c):\n    x = y.new_zeros(y.shape)\n    if c:\n        x.fill_(1)\n    else:\n        x.copy_(y)\n    return x\n",
@@ -904,10 +910,8 @@ def _rewrite_edits(module: PythonModule, call: cst.Call, kind: str, torch_import
     ]
     if len(imports) != 1:
         return f"cannot find the one `from torch import` that binds `{func.value}`"
-    last = imports[0].names[-1]
-    _, end = module.span(last)
-    return [Edit(end, end, f", {new_name}"), module.replace(func, new_name), *fill]
-
+    return [*add_import_name(module, imports[0], new_name), module.replace(func, new_name)]
+    return [*add_import_name(module, imports[0], new_name), module.replace(func, new_name), *fill]
 
 def _fill_edit(module: PythonModule, call: cst.Call, kind: str) -> list[Edit] | str:
     """Drop the zero fill of `full(size, 0)`; where it chose the dtype (`full` with no `dtype=`), say it instead.

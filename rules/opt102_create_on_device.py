@@ -7,6 +7,7 @@ from typing import Iterator, NamedTuple
 import libcst as cst
 
 from optpatch.planner import preview
+from optpatch.python_edits import FormattedEdits, string_literal
 from optpatch.python_frontend import SCOPE_NODES, PythonModule, walk
 from optpatch.python_screen import CallIndex, callee_name
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
@@ -257,6 +258,16 @@ class CreateOnDevice(Rule):
       float factory computed in a wider type is not its value widened
       (`torch.full(s, 0.1).to(d, torch.float64)`).
 
+    The edit is written the way the project's formatter would write it
+    (docs/formatting.md): under black or ruff, the statement is laid out
+    again as they lay it out, so `device=` joins a call kept exploded on a
+    line of its own with a trailing comma, a line that would pass the limit
+    is split, and a `.cuda()` literal takes the project's quotes. Where
+    optpatch does not reproduce the formatter's layout of the statement (a
+    lambda, nested conditional expressions or a tuple under ruff, a file the
+    formatter would change anyway), the edit keeps the statement's own
+    layout within the line limit; `--format-command` runs the formatter.
+
     ## Measured impact
     Host time per call on an H100 80GB HBM3 (torch 2.11, 2026-11-26,
     docs/benchmarks.md), built on the host and moved vs built on the
@@ -331,7 +342,7 @@ class CreateOnDevice(Rule):
         ),
         Example(
             "import torch\ndef f(x, n):\n    y = torch.ones(\n        n,\n    ).to(x.device)\n    return y\n",
-            "import torch\ndef f(x, n):\n    y = torch.ones(\n        n, device=x.device,\n    )\n    return y\n",
+            "import torch\ndef f(x, n):\n    y = torch.ones(\n        n,\n        device=x.device,\n    )\n    return y\n",
         ),
         Example(
             "import torch\ndef f(n):\n    dev = torch.device('cuda', 1)\n    t = torch.eye(n)\n    t = t.to(dev)\n    return t\n",
@@ -343,7 +354,7 @@ class CreateOnDevice(Rule):
         ),
         Example(
             "import torch\ndef f(n):\n    return torch.zeros(n, dtype=torch.int64, device='cpu').cuda()\n",
-            'import torch\ndef f(n):\n    return torch.zeros(n, dtype=torch.int64, device="cuda")\n',
+            "import torch\ndef f(n):\n    return torch.zeros(n, dtype=torch.int64, device='cuda')\n",
         ),
         Example(
             "import torch\ndef f(c, d: torch.device):\n    return torch.zeros_like(c).float().to(d)\n",
@@ -595,16 +606,19 @@ def _device_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
 def _cuda_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
     value = move.device_value
     if move.device is None or (value is not None and value.kind is Kind.NONE):
-        return DeviceSpelling('"cuda"', Tier.SAFE, "`.cuda()` means the current CUDA device, as `device=\"cuda\"` does", "cuda")
+        return DeviceSpelling(string_literal(module, "cuda"), Tier.SAFE,
+                              "`.cuda()` means the current CUDA device, as `device=\"cuda\"` does", "cuda")
     assert value is not None
     text = _expression_text(module, move.device)
     if isinstance(move.device, cst.Integer):
-        return DeviceSpelling(f'"cuda:{move.device.evaluated_value}"', Tier.SAFE, f"`.cuda({text})` is CUDA device {text}", "cuda")
+        return DeviceSpelling(string_literal(module, f"cuda:{move.device.evaluated_value}"), Tier.SAFE,
+                              f"`.cuda({text})` is CUDA device {text}", "cuda")
     if value.kind is Kind.INTEGER:
         if any(c in text for c in "\"\\\n{}") or "'" in text:
             return Kept(f"cannot spell `.cuda({text})` as an f-string device", KeepCategory.CANNOT_SPELL)
         tier = Tier.SAFE if value.proven else Tier.VALIDATE
-        return DeviceSpelling(f'f"cuda:{{{text}}}"', tier, f"`{text}` is a device index: {value.evidence}", "cuda")
+        return DeviceSpelling(string_literal(module, f"cuda:{{{text}}}", prefix="f"), tier,
+                              f"`{text}` is a device index: {value.evidence}", "cuda")
     if value.kind is Kind.DEVICE and value.proven and value.device_type == "cuda":
         return DeviceSpelling(text, Tier.SAFE, f"`{text}` is a CUDA device: {value.evidence}", "cuda")
     if value.kind is Kind.DEVICE:
@@ -960,26 +974,21 @@ def _edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edi
     if site.move.dtype is not None:
         keywords["dtype"] = module.text(site.move.dtype)
     edits = _keyword_edits(module, call, keywords)
-    edits.append(_move_deletion(module, site.move_call) if site.second is None else _delete_line(module, site.second))
-    return edits
+    edits.add(_move_deletion(module, site.move_call) if site.second is None else _delete_line(module, site.second))
+    return edits.edits()
 
 
-def _keyword_edits(module: PythonModule, call: cst.Call, keywords: dict[str, str]) -> list[Edit]:
+def _keyword_edits(module: PythonModule, call: cst.Call, keywords: dict[str, str]) -> FormattedEdits:
     """Give `call` these keyword arguments: a keyword it has gets the new value (`device="cpu"`), the others are
-    added after its last argument. Every keyword OPT102 writes goes through here."""
-    edits, added = [], []
+    added after its last argument, laid out as the file's formatter would. Every keyword OPT102 writes goes through
+    here."""
+    edits = FormattedEdits(module)
     for name, text in keywords.items():
         existing = keyword_arg(call, name)
         if existing is not None:
-            edits.append(module.replace(existing.value, text))
+            edits.add(module.replace(existing.value, text))
         else:
-            added.append(f"{name}={text}")
-    if added and call.args:
-        _, end = module.span(call.args[-1])  # the Arg's span includes parentheses around its value
-        edits.append(Edit(end, end, ", " + ", ".join(added)))
-    elif added:
-        _, end = module.span(call)
-        edits.append(Edit(end - 1, end - 1, ", ".join(added)))
+            edits.insert_keyword(call, name, text)
     return edits
 
 

@@ -4,6 +4,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from optpatch.cpp_edits import statement_lines
 from optpatch.cpp_frontend import CppUnit, Node, Place, is_callee
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 
@@ -141,6 +142,11 @@ class VlaToVector(Rule):
     negative, never a wrong rewrite. The rewrite may change the cost on a hot
     path (pytorch #134140 reverted such a change for that reason).
 
+    With a `.clang-format`, the `std::vector` declaration keeps to its
+    `ColumnLimit` (docs/formatting.md); a `.data()` added at a decayed use
+    can push that line past it, and `#include <vector>` goes after the last
+    include, where `SortIncludes` may want it elsewhere.
+
     ## Measured impact
     None on its own: this is a portability fix, and `std::vector` adds a heap
     allocation and a zero fill per call. RULES.md's measurement of the
@@ -261,7 +267,7 @@ class VlaToVector(Rule):
     def _fix(self, unit: CppUnit, declaration: Node, shape: tuple[str, str], uses: list[Use], proof: BoundProof, context: Context) -> Finding:
         element, bound_text = shape
         replacement = f"std::vector<{element}> {declaration.spelling}({bound_text})"
-        edits = [Edit(declaration.start, declaration.end, replacement)]
+        edits = [_declaration_edit(unit, declaration, replacement)]
         edits += [use.edit for use in uses if use.edit is not None]
         include = unit.include_edit("vector")
         if include is not None:
@@ -278,6 +284,19 @@ class VlaToVector(Rule):
 
     def _keep(self, unit: CppUnit, declaration: Node, context: Context, reason: str, category: KeepCategory) -> Finding:
         return self.keep(unit, unit.position(declaration.start), reason=reason, category=category, context=context)
+
+
+def _declaration_edit(unit: CppUnit, declaration: Node, replacement: str) -> Edit:
+    """The declaration rewritten; with a .clang-format, its statement kept within the column limit."""
+    text = unit.source.text
+    line_start = text.rfind("\n", 0, declaration.start) + 1
+    indentation = text[line_start : declaration.start]
+    if not unit.style.column_limit or indentation.strip() or text[declaration.end : declaration.end + 1] != ";":
+        return Edit(declaration.start, declaration.end, replacement)
+    line_end = text.find("\n", declaration.end)
+    trailing = text[declaration.end + 1 : len(text) if line_end < 0 else line_end].rstrip("\r")
+    laid_out = statement_lines(replacement + ";", indentation, unit.style, unit.newline(), trailing)
+    return Edit(declaration.start, declaration.end + 1, laid_out)
 
 
 # -- the bound ------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
+from optpatch.cpp_edits import statement_lines
 from optpatch.cpp_frontend import CppUnit, Node, Place, Token, matching_bracket, split_top_level, unwrap
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 from optpatch.source import LINE_BREAK
@@ -146,6 +147,12 @@ class FromBlobAsyncCopy(Rule):
     that relied on that implicit synchronisation (reading pinned memory an
     earlier kernel wrote, host timing) is not recognised.
 
+    With a `.clang-format`, the allocation and the copy are laid out within
+    its `ColumnLimit` as clang-format breaks such statements
+    (`ContinuationIndentWidth`, `BinPackArguments`, `AlignAfterOpenBracket`;
+    docs/formatting.md); the `#include <ATen/cuda/CUDAContext.h>` goes
+    after the last include, which `SortIncludes` may reorder.
+
     ## Measured impact
     copy_blocks on an H100 (torch 2.11, CUDA 13.0, RULES.md), this rule with
     OPT201 on the same pointer tables: 31-51 us -> 13-27 us per call with 1
@@ -262,12 +269,9 @@ class FromBlobAsyncCopy(Rule):
         )
         allocation = f"{site.namespace}::empty({{{', '.join(site.sizes)}}}, {options})"
         stream = "at::cuda::getCurrentCUDAStream()" if site.device_is_type else f"at::cuda::getCurrentCUDAStream({site.device}.index())"
-        indent = unit.indentation(site.statement.start)
-        copy = (
-            f"C10_CUDA_CHECK(cudaMemcpyAsync({result}.data_ptr(), {site.pointer}, {_byte_count(site)},{unit.newline()}"
-            f"{indent}    cudaMemcpyHostToDevice, {stream}));"
-        )
-        edits = [Edit(site.from_blob.start, site.statement.end, f"{allocation};{unit.newline()}{indent}{copy}")]
+        copy = (f"C10_CUDA_CHECK(cudaMemcpyAsync({result}.data_ptr(), {site.pointer}, {_byte_count(site)}, "
+                f"cudaMemcpyHostToDevice, {stream}));")
+        edits = [_rewrite_edit(unit, site, allocation, copy)]
         include = unit.include_edit("ATen/cuda/CUDAContext.h")
         if include is not None:
             edits.append(include)
@@ -279,6 +283,23 @@ class FromBlobAsyncCopy(Rule):
 
     def _keep(self, unit: CppUnit, node: Node, context: Context, reason: str, category: KeepCategory) -> Finding:
         return self.keep(unit, unit.position(node.start), reason=reason, category=category, context=context)
+
+
+def _rewrite_edit(unit: CppUnit, site: Site, allocation: str, copy: str) -> Edit:
+    """The declaration with `allocation` for its value, then `copy`: within the project's clang-format limits,
+    or, without a .clang-format, the copy broken once before `cudaMemcpyHostToDevice`."""
+    text, newline, style = unit.source.text, unit.newline(), unit.style
+    indent = unit.indentation(site.statement.start)
+    declared = text[site.statement.start : site.from_blob.start]
+    if not style.column_limit or "/" in declared:
+        call, arguments = copy.split(" cudaMemcpyHostToDevice, ", 1)
+        spelled = f"{call}{newline}{indent}    cudaMemcpyHostToDevice, {arguments}"
+        return Edit(site.from_blob.start, site.statement.end, f"{allocation};{newline}{indent}{spelled}")
+    line_end = text.find("\n", site.statement.end)
+    trailing = text[site.statement.end : len(text) if line_end < 0 else line_end].rstrip("\r")
+    declaration = statement_lines(" ".join(declared.split()) + " " + allocation + ";", indent, style, newline)
+    copied = statement_lines(copy, indent, style, newline, trailing)
+    return Edit(site.statement.start, site.statement.end, f"{declaration}{newline}{indent}{copied}")
 
 
 # -- recognising the call ---------------------------------------------------------------------------

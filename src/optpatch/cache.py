@@ -7,7 +7,7 @@ status`). `--no-cache` neither reads nor writes it; deleting the directory
 is always safe.
 
 What: analysis only, never a decision. One pack per (scanned root,
-optpatch's code, rules, analysis settings), holding for every analysed file
+optpatch's code, rules, analysis settings, formatter configuration), holding for every analysed file
 the SHA-256 of its bytes and its `FileRecord` (passes.py): the rules'
 findings for each text the file went through, and the safety net's verdict
 on each rewrite. The fix policy (tiers, --unsafe-fixes, validated fixes)
@@ -16,8 +16,10 @@ every run, so a decision never carries from one kind of run to another and
 flipping `--unsafe-fixes` re-analyses nothing. The pack's key changes with
 the optpatch version, the bytes of every file of the package and of the
 rules (so an edited rule or C++ prelude invalidates its results even before
-a `version` is bumped), the selected rules' codes and versions, and every
-setting that can change an analysis. A file's entry is used only when its
+a `version` is bumped), the selected rules' codes and versions, every
+setting that can change an analysis, and the bytes of the repository's
+formatter configuration files (its pre-commit config, pyproject.toml, ruff
+and clang-format files: they shape the edits). A file's entry is used only when its
 bytes hash the same; a frontend that read other files (C++ headers) lists
 them in the analysis's `inputs`, and those must hash the same too.
 
@@ -49,7 +51,8 @@ FORMAT = 2  # bumped when the pack layout changes
 STALE_AFTER_DAYS = 30
 # Settings that cannot change one file's analysis: which files are found, where the settings came from,
 # and the fix policy and commands, which are applied after the cache.
-_NOT_IN_KEY = frozenset({"exclude", "force_exclude", "source", "tiers", "unsafe_fixes", "validate_command"})
+_NOT_IN_KEY = frozenset({"exclude", "force_exclude", "source", "tiers", "unsafe_fixes", "validate_command",
+                         "format_command"})
 
 
 def cache_dir() -> Path:
@@ -77,11 +80,14 @@ def code_fingerprint(*directories: Path) -> str:
     return hasher.hexdigest()
 
 
-def pack_key(root: Path, rules: Iterable, settings: "Settings", code: str) -> str:
+def pack_key(root: Path, rules: Iterable, settings: "Settings", code: str,
+             formatters: tuple[tuple[str, str], ...] = ()) -> str:
     """What a cached analysis depends on besides the file itself.
 
     Every field of the settings is in it (fields added later included),
-    except those that cannot change one file's analysis.
+    except those that cannot change one file's analysis; and the repository's
+    formatter configuration files with their SHA-256 (formatter_config.py),
+    which shape the edits.
     """
     parts = {
         "format": FORMAT,
@@ -90,6 +96,7 @@ def pack_key(root: Path, rules: Iterable, settings: "Settings", code: str) -> st
         "root": str(root),
         "rules": sorted((rule.code, rule.version) for rule in rules),
         "settings": _fields(settings, _NOT_IN_KEY),
+        "formatters": [list(source) for source in formatters],
     }
     return digest(json.dumps(parts, sort_keys=True, default=repr).encode())
 

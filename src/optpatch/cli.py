@@ -89,6 +89,11 @@ def report_options(function):
         click.option("--output-file", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
                      help="Write the report to PATH instead of the terminal."),
     ])
+FORMAT_COMMAND = click.option(
+    "--format-command", metavar="CMD",
+    help="Run CMD (e.g. \"ruff format\") on the changed files in a temporary copy of the tree before the patch "
+         "is made; a file CMD would reformat anyway keeps optpatch's own edits. Never run unless asked for.",
+)
 
 
 def validation_options(function):
@@ -456,6 +461,7 @@ def entry() -> None:
 @selection_options
 @report_options
 @validation_options
+@FORMAT_COMMAND
 def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     """Analyse REPO and write the patch of every fix that applies."""
     from optpatch.patch import write_patch
@@ -474,6 +480,7 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
         session.report(None, validation=validation)
         session.stderr.print("No patch written.")
         session.exit(EXIT_VALIDATION)
+    _run_format_command(session, result)
     patch = write_patch(result.changes)
     if to_stdout:
         sys.stdout.buffer.write(patch)
@@ -547,6 +554,7 @@ def _written_note(written: list[str], repo: Path) -> str | None:
 @selection_options
 @report_options
 @validation_options
+@FORMAT_COMMAND
 def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, **options) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
     paths = paths or (Path("."),)
@@ -583,6 +591,7 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, 
     if fix:
         from optpatch.writer import write_fixes
 
+        _run_format_command(session, result)
         report = write_fixes(session.root, result.changes)
         for rel, why in report.refused:
             session.stderr.print(f"error {rel}: not written: {why}", markup=False, soft_wrap=True)
@@ -596,6 +605,30 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, 
     if refused_writes:  # as `apply --write`: a fix left unwritten must not pass a pre-commit hook as clean
         session.exit(EXIT_FILE_ERRORS)
     session.exit(_exit_status(result, EXIT_FINDINGS if fixable and not exit_zero else EXIT_OK))
+
+
+def _run_format_command(session: Session, result) -> None:
+    """--format-command CMD (or a trusted config's format-command): the rewritten files as CMD formats them."""
+    command = session.options.get("format_command") or session.settings.format_command
+    if command is not None and not command.strip():
+        raise click.UsageError("--format-command needs a command, e.g. --format-command \"ruff format\"")
+    if not command or not result.changes:
+        return
+    from optpatch.format_command import format_changes
+
+    outcome = format_changes(session.root, result, command)
+    if outcome.error:
+        session.stderr.print(f"warning: --format-command: {outcome.error}; the edits are as optpatch wrote them",
+                             markup=False, soft_wrap=True)
+        return
+    if outcome.unformatted and not session.options["quiet"]:
+        session.stderr.print(
+            f"--format-command: {len(outcome.unformatted)} file(s) left as optpatch wrote them: `{command}` would "
+            f"reformat them before the fixes too ({', '.join(outcome.unformatted[:3])}"
+            f"{', ...' if len(outcome.unformatted) > 3 else ''})", markup=False, soft_wrap=True)
+    for rel in outcome.refused:
+        session.stderr.print(f"warning: --format-command: `{command}` made {rel} unparsable; kept optpatch's edits",
+                             markup=False, soft_wrap=True)
 
 
 def _run_validation(session: Session, paths: list[Path] | None = None):

@@ -38,6 +38,7 @@ class Settings:
     max_file_size: int = DEFAULT_MAX_BYTES
     unsafe_fixes: bool = False
     validate_command: str | None = None
+    format_command: str | None = None  # run on the rewritten files of a copy (format_command.py); never by default
     source: str = "defaults"  # where the settings came from, for messages
 
 
@@ -53,6 +54,7 @@ _KEYS = {
     "max-file-size": "max_file_size",
     "unsafe-fixes": "unsafe_fixes",
     "validate-command": "validate_command",
+    "format-command": "format_command",
 }
 
 
@@ -161,6 +163,13 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
                 "repository; pass --trust-config to allow it, or --validate CMD yourself"
             )
         settings = replace(settings, validate_command=str(values["validate_command"]))
+    if "format_command" in values:
+        if not trust_config:
+            raise ConfigError(
+                f"{origin}: sets format-command, which would run a command from the scanned "
+                "repository; pass --trust-config to allow it, or --format-command CMD yourself"
+            )
+        settings = replace(settings, format_command=str(values["format_command"]))
     return settings
 
 

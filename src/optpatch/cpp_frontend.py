@@ -31,6 +31,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Iterator
 
+from optpatch.formatter_config import CppStyle
 from optpatch.model import Context, Edit, FileError
 from optpatch.native_stack import call_with_large_stack
 from optpatch.source import SourceFile
@@ -202,8 +203,9 @@ class Diagnostic:
 class CppUnit:
     """A parsed C++/CUDA file: its nodes, tokens, diagnostics and the edits rules build from them."""
 
-    def __init__(self, source: SourceFile):
+    def __init__(self, source: SourceFile, style: CppStyle = CppStyle()):
         self.source = source
+        self.style = style  # how clang-format lays the file out (formatter_config.py)
         self._data = source.text.encode("utf-8")
         self.tu = _parse(self._data, source.rel, self)
         self._main_file_address = _address(_clang().conf.lib.clang_getFile(self.tu, _MAIN_NAME.encode()))

@@ -29,6 +29,7 @@ from typing import Callable, Iterator
 
 from optpatch.config import Settings
 from optpatch.discovery import discover, is_generated
+from optpatch.formatter_config import FormatterConfig, read_formatter_config
 from optpatch.model import FileError, Tier
 from optpatch.passes import Analysis, FileRecord, FindingFilter, analyse_text, rules_for, settle, suppression_lines, text_digest
 from optpatch.policy import FixPolicy
@@ -53,11 +54,13 @@ def run(
     started = time.perf_counter()
     rules = select_rules(rule_facts(), settings.select, settings.ignore)
     found = discover(root, settings.exclude, paths, settings.force_exclude)
+    formatters = read_formatter_config(root, (rel for _, rel in found.files))
     jobs = max(1, jobs or os.cpu_count() or 1)
-    task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy, filters=filters)
+    task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy, filters=filters,
+                     formatters=formatters)
     results: list[FileResult] = []
     todo = found.files
-    store = _open_cache(root, rules, settings) if use_cache else None
+    store = _open_cache(root, rules, settings, formatters) if use_cache else None
     if store is not None:
         cached, todo = _cached(store, found.files, settings.max_file_size)
         for path, rel, raw, record in cached:
@@ -93,11 +96,11 @@ def _fewer_collections():
         gc.set_threshold(*threshold)
 
 
-def _open_cache(root: Path, rules: list[RuleFacts], settings: Settings):
+def _open_cache(root: Path, rules: list[RuleFacts], settings: Settings, formatters: FormatterConfig):
     from optpatch.cache import ResultCache, code_fingerprint, pack_key
 
     code = code_fingerprint(Path(__file__).parent, builtin_rules_dir())
-    return ResultCache.open(pack_key(root.resolve(), rules, settings, code))
+    return ResultCache.open(pack_key(root.resolve(), rules, settings, code, formatters.sources))
 
 
 def _cached(store, files: list[tuple[Path, str]], max_bytes: int):
@@ -189,6 +192,7 @@ class _FileTask:
     settings: Settings
     policy: FixPolicy
     filters: tuple[FindingFilter, ...] = ()
+    formatters: FormatterConfig = FormatterConfig()
 
     @property
     def facts(self) -> list[RuleFacts]:
@@ -209,14 +213,14 @@ class _FileTask:
         return result, record
 
     def analyse(self, source: SourceFile) -> FileRecord:
-        record = FileRecord(text_digest(source.raw))
+        record = FileRecord(text_digest(source.raw), style=self.formatters.style_of(source.rel, source.language))
         if is_generated(source.text):
             record.analyses[record.digest] = Analysis(skipped="generated file")
         elif not any(facts.wants(source) for facts in self.facts):
             # no rule can have a site here: no import, no parse, and any suppression in it silences nothing
             record.analyses[record.digest] = Analysis(unused_suppressions=tuple(suppression_lines(source)))
         else:
-            record.analyses[record.digest] = analyse_text(source, self.rules(source.rel))
+            record.analyses[record.digest] = analyse_text(source, self.rules(source.rel), record.style)
         return record
 
     def anticipate_the_flip(self, record: FileRecord, path: Path, rel: str, source: SourceFile) -> None:

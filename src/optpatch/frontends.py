@@ -14,6 +14,7 @@ from optpatch.model import FileError, Language
 from optpatch.source import SourceFile
 
 if TYPE_CHECKING:
+    from optpatch.formatter_config import FileStyle
     from optpatch.python_screen import CallIndex
 
 
@@ -25,23 +26,28 @@ class FrontendError(Exception):
         self.error = error
 
 
-def parse(source: SourceFile, calls: "CallIndex | None" = None, outline: str | None = None):
+def parse(source: SourceFile, calls: "CallIndex | None" = None, outline: str | None = None,
+          style: "FileStyle | None" = None):
     """The unit the rules of the file's language check.
 
     `calls`: the screens' `ast` index of this Python text (so `ast` already
-    took it); `outline`: parse this outline of it instead (python_outline.py).
+    took it); `outline`: parse this outline of it instead (python_outline.py);
+    `style`: how the project's formatter lays the file out (the unit's
+    `style`; formatter_config.py), by default no formatter.
     """
     if source.language is Language.PYTHON:
+        from optpatch.formatter_config import PythonStyle
         from optpatch.python_frontend import PythonModule, PythonParseError
 
         try:
-            return PythonModule(source, outline, calls)
+            return PythonModule(source, outline, calls, style if isinstance(style, PythonStyle) else PythonStyle())
         except PythonParseError as error:
             raise FrontendError(error.error) from None
     from optpatch.cpp_frontend import CppParseError, CppUnit
+    from optpatch.formatter_config import CppStyle
 
     try:
-        return CppUnit(source)
+        return CppUnit(source, style if isinstance(style, CppStyle) else CppStyle())
     except CppParseError as error:
         raise FrontendError(error.error) from None
 

@@ -4,7 +4,8 @@ Two halves, so that analysis can be cached and policy cannot leak into it:
 
 1. `analyse_text` runs the rules over one text and returns an `Analysis`:
    every finding with its tier, positions in that text, and no decision.
-   It depends only on the text, the rules and the analysis settings.
+   It depends only on the text, the rules, the analysis settings and the
+   file's formatter style (formatter_config.py), which shapes the edits.
 2. `settle` takes the run's fix policy (tiers, --unsafe-fixes, validated
    fixes) and narrowing filters, plans the edits, applies them, and when a
    fix was held back because it overlapped another, analyses the rewritten
@@ -40,6 +41,7 @@ from optpatch.source import SourceFile
 from optpatch.suppression import apply_suppressions, find_suppressions
 
 if TYPE_CHECKING:
+    from optpatch.formatter_config import FileStyle
     from optpatch.python_screen import CallIndex
 
 MAX_PASSES = 4  # rounds of re-analysis when fixes overlapped; real code needs at most two
@@ -75,6 +77,7 @@ class FileRecord:
     analyses: dict[str, Analysis] = field(default_factory=dict)
     net: dict[str, str | None] = field(default_factory=dict)  # rewritten text -> why it would not parse, or None
     changed: bool = field(default=False, compare=False)
+    style: "FileStyle | None" = None  # how the project's formatter lays the file out: every analysis of it uses this
 
     @property
     def first(self) -> Analysis:
@@ -87,7 +90,7 @@ class FileRecord:
     def analysis_of(self, source: SourceFile, rules: Callable[[], list[type[Rule]]]) -> Analysis:
         key = text_digest(source.raw)
         if key not in self.analyses:
-            self.analyses[key] = analyse_text(source, rules())
+            self.analyses[key] = analyse_text(source, rules(), self.style)
             self.changed = True
         return self.analyses[key]
 
@@ -106,13 +109,16 @@ def text_digest(data: bytes) -> str:
 # -- 1. analysis: the rules over one text -----------------------------------------------------
 
 
-def analyse_text(source: SourceFile, rules: Iterable[type[Rule]]) -> Analysis:
-    """Every finding the rules make in this text, with suppressions honoured; no fix policy."""
+def analyse_text(source: SourceFile, rules: Iterable[type[Rule]], style: "FileStyle | None" = None) -> Analysis:
+    """Every finding the rules make in this text, with suppressions honoured; no fix policy.
+
+    `style`: how the project's formatter lays the file out; the rules shape their edits by it.
+    """
     wanted, calls = _screened([rule for rule in rules if rule.wants(source)], source)
     if not wanted:
         return Analysis(unused_suppressions=tuple(suppression_lines(source)))
     try:
-        unit = parse(source, calls, _outline(wanted, calls, source))
+        unit = parse(source, calls, _outline(wanted, calls, source), style)
     except FrontendError as error:
         return Analysis(error=error.error)
     findings: list[Finding] = []
@@ -289,10 +295,10 @@ def _rewritten(source: SourceFile, text: str) -> SourceFile:
 
 def analyse_file(
     source: SourceFile, rules: Iterable[type[Rule]], settings: Settings, policy: FixPolicy,
-    filters: tuple[FindingFilter, ...] = (), record: FileRecord | None = None,
+    filters: tuple[FindingFilter, ...] = (), record: FileRecord | None = None, style: "FileStyle | None" = None,
 ) -> FileResult:
     """Every finding for one file under this policy, and its rewritten bytes when a fix applies."""
     selected = rules_for(source.rel, list(rules), settings)
-    record = record or FileRecord(text_digest(source.raw))
+    record = record or FileRecord(text_digest(source.raw), style=style)
     record.analysis_of(source, lambda: selected)
     return settle(record, lambda: source, lambda: selected, policy, filters, source.rel)

@@ -94,6 +94,23 @@ def _conflicts(a: Edit, b: Edit) -> bool:
 
 
 def preview(text: str, start: int, end: int, edits: list[Edit]) -> str:
-    """text[start:end] with the edits inside it applied, on one line: a finding's `replacement`."""
-    inside = [Edit(e.start - start, e.end - start, e.text) for e in edits if start <= e.start and e.end <= end]
-    return " ".join(apply_edits(text[start:end], inside).split())
+    """text[start:end] with the edits that touch it applied, on one line: a finding's `replacement`.
+
+    An edit that reaches past the window (a statement laid out again over
+    whole lines, python_edits.py) widens it; what the edit keeps of the text
+    on either side of the window is then left out again.
+    """
+    touching = [e for e in edits if start <= e.start and e.end <= end or e.start < end and e.end > start]
+    low, high = min([start, *(e.start for e in touching)]), max([end, *(e.end for e in touching)])
+    rebased = [Edit(e.start - low, e.end - low, e.text) for e in touching]
+    result = _one_line(apply_edits(text[low:high], rebased))
+    before, after = _one_line(text[low:start]), _one_line(text[end:high])
+    if before and result.startswith(before):
+        result = result[len(before) :].lstrip()
+    if after and result.endswith(after):
+        result = result[: len(result) - len(after)].rstrip()
+    return result
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -46,6 +46,7 @@ from typing import Callable, Generic, Sequence, TypeVar
 from optpatch import poison
 from optpatch.config import Settings
 from optpatch.engine import run
+from optpatch.formatter_config import read_formatter_config
 from optpatch.model import Finding, Hold, Language, Refusal, Tier
 from optpatch.passes import FileRecord, FindingFilter, rules_for, settle, text_digest
 from optpatch.policy import FixPolicy, effective_tier, fix_id
@@ -386,12 +387,13 @@ class FixRenderer:
         self.sources: dict[str, SourceFile] = {}
         self.records: dict[str, FileRecord] = {}
         analysed = {r.rel: r.old for r in analysis.files}
+        formatters = read_formatter_config(root, self.ids_by_file)
         for rel in self.ids_by_file:
             source = read_source(root / rel, rel, settings.max_file_size)
             if not isinstance(source, SourceFile) or source.raw != analysed.get(rel):
                 raise ValidationSetupError(f"{root / rel}: changed while optpatch was reading it; run optpatch again")
             self.sources[rel] = source
-            self.records[rel] = FileRecord(text_digest(source.raw))
+            self.records[rel] = FileRecord(text_digest(source.raw), style=formatters.style_of(rel, source.language))
         self._memo: dict[tuple[str, frozenset[str]], bytes] = {}
 
     @property

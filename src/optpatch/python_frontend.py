@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from optpatch.formatter_config import PythonStyle
 from optpatch.model import Context, Edit, FileError
 from optpatch.native_stack import call_with_large_stack
 from optpatch.python_scope import BINDING_NODES, IMPORT, LOCAL, NameResolver
@@ -55,8 +56,9 @@ class PythonParseError(Exception):
 
 
 class PythonModule:
-    def __init__(self, source: SourceFile, outline: str | None = None, screen: "CallIndex | None" = None):
-        """Parse `source`.
+    def __init__(self, source: SourceFile, outline: str | None = None, screen: "CallIndex | None" = None,
+                 style: PythonStyle = PythonStyle()):
+        """Parse `source`; `style` is how the project's formatter lays it out (formatter_config.py).
 
         `screen` is the `ast` call index the engine's screens built from the
         same text: Python's own parser has taken it, so its nesting needs no
@@ -67,6 +69,7 @@ class PythonModule:
         dropped for the file itself, whose error is the one to report.
         """
         self.source = source
+        self.style = style
         self.screen = screen
         self.outlined = False
         # Other files an analysis read to judge this one (analysis/tensor_subclasses.py), with their SHA-256:

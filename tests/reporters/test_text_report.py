@@ -83,8 +83,10 @@ def without_code(text: str) -> list[str]:
 def test_no_line_is_longer_than_the_width_but_an_unbreakable_location(result, width):
     lines = rendered(result, width)
     locations = {f"{f.location()}:" for f in result.findings}
+    # A location, or one word longer than the width (a path a reason cites): nothing else can be wrapped shorter.
     too_long = [line for line in lines if len(line) > width]
-    assert all(line in locations for line in too_long), [line for line in too_long if line not in locations][:3]
+    wrappable = [line for line in too_long if line not in locations and len(line.split()) > 1]
+    assert not wrappable, wrappable[:3]
     if width == 60:
         assert too_long, "the tree's paths should be longer than 60 columns"
     assert not [line for line in lines if line != line.rstrip()], "trailing spaces"
