@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from optpatch.line_diff import WINDOW_LINES, LineBlock, LineBreaks, Opcode, opcodes
+from optpatch.line_diff import WINDOW_LINES, LineBlock, LineBreaks, Opcode, Tag, opcodes
 from optpatch.model import Edit, Finding, Region, Verdict, Context, Impact, Tier
 from optpatch.offsets import PassEdits, changed_lines, composed_spans, relocate_to_original
 from optpatch.patch import CONTEXT_LINES, file_diff, hunks, write_patch
@@ -185,7 +185,7 @@ def test_the_alignment_is_difflibs_where_the_edits_kept_lines_in_place(rewritten
     text, passes = rewritten
     change = rewrite(text, passes)
     a, b = _LINE.findall(change.old), _LINE.findall(change.new)
-    expected = [Opcode(*code) for code in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()]
+    expected = [Opcode(Tag(tag), *rest) for tag, *rest in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()]
     assert opcodes(a, b, change.blocks, window) == (expected if a or b else [])
 
 
@@ -213,7 +213,7 @@ def test_a_long_repetitive_file_gets_difflibs_patch():
 def opcode_lists(draw) -> list[Opcode]:
     a = draw(st.lists(st.sampled_from("abc"), max_size=40))
     b = draw(st.lists(st.sampled_from("abc"), max_size=40))
-    return [Opcode(*code) for code in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()]
+    return [Opcode(Tag(tag), *rest) for tag, *rest in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()]
 
 
 @given(opcode_lists(), st.integers(0, 4))
@@ -222,7 +222,7 @@ def test_hunks_group_opcodes_as_difflib_does(codes, context):
         def get_opcodes(self):
             return [tuple(code) for code in codes]
 
-    expected = [[Opcode(*code) for code in group] for group in Grouped(None, "", "").get_grouped_opcodes(context)]
+    expected = [[Opcode(Tag(tag), *rest) for tag, *rest in group] for group in Grouped(None, "", "").get_grouped_opcodes(context)]
     assert hunks(codes, context) == expected
 
 
@@ -255,9 +255,9 @@ def test_on_any_file_the_alignment_is_a_line_diff(rewritten, window):
     codes = opcodes(a, b, change.blocks, window)
     for code, following in zip(codes, codes[1:]):
         assert (code.old_end, code.new_end) == (following.old_start, following.new_start)
-        assert code.tag == "equal" or following.tag == "equal"  # difflib never puts two changes side by side
+        assert Tag.EQUAL in (code.tag, following.tag)  # difflib never puts two changes side by side
     for code in codes:
-        assert (a[code.old_start : code.old_end] == b[code.new_start : code.new_end]) == (code.tag == "equal")
+        assert (a[code.old_start : code.old_end] == b[code.new_start : code.new_end]) == (code.tag is Tag.EQUAL)
     ends = [(codes[0].old_start, codes[0].new_start), (codes[-1].old_end, codes[-1].new_end)] if codes else None
     assert ends == [(0, 0), (len(a), len(b))] if a or b else codes == []
 

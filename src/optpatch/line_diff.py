@@ -69,10 +69,19 @@ class Match(NamedTuple):
     size: int
 
 
-class Opcode(NamedTuple):
-    """As difflib's opcodes: `tag` is equal, replace, delete or insert."""
+class Tag(enum.StrEnum):
+    """What an opcode says of its lines, in difflib's words."""
 
-    tag: str
+    EQUAL = "equal"
+    REPLACE = "replace"
+    DELETE = "delete"
+    INSERT = "insert"
+
+
+class Opcode(NamedTuple):
+    """As difflib's opcodes: old[old_start:old_end] is equal to, replaced by, deleted from or inserted as new[...]."""
+
+    tag: Tag
     old_start: int
     old_end: int
     new_start: int
@@ -130,16 +139,20 @@ def opcodes(old: Sequence, new: Sequence, blocks: Sequence[LineBlock], window: i
     old_at = new_at = 0
     for match in matching_blocks(old, new, blocks, window) + [Match(len(old), len(new), 0)]:
         if old_at < match.old_start or new_at < match.new_start:
-            tag = "replace" if old_at < match.old_start and new_at < match.new_start else (
-                "delete" if old_at < match.old_start else "insert")
+            if old_at < match.old_start and new_at < match.new_start:
+                tag = Tag.REPLACE
+            else:
+                tag = Tag.DELETE if old_at < match.old_start else Tag.INSERT
             result.append(Opcode(tag, old_at, match.old_start, new_at, match.new_start))
         old_at, new_at = match.old_start + match.size, match.new_start + match.size
         if match.size:
-            result.append(Opcode("equal", match.old_start, old_at, match.new_start, new_at))
+            result.append(Opcode(Tag.EQUAL, match.old_start, old_at, match.new_start, new_at))
     return result
 
 
-def matching_blocks(old: Sequence, new: Sequence, blocks: Sequence[LineBlock], window: int = WINDOW_LINES) -> list[Match]:
+def matching_blocks(
+    old: Sequence, new: Sequence, blocks: Sequence[LineBlock], window: int = WINDOW_LINES
+) -> list[Match]:
     """difflib's matching blocks (without its closing empty one), adjacent ones joined."""
     trimmed = _trimmed(old, new, _merged(blocks))
     if not _consistent(len(old), len(new), trimmed):
@@ -153,7 +166,8 @@ def _merged(blocks: Sequence[LineBlock]) -> list[LineBlock]:
     for block in sorted(blocks):
         if result and block.old_start <= result[-1].old_end:
             last = result.pop()
-            block = LineBlock(last.old_start, max(last.old_end, block.old_end), last.new_start, max(last.new_end, block.new_end))
+            block = LineBlock(last.old_start, max(last.old_end, block.old_end),
+                              last.new_start, max(last.new_end, block.new_end))
         result.append(block)
     return result
 
@@ -183,8 +197,9 @@ def _consistent(old_count: int, new_count: int, blocks: list[LineBlock]) -> bool
 
 def _difflib(old: Sequence, new: Sequence, window: LineBlock) -> list[Match]:
     """difflib's matching blocks between the old and new lines of WINDOW."""
-    matcher = SequenceMatcher(None, old[window.old_start : window.old_end], new[window.new_start : window.new_end], autojunk=False)
-    return [Match(window.old_start + i, window.new_start + j, size) for i, j, size in matcher.get_matching_blocks() if size]
+    old_lines, new_lines = old[window.old_start : window.old_end], new[window.new_start : window.new_end]
+    matches = SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_matching_blocks()
+    return [Match(window.old_start + i, window.new_start + j, size) for i, j, size in matches if size]
 
 
 def _joined(matches: list[Match]) -> list[Match]:
@@ -286,7 +301,8 @@ class _RangeMinimum:
         width = 1
         while 2 * width <= len(keys):
             below = self.table[-1]
-            self.table.append([min(below[i], below[i + width], key=keys.__getitem__) for i in range(len(keys) - 2 * width + 1)])
+            self.table.append([min(below[i], below[i + width], key=keys.__getitem__)
+                               for i in range(len(keys) - 2 * width + 1)])
             width *= 2
 
     def argmin(self, first: int, last: int) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Callable
 
-from optpatch.line_diff import LineBlock, LineBreaks, Span, changed_blocks, opcodes
+from optpatch.line_diff import LineBlock, LineBreaks, Span, Tag, changed_blocks, opcodes
 from optpatch.model import Edit, Finding, Region
 from optpatch.source import SourceFile
 
@@ -157,7 +157,7 @@ def relocate_to_original(findings: list[Finding], original: SourceFile, final_te
     owners: dict[int, list[Region]] = {}
     blocks = changed_lines(original.text, final_text, applied, LineBreaks.UNIVERSAL)
     for tag, i1, i2, j1, j2 in _line_blocks(opcodes(old_lines, new_lines, blocks)):
-        if tag == "equal":
+        if tag is Tag.EQUAL:
             continue
         # 1-based lines of the block; an insertion also belongs to the line it follows
         lines = range(i1 + 1, i2 + 1) if i2 > i1 else range(i1, i1 + 2)
@@ -175,7 +175,7 @@ def relocate_to_original(findings: list[Finding], original: SourceFile, final_te
 def _line_blocks(opcodes):
     """Opcodes, with a replacement of N lines by N lines split line by line (one fix per line, usually)."""
     for tag, i1, i2, j1, j2 in opcodes:
-        if tag == "replace" and i2 - i1 == j2 - j1:
+        if tag is Tag.REPLACE and i2 - i1 == j2 - j1:
             for k in range(i2 - i1):
                 yield tag, i1 + k, i1 + k + 1, j1 + k, j1 + k + 1
         else:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from optpatch.line_diff import Opcode, opcodes
+from optpatch.line_diff import Opcode, Tag, opcodes
 from optpatch.results import FileChange
 
 CONTEXT_LINES = 3
@@ -26,7 +26,8 @@ _NO_NEWLINE = b"\\ No newline at end of file\n"
 
 def write_patch(changes: Iterable[FileChange]) -> bytes:
     """One patch for many files, in path order."""
-    return b"".join(file_diff(change) for change in sorted(changes, key=lambda change: change.rel) if change.old != change.new)
+    ordered = sorted(changes, key=lambda change: change.rel)
+    return b"".join(file_diff(change) for change in ordered if change.old != change.new)
 
 
 def file_diff(change: FileChange) -> bytes:
@@ -37,7 +38,7 @@ def file_diff(change: FileChange) -> bytes:
         first, last = hunk[0], hunk[-1]
         out.append(b"@@ -%s +%s @@\n" % (_range(first.old_start, last.old_end), _range(first.new_start, last.new_end)))
         for tag, i1, i2, j1, j2 in hunk:
-            if tag == "equal":
+            if tag is Tag.EQUAL:
                 out.extend(_lines(b" ", a[i1:i2]))
                 continue
             out.extend(_lines(b"-", a[i1:i2]))
@@ -54,7 +55,7 @@ def hunks(codes: list[Opcode], context: int) -> list[list[Opcode]]:
     result: list[list[Opcode]] = []
     current: list[Opcode] = []
     for index, code in enumerate(codes):
-        if code.tag != "equal":
+        if code.tag is not Tag.EQUAL:
             current.append(code)
             continue
         size = code.old_end - code.old_start
@@ -62,14 +63,15 @@ def hunks(codes: list[Opcode], context: int) -> list[list[Opcode]]:
             current.append(code)  # joins the changes on either side
             continue
         if current:  # the context after the hunk's last change closes it
-            current.append(code._replace(old_end=code.old_start + min(size, context), new_end=code.new_start + min(size, context)))
+            tail = min(size, context)
+            current.append(code._replace(old_end=code.old_start + tail, new_end=code.new_start + tail))
             result.append(current)
         if index < len(codes) - 1:  # the context before the next change opens a hunk
             lead = min(size, context)
             current = [code._replace(old_start=code.old_end - lead, new_start=code.new_end - lead)]
         else:
             current = []
-    if any(code.tag != "equal" for code in current):
+    if any(code.tag is not Tag.EQUAL for code in current):
         result.append(current)
     return result
 
