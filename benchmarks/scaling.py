@@ -9,10 +9,12 @@ fresh process, one run per row:
 - sites: one file with one `torch.zeros` site in each of N small functions, every site a fix (the
   file of the issue: 100 sites, 600 lines);
 - files: N small modules of three functions each, one of them with a site;
-- big: one file of about `--big-bytes` bytes (default 2,000,000, under max-file-size's 2 MiB) of
-  small functions, with five sites.
+- big: one file of about `--big-bytes` bytes (default 2,000,000, under max-file-size's 2 MiB) with
+  five sites, twice: of small functions like the sites file's, and of the classes, functions and
+  training loops of benchmarks/synthetic_tree.py.
 
-Each row gives wall time, CPU time (user and system, of the process and its workers), and for
+optpatch runs byte-compiled, as pip leaves it (an untimed first run fills a scratch
+PYTHONPYCACHEPREFIX). Each row gives wall time, CPU time (user and system, of the process and its workers), and for
 `sites` the CPU time each added site cost (from the row above): a linear cost keeps it flat. CPU
 time is the steadier measure on a shared machine: the load average is printed beside the tables,
 and `--repeat N` shows the run of least CPU time of N.
@@ -38,6 +40,8 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from synthetic_tree import MODULE_CLASS, PLAIN_FUNCTION, TRAIN_LOOP
+
 HERE = Path(__file__).resolve().parent
 SITE = "\n\ndef f_{i}(n):\n    x = torch.zeros(n)\n    x.fill_(1)\n    return x\n"
 PLAIN = "\n\ndef g_{i}(x, scale=1.0):\n    y = x * scale + {i}\n    y = y.clamp(min=0)\n    return y.sum()\n"
@@ -52,11 +56,23 @@ def small_module(number: int) -> str:
     return "import torch\n" + PLAIN.format(i=number) + SITE.format(i=number) + PLAIN.format(i=number + 1)
 
 
-def big_file(size: int, sites: int = 5) -> str:
-    """About SIZE bytes of small functions, SITES of them with a site, spread evenly."""
-    count = size // len(PLAIN.format(i=10_000))
-    chosen = {count * k // sites for k in range(sites)}
-    return "import torch\n" + "".join((SITE if i in chosen else PLAIN).format(i=i) for i in range(count))
+def big_file(size: int, shape: str, sites: int = 5) -> str:
+    """About SIZE bytes of code, with SITES sites spread evenly.
+
+    SHAPE "small": small functions, as in the sites file; "synthetic": the
+    classes, functions and training loops of benchmarks/synthetic_tree.py.
+    """
+    if shape == "small":
+        blocks = [PLAIN.format(i=i) for i in range(size // len(PLAIN.format(i=10_000)))]
+    else:
+        templates = [PLAIN_FUNCTION.format(name="normalise_{i}"), MODULE_CLASS.format(name="Block{i}"),
+                     TRAIN_LOOP.format(name="train_{i}")]
+        count = 3 * size // sum(len(template) for template in templates)
+        blocks = ["\n" + templates[i % 3].replace("{i}", str(i)) for i in range(count)]
+    chosen = {len(blocks) * k // sites for k in range(sites)}
+    return "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n" + "".join(
+        SITE.format(i=i) if i in chosen else block for i, block in enumerate(blocks)
+    )
 
 
 @dataclass
@@ -164,15 +180,18 @@ def files_table(args, scratch: Path) -> None:
 
 
 def big_table(args, scratch: Path) -> None:
-    text = big_file(args.big_bytes)
-    tree = write_tree(scratch / "big", {"big.py": text})
-    print(f"\n### One file of {len(text.encode()):,} bytes ({text.count(chr(10)):,} lines), five fixes\n")
+    print(f"\n### One file of about {args.big_bytes:,} bytes, five fixes\n")
     srcs = sources(args)
-    print("| checkout | wall | CPU | fixes |")
-    print("|---|---:|---:|---:|")
-    for name, src in srcs:
-        run = run_optpatch(src, tree, args.timeout, 1, args.repeat)
-        print(f"| {name} | {cell(run, args.timeout, 'wall')} | {cell(run, args.timeout, 'cpu')} | {run.fixes if run.fixes is not None else '-'} |")
+    print("| code | bytes | lines | checkout | wall | CPU | fixes |")
+    print("|---|---:|---:|---|---:|---:|---:|")
+    for shape, label in (("small", "small functions"), ("synthetic", "synthetic_tree.py's classes and functions")):
+        text = big_file(args.big_bytes, shape)
+        tree = write_tree(scratch / f"big-{shape}", {"big.py": text})
+        for name, src in srcs:
+            run = run_optpatch(src, tree, args.timeout, 1, args.repeat)
+            fixes = run.fixes if run.fixes is not None else "-"
+            print(f"| {label} | {len(text.encode()):,} | {text.count(chr(10)):,} | {name} | "
+                  f"{cell(run, args.timeout, 'wall')} | {cell(run, args.timeout, 'cpu')} | {fixes} |", flush=True)
 
 
 def phases_table(args, scratch: Path) -> None:
@@ -245,6 +264,11 @@ def main() -> None:
           f"{date.today()}; load average {os.getloadavg()[0]:.1f} at the start")
     with tempfile.TemporaryDirectory() as directory:
         scratch = Path(directory)
+        # As pip installs it: byte-compiled once (this VM sets PYTHONDONTWRITEBYTECODE), by an untimed run
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = str(scratch / "bytecode")
+        for _, src in sources(args):
+            run_optpatch(src, write_tree(scratch / "warm-up", {"w.py": sites_file(3)}), args.timeout, 1)
         if "sites" not in skip:
             sites_table(args, scratch)
         if "big" not in skip:
