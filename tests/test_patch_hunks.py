@@ -198,6 +198,20 @@ def test_the_patch_is_byte_for_byte_what_difflib_gave(rewritten):
     assert file_diff(change) == difflib_file_diff("f.py", change.old, change.new)
 
 
+def test_blank_lines_inserted_on_both_sides_of_one_go_where_difflib_puts_them():
+    """Two insertions a blank line apart in a run of blank lines: the longer run beyond them takes the blanks first."""
+    before = "".join(f"a{n}\n" for n in range(6))
+    after = "".join(f"b{n}\n" for n in range(30))
+    text = before + "\n\n" + after
+    edits = [Edit(len(before) + 1, len(before) + 1, "\n"), Edit(len(before) + 2, len(before) + 2, "\n")]
+    change = rewrite(text, [edits])
+    a, b = _LINE.findall(change.old), _LINE.findall(change.new)
+    expected = [Opcode(Tag(tag), *rest) for tag, *rest in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()]
+    assert expected[1] == Opcode(Tag.INSERT, 6, 6, 6, 8)  # before the blank lines: the 32-line run took them
+    for window in (0, 4, WINDOW_LINES):
+        assert opcodes(a, b, change.blocks, window) == expected
+
+
 def test_a_long_repetitive_file_gets_difflibs_patch():
     """More lines than a window: one `torch.zeros` site in each of many small functions, every other one fixed."""
     text = "import torch\n" + "".join(

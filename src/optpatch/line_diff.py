@@ -37,7 +37,7 @@ import enum
 import re
 from bisect import bisect_right
 from difflib import SequenceMatcher
-from typing import NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 
 WINDOW_LINES = 400  # a rectangle of at most this many old and new lines is aligned by difflib itself
@@ -220,21 +220,23 @@ class _Alignment:
     Run k lies before block k (the last after every block). Each is grown
     along its alignment while the lines stay equal: only into a block that
     slides, since a trimmed block that replaces lines differs at both ends.
-    Grown runs are then clipped, where periodic text (a long stretch of one
-    repeated line) made them reach past their neighbours, so that they stay
-    in order and each clear of the run two places on: then a rectangle, whose
-    sides are the ends of runs taken before, clips only the runs at its two
-    ends, and the longest of the others is a table lookup (`_RangeMinimum`).
+    A rectangle's sides are the ends of runs taken before; it holds the runs
+    between them, and the longest is the longer of its two end runs (which
+    the sides may clip) and the longest of the others, a table lookup
+    (`_RangeMinimum`). A grown run can reach into the run two places on
+    (a block slides into a short run); when the one the table gives is
+    clipped that way, the rectangle's runs are compared one by one. Runs
+    out of order (grown past a whole neighbour: long stretches of one
+    repeated line) are all compared in every rectangle.
     """
 
     def __init__(self, old: Sequence, new: Sequence, blocks: list[LineBlock]):
         self.old, self.new = old, new
-        cores: list[tuple[int, int, int]] = []  # (old start, old end, new - old) of each run of unchanged lines
+        self.runs: list[tuple[int, int, int]] = []  # (old start, old end, new - old) of each run, grown
         old_at = new_at = 0
         for block in blocks + [LineBlock(len(old), len(old), len(new), len(new))]:
-            cores.append((old_at, block.old_start, new_at - old_at))
+            self.runs.append(self._grown(old_at, block.old_start, new_at - old_at))
             old_at, new_at = block.old_end, block.new_end
-        self.runs = _separated([self._grown(*core) for core in cores])
 
     def _grown(self, start: int, end: int, shift: int) -> tuple[int, int, int]:
         old, new = self.old, self.new
@@ -246,50 +248,53 @@ class _Alignment:
 
     def matches(self, window: int) -> list[Match]:
         runs = self.runs
-        longest = _RangeMinimum([(start - end, start, start + shift) for start, end, shift in runs])
+        ordered = all(
+            start <= start2 and end <= end2 and start + shift <= start2 + shift2 and end + shift <= end2 + shift2
+            for (start, end, shift), (start2, end2, shift2) in zip(runs, runs[1:])
+        )
+        longest = _RangeMinimum([(start - end, start, start + shift) for start, end, shift in runs]) if ordered else None
         found: list[Match] = []
-        pending = [(0, len(runs) - 1, 0, 0, len(self.old), len(self.new))]
+        pending = [(0, len(runs) - 1, LineBlock(0, len(self.old), 0, len(self.new)))]
         while pending:
-            first, last, old_low, new_low, old_high, new_high = pending.pop()
-            rectangle = LineBlock(old_low, old_high, new_low, new_high)
-            if old_high - old_low + new_high - new_low <= window:
+            first, last, rectangle = pending.pop()
+            if rectangle.old_end - rectangle.old_start + rectangle.new_end - rectangle.new_start <= window:
                 found += _difflib(self.old, self.new, rectangle)
                 continue
-            candidates = {first, last, longest.argmin(first + 1, last - 1)} if last - first >= 2 else {first, last}
-            best = None
-            for index in candidates if first <= last else ():
-                start, end, shift = runs[index]
-                start, end = max(start, old_low, new_low - shift), min(end, old_high, new_high - shift)
-                if end > start and (best is None or (start - end, start, start + shift) < best[0]):
-                    best = ((start - end, start, start + shift), index, Match(start, start + shift, end - start))
+            best = self._longest(first, last, rectangle, longest)
             if best is None:  # no unchanged line in it: one large changed block
                 found += _difflib(self.old, self.new, rectangle)
                 continue
-            _, index, match = best
+            index, match = best
             found.append(match)
-            if old_low < match.old_start and new_low < match.new_start:
-                pending.append((first, index - 1, old_low, new_low, match.old_start, match.new_start))
+            left, right = ((first, index - 1), (index + 1, last)) if ordered else ((first, last), (first, last))
+            if rectangle.old_start < match.old_start and rectangle.new_start < match.new_start:
+                pending.append((*left, rectangle._replace(old_end=match.old_start, new_end=match.new_start)))
             old_end, new_end = match.old_start + match.size, match.new_start + match.size
-            if old_end < old_high and new_end < new_high:
-                pending.append((index + 1, last, old_end, new_end, old_high, new_high))
+            if old_end < rectangle.old_end and new_end < rectangle.new_end:
+                pending.append((*right, rectangle._replace(old_start=old_end, new_start=new_end)))
         return found
 
+    def _longest(self, first: int, last: int, rectangle: LineBlock, longest: "_RangeMinimum | None"):
+        """The run (its index, and its match clipped to RECTANGLE) that difflib would take first there, or None."""
+        indices: Iterable[int] = range(first, last + 1)
+        if longest is not None and last - first >= 2:
+            inner = longest.argmin(first + 1, last - 1)
+            if self._clipped(inner, rectangle).size == self.runs[inner][1] - self.runs[inner][0]:
+                indices = (first, inner, last)
+        elif longest is not None:
+            indices = (first, last) if first <= last else ()
+        best = None
+        for index in indices:
+            match = self._clipped(index, rectangle)
+            if match.size > 0 and (best is None or (-match.size, match.old_start, match.new_start) < best[0]):
+                best = ((-match.size, match.old_start, match.new_start), index, match)
+        return best[1:] if best else None
 
-def _separated(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Grown runs clipped to stay in order at both ends, in old and new lines, and clear of the run two places on."""
-    result = list(runs)
-    for index in range(1, len(result)):
-        start, end, shift = result[index]
-        before_start, before_end, before_shift = result[index - 1]
-        start = max(start, before_start + max(0, before_shift - shift))
-        if index >= 2:
-            _, two_end, two_shift = result[index - 2]
-            start = max(start, two_end + max(0, two_shift - shift))
-        end = max(end, start)
-        before_end = min(before_end, end, end + shift - before_shift)
-        result[index - 1] = (before_start, max(before_end, before_start), before_shift)
-        result[index] = (start, end, shift)
-    return result
+    def _clipped(self, index: int, rectangle: LineBlock) -> Match:
+        start, end, shift = self.runs[index]
+        start = max(start, rectangle.old_start, rectangle.new_start - shift)
+        end = min(end, rectangle.old_end, rectangle.new_end - shift)
+        return Match(start, start + shift, max(0, end - start))
 
 
 class _RangeMinimum:
