@@ -4,8 +4,11 @@ A file may be rewritten in several passes (passes.py): a fix held back
 because it overlapped another is re-derived from the rewritten text. Each
 pass's edits refer to the text before that pass. These functions carry
 offsets and lines forward and back through the passes, so that every
-finding reports a position in the file as the user has it, and the safety
-net knows which lines of the final text the edits wrote.
+finding reports a position in the file as the user has it, the safety net
+knows which lines of the final text the edits wrote, and the patch which
+spans of the file changed (`composed_spans`, aligned in line_diff.py).
+Each pass's edits are sorted once (`PassEdits`): an offset crosses a pass
+by bisection, so the cost grows with the edits times their logarithm.
 """
 
 from __future__ import annotations
