@@ -1,7 +1,7 @@
 """How optpatch's cost grows with the size of one file and with the number of files (issue 21, section 4).
 
     python benchmarks/scaling.py [--src SRC]... [--sites 100,200,...] [--files 1,10,...] [--big-bytes N]
-                                 [--timeout S] [--repeat N] [--phases] [--skip sites,files,big]
+                                 [--timeout S] [--repeat N] [--phases] [--skip sites,files,big,planner]
 
 Three generated workloads, each run as `optpatch apply TREE --no-cache -o PATCH --format json` in a
 fresh process, one run per row:
@@ -21,7 +21,8 @@ and `--repeat N` shows the run of least CPU time of N.
 `--src DIR` (repeatable) runs another checkout's `src` too, say before a change, in the same
 benchmark; a run past `--timeout` seconds is stopped and shown as `>`. `--phases` adds, for this
 checkout, where the CPU time of the largest `sites` file goes: analysis, settling (the safety
-net's parses included), the patch, and each reporter. Nothing here is a test.
+net's parses included), the patch, and each reporter. A last table times the planner
+(planner.plan_edits) alone on up to 100,000 fixes of one file. Nothing here is a test.
 """
 
 from __future__ import annotations
@@ -246,6 +247,28 @@ def phases_table(args, scratch: Path) -> None:
         print(f"| {name} | {seconds:.2f} s |")
 
 
+def planner_table(args) -> None:
+    """plan_edits on N fixes of one file, every tenth overlapping its neighbour: a sort, not a comparison of all pairs."""
+    sys.path.insert(0, str(HERE.parent / "src"))
+    from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
+    from optpatch.planner import plan_edits
+
+    print("\n### The planner: N fixes in one file, one in ten overlapping the one before it\n")
+    print("| fixes | CPU | per fix |")
+    print("|---:|---:|---:|")
+    for count in args.planner:
+        findings = [
+            Finding(code="OPT101", name="zeros-to-empty", path="f.py", line=i + 1, col=1, verdict=Verdict.FIX,
+                    reason="", context=Context.ONCE, impact=Impact.LOW, impact_basis="", tier=Tier.SAFE,
+                    edits=(Edit(10 * i - (6 if i % 10 == 9 else 0), 10 * i + 5, "empty"),))
+            for i in range(count)
+        ]
+        started = time.process_time()
+        plan_edits(findings, lambda finding: None)
+        spent = time.process_time() - started
+        print(f"| {count:,} | {spent:.3f} s | {1e6 * spent / count:.1f} us |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", action="append", default=[], help="an optpatch checkout's src directory (repeatable)")
@@ -255,10 +278,12 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--repeat", type=int, default=1, help="runs per row; the one with the least CPU time is shown")
     parser.add_argument("--phases", action="store_true")
-    parser.add_argument("--skip", default="", help="comma-separated: sites, files, big")
+    parser.add_argument("--planner", default="1000,10000,100000", help="fix counts for the planner's table")
+    parser.add_argument("--skip", default="", help="comma-separated: sites, files, big, planner")
     args = parser.parse_args()
     args.sites = [int(n) for n in args.sites.split(",") if n]
     args.files = [int(n) for n in args.files.split(",") if n]
+    args.planner = [int(n) for n in args.planner.split(",") if n]
     skip = set(args.skip.split(","))
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"{date.today()}; load average {os.getloadavg()[0]:.1f} at the start")
@@ -275,6 +300,8 @@ def main() -> None:
             big_table(args, scratch)
         if "files" not in skip:
             files_table(args, scratch)
+        if "planner" not in skip:
+            planner_table(args)
         if args.phases:
             phases_table(args, scratch)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
