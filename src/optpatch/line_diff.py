@@ -1,4 +1,4 @@
-"""The lines a rewrite changed, aligned as `difflib` aligns them, in time linear in the file.
+"""The lines a rewrite changed, aligned as `difflib` aligns them, without searching the whole file.
 
 optpatch knows which spans of a file its edits replaced (offsets.composed_spans).
 Outside those spans the old and the new text are the same text, shifted, so
@@ -21,7 +21,10 @@ depends on which neighbour difflib takes first). So `matching_blocks` takes
 the longest candidate of each large rectangle, by table lookup, and hands
 each rectangle of at most `WINDOW_LINES` lines to difflib itself, which then
 also finds what the candidates do not: equal lines inside a changed block,
-and a changed line that matches a line of a short run beside it.
+and a changed line that matches a line of a short run beside it. The cost:
+the lines once, a table of the k runs (k log k), and difflib over disjoint
+rectangles of at most WINDOW_LINES lines (or over one changed block larger
+than that, which only a fix rewriting that many lines makes).
 
 What is not reproduced: a run that difflib would take, in a large rectangle,
 across the alignment the edits made: the same lines elsewhere in the file,
