@@ -153,8 +153,8 @@ def edits_of(draw, text: str, eol: str, gap: int, tag: str) -> list[Edit]:
 def sparse_rewrites(draw, gap: int = 12, two_passes: bool = False) -> tuple[str, list[list[Edit]]]:
     """A file and one or two passes of edits, far enough apart that difflib aligns the lines the edits kept.
 
-    A second pass rewrites text the first one wrote (as OPT202 over
-    OPT201's edit), or edits lines far from the first pass's.
+    A second pass rewrites text the first one wrote, as OPT202 does over
+    OPT201's edit: the composed spans must hold both.
     """
     lines, eol, final_newline = draw(files())
     text = text_of(lines, eol, final_newline)
