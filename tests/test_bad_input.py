@@ -109,7 +109,7 @@ def test_unreadable_and_vanished_files_are_errors_not_crashes(tmp_path, monkeypa
     result = run(tmp_path, Settings(), FixPolicy(), jobs=1)
     errors = {e.path: e.reason for e in result.errors}
     assert errors == {"locked.py": "cannot be read: Permission denied"}
-    assert [rel for rel, _, _ in result.changes] == ["ok.py"]
+    assert [change.rel for change in result.changes] == ["ok.py"]
 
 
 # gone.py is listed, then deleted before optpatch reads it (a checkout or a build step running meanwhile).

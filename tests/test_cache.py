@@ -137,7 +137,7 @@ def test_a_policy_flip_reuses_the_analysis_and_decides_afresh(tree, monkeypatch,
 
 
 def _rewritten(result) -> set[str]:
-    return {rel for rel, _, _ in result.changes}
+    return {change.rel for change in result.changes}
 
 
 def test_narrowing_applies_after_the_cache(tree, monkeypatch):

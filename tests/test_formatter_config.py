@@ -209,7 +209,7 @@ def test_a_changed_setting_is_not_served_from_the_cache(tmp_path, monkeypatch):
 
     def rewritten() -> str:
         (change,) = run(root, Settings(), FixPolicy(), jobs=1).changes
-        return change[2].decode()
+        return change.new.decode()
 
     assert "    return torch.ones(rows, columns, device=device)\n" in rewritten()
     (root / "pyproject.toml").write_text("[tool.black]\nline-length = 48\n")

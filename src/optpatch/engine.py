@@ -64,15 +64,15 @@ def run(
     if store is not None:
         cached, todo = _cached(store, found.files, settings.max_file_size)
         for path, rel, raw, record in cached:
-            results.append(task.settle(record, path, rel, raw))
+            with _collections_paused():
+                results.append(task.settle(record, path, rel, raw))
             if record.changed:  # this policy led to a text, or a rewrite, the cache had not seen
                 store.put(rel, record)
     done = len(results)
-    with _fewer_collections():
-        for result, record in _map(task, todo, jobs, _offset(progress, done, len(found.files))):
-            results.append(result)
-            if store is not None and record is not None:
-                store.put(result.rel, record)
+    for result, record in _map(task, todo, jobs, _offset(progress, done, len(found.files))):
+        results.append(result)
+        if store is not None and record is not None:
+            store.put(result.rel, record)
     if store is not None:
         store.save()
     results.sort(key=lambda r: r.rel)
@@ -80,20 +80,25 @@ def run(
 
 
 @contextmanager
-def _fewer_collections():
-    """Run the garbage collector less often while files are analysed (workers inherit it).
+def _collections_paused():
+    """No garbage collection while one file is analysed and settled; a collection may follow.
 
     A parse allocates hundreds of thousands of objects that all stay alive
     until the file is done, and are then freed by reference counting (the
-    frontend makes no cycles); with the default threshold the collector
-    keeps re-scanning them, which cost ~13% of a scan's CPU time.
+    frontends make no cycles). The collector would keep re-scanning them:
+    with CPython's default thresholds that grows with the file (a 2 MB file:
+    30% of its CPU time; docs/benchmarks.md), and a higher threshold only
+    spaces the scans out. The few cycles a file's analysis leaves are
+    collected once it is done.
     """
-    threshold = gc.get_threshold()
-    gc.set_threshold(50_000, *threshold[1:])
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
     try:
         yield
     finally:
-        gc.set_threshold(*threshold)
+        gc.enable()
 
 
 def _open_cache(root: Path, rules: list[RuleFacts], settings: Settings, formatters: FormatterConfig):
@@ -207,8 +212,9 @@ class _FileTask:
         source = read_source(path, rel, self.settings.max_file_size)
         if isinstance(source, FileError):
             return FileResult(rel, error=source), None
-        record = self.analyse(source)
-        result = self.settle(record, path, rel, source.raw, source)
+        with _collections_paused():
+            record = self.analyse(source)
+            result = self.settle(record, path, rel, source.raw, source)
         self.anticipate_the_flip(record, path, rel, source)
         return result, record
 

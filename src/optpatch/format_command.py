@@ -25,6 +25,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from optpatch.line_diff import LineBlock
 from optpatch.model import Language
 from optpatch.results import RunResult
 from optpatch.source import language_of
@@ -68,12 +69,22 @@ def format_changes(root: Path, result: RunResult, command: str) -> FormatOutcome
                 outcome.refused.append(file.rel)
             else:
                 file.new = after[file.rel]
+                file.blocks = (_whole_file(file.old, file.new),)  # the formatter's changes are not the edits'
                 outcome.formatted.append(file.rel)
     except OSError as error:
         outcome.error = f"cannot copy {root} to a temporary directory: {error}"
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return outcome
+
+
+def _whole_file(old: bytes, new: bytes) -> LineBlock:
+    """One block of every line: the patch aligns the two texts as difflib would, within it."""
+    return LineBlock(0, _lines(old), 0, _lines(new))
+
+
+def _lines(data: bytes) -> int:
+    return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
 
 
 def _formatted(tree: Path, command: str, files: dict[str, bytes], outcome: FormatOutcome) -> dict[str, bytes] | None:

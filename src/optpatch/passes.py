@@ -32,7 +32,8 @@ from optpatch.config import Settings
 from optpatch.frontends import FrontendError, parse, rewrite_error
 from optpatch.locations import locate_findings
 from optpatch.model import Edit, FileError, Finding, Language
-from optpatch.offsets import Passes, locator, relocate_to_original, written_lines
+from optpatch.line_diff import LineBreaks
+from optpatch.offsets import Passes, changed_lines, locator, relocate_to_original, written_lines
 from optpatch.planner import apply_edits, plan_edits
 from optpatch.policy import FixPolicy
 from optpatch.results import FileResult
@@ -255,6 +256,7 @@ def settle(
             result.error = FileError(rel, f"internal error: the rewritten file would not parse ({broken}); left unchanged")
             return result
         result.old, result.new = source.raw, current.raw
+        result.blocks = tuple(changed_lines(source.text, current.text, applied, LineBreaks.LF))
         if len(applied) > 1:
             relocate_to_original(result.findings, source, current.text, applied)
     return result

@@ -4,39 +4,76 @@ Hunks carry each file's own bytes: its line endings, encoding, BOM and
 missing final newline are kept. Only headers are optpatch's own (UTF-8, LF).
 Files come in sorted order and hunks in line order, so the same changes
 always give the same bytes.
+
+The hunks are those of a unified diff by `difflib` with three lines of
+context, but found from the lines the edits touched (`FileChange.blocks`,
+aligned by line_diff.py): the cost is the file's length plus the changes,
+never a search through the whole file.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Iterable
+
+from optpatch.line_diff import Opcode, Tag, opcodes
+from optpatch.results import FileChange
 
 CONTEXT_LINES = 3
 _LINE = re.compile(rb"[^\n]*\n|[^\n]+\Z")  # git's notion of a line: ends at LF only
 _NO_NEWLINE = b"\\ No newline at end of file\n"
 
 
-def write_patch(changes: Iterable[tuple[str, bytes, bytes]]) -> bytes:
-    """One patch for many files: `changes` holds (relative path, old bytes, new bytes)."""
-    return b"".join(file_diff(rel, old, new) for rel, old, new in sorted(changes) if old != new)
+def write_patch(changes: Iterable[FileChange]) -> bytes:
+    """One patch for many files, in path order."""
+    ordered = sorted(changes, key=lambda change: change.rel)
+    return b"".join(file_diff(change) for change in ordered if change.old != change.new)
 
 
-def file_diff(rel: str, old: bytes, new: bytes) -> bytes:
-    a, b = _LINE.findall(old), _LINE.findall(new)
-    old_name, new_name = _quote("a/" + rel), _quote("b/" + rel)
+def file_diff(change: FileChange) -> bytes:
+    a, b = _LINE.findall(change.old), _LINE.findall(change.new)
+    old_name, new_name = _quote("a/" + change.rel), _quote("b/" + change.rel)
     out = [b"diff --git %s %s\n--- %s\n+++ %s\n" % (old_name, new_name, old_name, new_name)]
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for group in matcher.get_grouped_opcodes(CONTEXT_LINES):
-        first, last = group[0], group[-1]
-        out.append(b"@@ -%s +%s @@\n" % (_range(first[1], last[2]), _range(first[3], last[4])))
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
+    for hunk in hunks(opcodes(a, b, change.blocks), CONTEXT_LINES):
+        first, last = hunk[0], hunk[-1]
+        out.append(b"@@ -%s +%s @@\n" % (_range(first.old_start, last.old_end), _range(first.new_start, last.new_end)))
+        for tag, i1, i2, j1, j2 in hunk:
+            if tag is Tag.EQUAL:
                 out.extend(_lines(b" ", a[i1:i2]))
                 continue
             out.extend(_lines(b"-", a[i1:i2]))
             out.extend(_lines(b"+", b[j1:j2]))
     return b"".join(out)
+
+
+def hunks(codes: list[Opcode], context: int) -> list[list[Opcode]]:
+    """The opcodes grouped into hunks: each change with up to CONTEXT equal lines either side.
+
+    Two changes share a hunk when at most 2 * CONTEXT equal lines lie
+    between them, as in `difflib.SequenceMatcher.get_grouped_opcodes`.
+    """
+    result: list[list[Opcode]] = []
+    current: list[Opcode] = []
+    for index, code in enumerate(codes):
+        if code.tag is not Tag.EQUAL:
+            current.append(code)
+            continue
+        size = code.old_end - code.old_start
+        if current and index < len(codes) - 1 and size <= 2 * context:
+            current.append(code)  # joins the changes on either side
+            continue
+        if current:  # the context after the hunk's last change closes it
+            tail = min(size, context)
+            current.append(code._replace(old_end=code.old_start + tail, new_end=code.new_start + tail))
+            result.append(current)
+        if index < len(codes) - 1:  # the context before the next change opens a hunk
+            lead = min(size, context)
+            current = [code._replace(old_start=code.old_end - lead, new_start=code.new_end - lead)]
+        else:
+            current = []
+    if any(code.tag is not Tag.EQUAL for code in current):
+        result.append(current)
+    return result
 
 
 def _lines(prefix: bytes, lines: list[bytes]) -> list[bytes]:

@@ -546,7 +546,7 @@ def _dropped_reason(failure: CommandRun | None) -> str:
 
 def _check_final_matches(outcome: ValidationOutcome, passed: dict[str, tuple[bytes, bytes]]) -> None:
     """The patch must be exactly the tree that passed (PASSED: file -> (original, passed bytes)); else no fix is given."""
-    final = {rel: new for rel, _, new in outcome.result.changes}
+    final = {change.rel: change.new for change in outcome.result.changes}
     for rel, (original, expected) in passed.items():
         if final.get(rel, original) != expected:
             outcome.status, outcome.result = ValidationStatus.NOT_CONFIRMED, None

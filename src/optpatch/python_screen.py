@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from bisect import bisect_right
 
 
 class CallIndex:
@@ -37,6 +38,7 @@ class CallIndex:
         self.star_import = False  # a `from m import *` anywhere
         self._functions_around: dict[int, _FunctionFacts] = {}  # id(outermost def) -> its facts, on demand
         self._reads: dict[str, list[int]] | None = None  # name -> lines that read it, on demand
+        self._outermost: tuple[list[int], list[tuple]] | None = None  # the defs no def holds, by first line, on demand
         for node in _walk(tree):
             kind = type(node)
             if kind is ast.Call:
@@ -116,13 +118,13 @@ class CallIndex:
 
     def outermost_function(self, node: ast.expr) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The `def` that holds `node` and is held by no other `def` (decorators count as part of it)."""
-        line, found = node.lineno, None
-        for functions in self.functions.values():
-            for function in functions:
-                first = min((d.lineno for d in function.decorator_list), default=function.lineno)
-                if first <= line <= function.end_lineno and (found is None or first < found[0]):
-                    found = (first, function)
-        return found[1] if found else None
+        if self._outermost is None:
+            self._outermost = _outermost_functions(self.functions)
+        firsts, spans = self._outermost
+        index = bisect_right(firsts, node.lineno) - 1
+        if index < 0 or spans[index][1] < node.lineno:
+            return None
+        return spans[index][2]
 
     def ancestors(self, node: ast.AST, function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
         """`node`'s parents, innermost first, up to and including `function` (which must hold it)."""
@@ -145,6 +147,26 @@ class CallIndex:
         if facts is None:
             facts = self._functions_around[id(function)] = _FunctionFacts.of(function)
         return facts
+
+
+def _outermost_functions(functions: dict[str, list]) -> tuple[list[int], list[tuple]]:
+    """The defs that no other def holds, as (first line, last line, def) in line order, and their first lines.
+
+    A def's first line is its first decorator's. Defs nest or lie apart, so
+    the ones no other def holds are apart, and a line lies in at most one:
+    the last that starts at or before it. Found once, so that looking up
+    each of a file's call sites costs a bisection, not a pass over every def.
+    """
+    spans = sorted(
+        ((min((d.lineno for d in function.decorator_list), default=function.lineno), function.end_lineno, function)
+         for named in functions.values() for function in named),
+        key=lambda span: (span[0], -span[1]),
+    )
+    outermost: list[tuple] = []
+    for span in spans:
+        if not outermost or span[0] > outermost[-1][1]:
+            outermost.append(span)
+    return [span[0] for span in outermost], outermost
 
 
 class _FunctionFacts:

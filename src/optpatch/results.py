@@ -10,7 +10,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from optpatch.line_diff import LineBlock
 from optpatch.model import FileError, Finding
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One rewritten file, for the patch and for --write: its bytes before and after, and where they differ.
+
+    `blocks` are the lines (split at LF, as git splits them) the edits
+    touched, in order; every line outside them is unchanged. The patch
+    writer aligns them instead of diffing the whole file (line_diff.py).
+    """
+
+    rel: str
+    old: bytes
+    new: bytes
+    blocks: tuple[LineBlock, ...]
 
 
 @dataclass
@@ -21,6 +37,7 @@ class FileResult:
     skipped: str | None = None
     old: bytes | None = None  # set only when the file changes
     new: bytes | None = None
+    blocks: tuple[LineBlock, ...] = ()  # with `new`: the lines the edits touched (FileChange)
     suppressed: int = 0
     unused_suppressions: list[int] = field(default_factory=list)
 
@@ -42,8 +59,9 @@ class RunResult:
         return sorted(self.discovery_errors + [r.error for r in self.files if r.error], key=lambda e: e.path)
 
     @property
-    def changes(self) -> list[tuple[str, bytes, bytes]]:
-        return [(r.rel, r.old, r.new) for r in self.files if r.new is not None and r.old != r.new]
+    def changes(self) -> list[FileChange]:
+        """The files this run rewrites, in path order."""
+        return [FileChange(r.rel, r.old, r.new, r.blocks) for r in self.files if r.new is not None and r.old != r.new]
 
     @property
     def analysed(self) -> int:

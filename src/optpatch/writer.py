@@ -16,6 +16,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from optpatch.results import FileChange
+
 
 @dataclass
 class WriteReport:
@@ -60,11 +62,11 @@ def _keep_owner(temporary: str, status: os.stat_result) -> None:
             pass  # the writer's own user and group, as any editor that saves by replacing would leave
 
 
-def write_fixes(root: Path, changes: list[tuple[str, bytes, bytes]]) -> WriteReport:
+def write_fixes(root: Path, changes: list[FileChange]) -> WriteReport:
     """Apply rewritten files under ROOT, refusing any that changed since they were read."""
     root = root.resolve()
     report = WriteReport()
-    for rel, old, new in sorted(changes):
+    for rel, old, new in sorted((change.rel, change.old, change.new) for change in changes):
         path = root / rel
         if path.is_symlink() or root not in path.resolve().parents:
             report.refused.append((rel, "not a regular file inside the tree"))

@@ -44,9 +44,9 @@ def test_the_rewrite_stays_clean_and_behaves_the_same(style, tmp_path):
     result = run(copy, Settings(), FixPolicy(), jobs=1, use_cache=False)
     assert sum(1 for f in result.findings if f.applied) == FIXES, [f.location() for f in result.findings if f.applied]
     (change,) = result.changes
-    source.write_bytes(change[2])
+    source.write_bytes(change.new)
     checked = _clean(source)
     assert checked.returncode == 0, f"clang-format rejects the rewrite:\n{checked.stderr}"
-    before = build_and_run(FIXTURES / style / "copies.cpp", change[1], tmp_path, "before")
-    after = build_and_run(FIXTURES / style / "copies.cpp", change[2], tmp_path, "after")
+    before = build_and_run(FIXTURES / style / "copies.cpp", change.old, tmp_path, "before")
+    after = build_and_run(FIXTURES / style / "copies.cpp", change.new, tmp_path, "after")
     assert before.output and after.output == before.output

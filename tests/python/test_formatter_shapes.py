@@ -62,7 +62,7 @@ def rewritten(tmp_path_factory) -> dict[str, tuple[str, str]]:
         applied = [f for f in result.findings if f.applied]
         assert len(applied) == FIXES, (name, [f"{f.location()} {f.code}" for f in applied])
         (file,) = result.changes
-        found[name] = (file[1].decode(), file[2].decode())
+        found[name] = (file.old.decode(), file.new.decode())
     return found
 
 
