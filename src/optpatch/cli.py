@@ -50,6 +50,20 @@ def common_options(function):
     return function
 
 
+def header_options(function):
+    """--compile-commands and --no-headers: where C++/CUDA files' headers come from (docs/cpp-frontend.md)."""
+    options = [
+        click.option("--compile-commands", type=click.Path(path_type=Path, exists=True), metavar="PATH",
+                     help="The compile_commands.json (or its folder) whose flags C++/CUDA files are parsed with "
+                          "(default: REPO's own, or one in a build*/ folder; else include folders are inferred)."),
+        click.option("--no-headers", is_flag=True,
+                     help="Analyse C++/CUDA files without their headers (the header-free parse only)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
 def validation_options(function):
     """--validate CMD and its companions (apply and check)."""
     options = [
@@ -86,6 +100,10 @@ class Session:
             overrides["unsafe_fixes"] = True
         if options.get("force_exclude"):
             overrides["force_exclude"] = True
+        if options.get("compile_commands"):
+            overrides["compile_commands"] = str(options["compile_commands"].resolve())
+        if options.get("no_headers"):
+            overrides["headers"] = False
         self.settings = replace(settings, **overrides)
         self._check_codes()
         self.report_to_stderr = report_to_stderr
@@ -278,6 +296,7 @@ def entry() -> None:
               help="Also write the JSON report (docs/json-schema.md) to PATH, whatever --format prints.")
 @scope_options
 @common_options
+@header_options
 @validation_options
 def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     """Analyse REPO and write the patch of every fix that applies."""
@@ -356,6 +375,7 @@ def _patch_note(result, output: str, repo: Path) -> str:
               help="Also write the JSON report (docs/json-schema.md) to PATH, whatever --format prints.")
 @scope_options
 @common_options
+@header_options
 @validation_options
 def check(paths: tuple[Path, ...], fix: bool, **options) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
@@ -541,6 +561,7 @@ def rules(code: str | None, write_docs: Path | None) -> None:
 @main.command()
 @click.argument("target")
 @common_options
+@header_options
 def explain(target: str, **options) -> None:
     """Why each site in REPO[:FILE:LINE] was rewritten or kept: the proof, or the blocking use."""
     from optpatch.explain import explain_findings

@@ -31,6 +31,8 @@ class Settings:
     max_file_size: int = DEFAULT_MAX_BYTES
     unsafe_fixes: bool = False
     validate_command: str | None = None
+    compile_commands: str | None = None  # --compile-commands: the compile_commands.json (or its folder) to use
+    headers: bool = True  # False with --no-headers: C++/CUDA files are analysed without their headers
     source: str = "defaults"  # where the settings came from, for messages
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from optpatch.config import Settings
+from optpatch.cpp_headers import HeaderSetup
 from optpatch.discovery import discover, is_generated
 from optpatch.model import FileError
 from optpatch.passes import Analysis, FileRecord, FindingFilter, analyse_text, rules_for, settle, suppression_lines, text_digest
@@ -54,7 +55,9 @@ def run(
     rules = select_rules(rule_facts(), settings.select, settings.ignore)
     found = discover(root, settings.exclude, paths, settings.force_exclude)
     jobs = max(1, jobs or os.cpu_count() or 1)
-    task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy, filters=filters)
+    headers = HeaderSetup.for_run(root, settings.compile_commands, settings.headers)
+    task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy, filters=filters,
+                     headers=headers)
     results: list[FileResult] = []
     todo = found.files
     store = _open_cache(root, rules, settings) if use_cache else None
@@ -155,6 +158,7 @@ class _FileTask:
     settings: Settings
     policy: FixPolicy
     filters: tuple[FindingFilter, ...] = ()
+    headers: HeaderSetup | None = None  # where C++/CUDA headers come from
 
     @property
     def facts(self) -> list[RuleFacts]:
@@ -180,11 +184,11 @@ class _FileTask:
             # no rule can have a site here: no import, no parse, and any suppression in it silences nothing
             record.analyses[record.digest] = Analysis(unused_suppressions=tuple(suppression_lines(source)))
         else:
-            record.analyses[record.digest] = analyse_text(source, self.rules(source.rel))
+            record.analyses[record.digest] = analyse_text(source, self.rules(source.rel), self.headers)
         return record
 
     def settle(self, record: FileRecord, path: Path, rel: str, raw: bytes, source: SourceFile | None = None) -> FileResult:
         def load() -> SourceFile:
             return source if source is not None else source_from_bytes(path, rel, raw)
 
-        return settle(record, load, lambda: self.rules(rel), self.policy, self.filters, rel)
+        return settle(record, load, lambda: self.rules(rel), self.policy, self.filters, rel, self.headers)

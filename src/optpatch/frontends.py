@@ -14,6 +14,7 @@ from optpatch.model import FileError, Language
 from optpatch.source import SourceFile
 
 if TYPE_CHECKING:
+    from optpatch.cpp_headers import HeaderFlags, HeaderSetup
     from optpatch.python_screen import CallIndex
 
 
@@ -25,11 +26,14 @@ class FrontendError(Exception):
         self.error = error
 
 
-def parse(source: SourceFile, calls: "CallIndex | None" = None, outline: str | None = None):
+def parse(source: SourceFile, calls: "CallIndex | None" = None, outline: str | None = None,
+          headers: "HeaderSetup | None" = None):
     """The unit the rules of the file's language check.
 
     `calls`: the screens' `ast` index of this Python text (so `ast` already
     took it); `outline`: parse this outline of it instead (python_outline.py).
+    `headers`: what the run knows of a C++ file's build (the header-free
+    parse reads no header; cpp_second_look.py asks for the parse with them).
     """
     if source.language is Language.PYTHON:
         from optpatch.python_frontend import PythonModule, PythonParseError
@@ -41,23 +45,30 @@ def parse(source: SourceFile, calls: "CallIndex | None" = None, outline: str | N
     from optpatch.cpp_frontend import CppParseError, CppUnit
 
     try:
-        return CppUnit(source)
+        return CppUnit(source, setup=headers)
     except CppParseError as error:
         raise FrontendError(error.error) from None
 
 
-def rewrite_error(original: SourceFile, rewritten: SourceFile, written_lines: set[int]) -> str | None:
+def rewrite_error(
+    original: SourceFile, rewritten: SourceFile, written_lines: set[int], header_flags: "HeaderFlags | None" = None,
+) -> str | None:
     """The safety net: why the rewritten file would not parse, or None.
 
     A rule bug must never hand out a file that no longer parses. Python:
     CPython takes all of it and libcst the definitions the edits wrote
     (python_frontend.rewrite_error). C++: clang always builds a tree, so the
-    rewrite must add no error to the original's.
+    rewrite must add no error to the original's; parsed with the file's
+    headers (`header_flags`) when the fixes came from such a parse.
     """
     if rewritten.language is Language.PYTHON:
         from optpatch.python_frontend import rewrite_error as python_rewrite_error
 
         return python_rewrite_error(original, rewritten, written_lines)
+    if header_flags is not None:
+        from optpatch.cpp_second_look import rewrite_error as rewrite_error_with_headers
+
+        return rewrite_error_with_headers(original, rewritten, header_flags)
     try:
         unit = parse(rewritten)
     except FrontendError as error:

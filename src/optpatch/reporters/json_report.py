@@ -79,5 +79,9 @@ def render_json(result: RunResult, patch_path: str | None = None) -> str:
         "errors": [error_to_dict(e) for e in result.errors],
         "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
         "unused_suppressions": [{"path": path, "line": line} for path, line in result.unused_suppressions],
+        "cpp_headers": [
+            {"path": path, "mode": report.mode.value, "outcome": report.outcome.value, "detail": report.detail}
+            for path, report in result.header_reports
+        ],
     }
     return json.dumps(document, indent=2, sort_keys=False) + "\n"

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from optpatch.cpp_headers import HeaderOutcome
 from optpatch.results import RunResult
 from optpatch.model import Finding, KeepCategory, Verdict
 
@@ -43,6 +44,9 @@ def render_text(
     if unused and verbose:
         places = ", ".join(f"{path}:{line}" for path, line in unused)
         console.print(Text.assemble(("unused suppressions ", "bold"), f"(they silence nothing): {places}"))
+    if verbose:
+        for line in _header_lines(result):
+            console.print(line)
     console.print(_summary(result, findings, verbose))
     if patch_note:
         console.print(Text(patch_note))
@@ -71,6 +75,25 @@ def _findings_table(findings: list[Finding]) -> Table:
             Text(reason),
         )
     return table
+
+
+def _header_lines(result: RunResult) -> list[Text]:
+    """-v: each C++/CUDA file whose headers were looked for, with its mode and what became of the parse; a count
+    of the files whose header-free parse left no question (the JSON report lists those too)."""
+    lines, quiet = [], Counter()
+    for path, report in result.header_reports:
+        if report.outcome in (HeaderOutcome.NOT_NEEDED, HeaderOutcome.DISABLED):
+            quiet[report.outcome] += 1
+            continue
+        detail = f": {report.detail}" if report.detail else ""
+        fallback = "" if report.outcome is HeaderOutcome.USED else "; analysed without headers"
+        lines.append(Text.assemble(("headers ", "bold"), (path, "bold"), f" {report.mode.value}, {report.outcome.value}{detail}{fallback}"))
+    if quiet[HeaderOutcome.NOT_NEEDED]:
+        lines.append(Text.assemble(("headers ", "bold"), f"{quiet[HeaderOutcome.NOT_NEEDED]} C++/CUDA file(s) needed none: "
+                                   "the header-free parse left no question"))
+    if quiet[HeaderOutcome.DISABLED]:
+        lines.append(Text.assemble(("headers ", "bold"), f"{quiet[HeaderOutcome.DISABLED]} C++/CUDA file(s) without: --no-headers"))
+    return lines
 
 
 def _keep_label(finding: Finding) -> str:
