@@ -4,7 +4,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from optpatch.cpp_frontend import CppUnit, Node, Place, is_callee
+from optpatch.cpp_frontend import FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node, Place, is_callee
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 
 _ARRAY_KINDS = frozenset({"VARIABLEARRAY", "DEPENDENTSIZEDARRAY"})
@@ -191,6 +191,13 @@ class VlaToVector(Rule):
         ),
     ]
 
+    @classmethod
+    def needs_headers(cls, unit: CppUnit, findings: list[Finding]) -> bool:
+        """Any finding (its bound, element type or host side may resolve otherwise), and any `name[n]` that
+        reads as a declaration the header-free parse dropped (`std::complex<float> buf[n];` with no
+        declaration of std::complex)."""
+        return bool(findings) or _hidden_declaration(unit)
+
     def check(self, unit: CppUnit) -> Iterator[Finding]:
         for node in _array_declarations(unit):
             finding = self._examine(unit, node)
@@ -260,12 +267,7 @@ class VlaToVector(Rule):
 
     def _fix(self, unit: CppUnit, declaration: Node, shape: tuple[str, str], uses: list[Use], proof: BoundProof, context: Context) -> Finding:
         element, bound_text = shape
-        replacement = f"std::vector<{element}> {declaration.spelling}({bound_text})"
-        edits = [Edit(declaration.start, declaration.end, replacement)]
-        edits += [use.edit for use in uses if use.edit is not None]
-        include = unit.include_edit("vector")
-        if include is not None:
-            edits.append(include)
+        edits, replacement = _rewrite(unit, declaration, element, bound_text, uses)
         decayed = sum(1 for use in uses if use.edit is not None)
         reason = (
             f"`{declaration.spelling}` is a variable-length array in host code: its bound `{bound_text}` depends on "
@@ -273,11 +275,117 @@ class VlaToVector(Rule):
         )
         steps = [f"bound `{bound_text}` depends on {w}" for w in proof.witnesses]
         steps += [f"L{unit.line_of(u.node.start)}: `{u.node.spelling}` -> `{u.edit.text}`" for u in uses if u.edit]
-        return self.fix(unit, unit.position(declaration.start), reason=reason, tier=Tier.SAFE, edits=sorted(edits),
-                        context=context, impact=Impact.LOW, basis=PORTABILITY_BASIS, replacement=replacement + ";", proof=steps)
+        tier = Tier.SAFE
+        repeated = _repeated_call(unit, declaration, context)
+        if repeated:
+            # std::vector allocates on the heap each time: a cost the array never had, on a path that may be hot.
+            tier = Tier.VALIDATE
+            note = f"{repeated}: std::vector heap-allocates on every call there (pytorch #134140 reverted such a change)"
+            reason += f"; {note}"
+            steps.append(note)
+        return self.fix(unit, unit.position(declaration.start), reason=reason, tier=tier, edits=sorted(edits),
+                        context=context, impact=Impact.LOW, basis=PORTABILITY_BASIS, replacement=replacement, proof=steps)
 
     def _keep(self, unit: CppUnit, declaration: Node, context: Context, reason: str, category: KeepCategory) -> Finding:
         return self.keep(unit, unit.position(declaration.start), reason=reason, category=category, context=context)
+
+
+# -- the edit text ----------------------------------------------------------------------------------
+
+
+def _rewrite(unit: CppUnit, declaration: Node, element: str, bound_text: str, uses: list[Use]) -> tuple[list[Edit], str]:
+    """The edits of the rewrite (the declaration, each decayed use, the include) and the new declaration's text."""
+    replacement = f"std::vector<{element}> {declaration.spelling}({bound_text})"
+    edits = [Edit(declaration.start, declaration.end, replacement)]
+    edits += [use.edit for use in uses if use.edit is not None]
+    include = unit.include_edit("vector")
+    if include is not None:
+        edits.append(include)
+    return edits, replacement + ";"
+
+
+# -- how often the declaration runs ----------------------------------------------------------------
+
+# Calls known to run their lambda argument once: ATen's dtype dispatch (and the projects that copy it), call_once.
+_ONCE_CALLERS = re.compile(r"DISPATCH|call_once", re.I)
+
+
+def _repeated_call(unit: CppUnit, declaration: Node, context: Context) -> str:
+    """Why the declaration may run per element or per tile (so that an allocation there costs), or ""."""
+    if context is Context.HOT:
+        return "it is declared inside a loop"
+    for ancestor in declaration.ancestors():
+        if ancestor.kind == "LAMBDA_EXPR":
+            caller = _caller_of_argument(unit, ancestor)
+            if caller and not _ONCE_CALLERS.search(caller):
+                return f"it is in a lambda handed to `{caller}`, which may call it per element or per tile"
+            holder = _holder(ancestor)
+            if holder is not None:
+                return _called_repeatedly(unit, holder)
+            if caller is None:
+                continue  # called where it is written: the function around it decides
+            return ""
+        if ancestor.kind in FUNCTION_KINDS:
+            return _called_repeatedly(unit, ancestor)
+    return ""
+
+
+def _holder(lambda_expr: Node) -> Node | None:
+    """The variable a lambda is stored in (`auto body = [&] {...};`), if any."""
+    node = lambda_expr.parent
+    while node is not None and node.kind in ("UNEXPOSED_EXPR", "CALL_EXPR") and node.start == lambda_expr.start:
+        node = node.parent
+    return node if node is not None and node.kind == "VAR_DECL" else None
+
+
+def _caller_of_argument(unit: CppUnit, node: Node) -> str | None:
+    """The name of the call that `node` (a lambda or a function's name) is an argument of; None when it is
+    called right there (`[&] {...}()`, `f(x)`) or is no argument. Read from the tokens, which a macro's
+    expansion (`AT_DISPATCH_...(..., [&] {...})`) leaves as written."""
+    tokens = unit.tokens
+    first = unit.token_index(node.start)
+    last = unit.token_index(node.end)
+    if last < len(tokens) and tokens[last].spelling in ("(", "<"):
+        return None
+    depth = 0
+    for index in range(first - 1, -1, -1):
+        spelling = tokens[index].spelling
+        if spelling in (")", "]", "}"):
+            depth += 1
+        elif spelling in ("(", "[", "{"):
+            if depth:
+                depth -= 1
+                continue
+            if spelling != "(" or index == 0 or tokens[index - 1].kind != "identifier":
+                return None
+            return tokens[index - 1].spelling
+        elif spelling == ";" and not depth:
+            return None
+    return None
+
+
+def _called_repeatedly(unit: CppUnit, callable_: Node) -> str:
+    """Where this file calls a function (or a variable holding a lambda) inside a loop, or hands it to another
+    call as a callback; else ""."""
+    name = callable_.spelling
+    if not name or callable_.kind == "LAMBDA_EXPR":
+        return ""
+    if callable_.kind == "VAR_DECL":
+        references = unit.references_to(callable_)
+    else:
+        references = [
+            node for node in unit.nodes
+            if node.kind == "DECL_REF_EXPR" and node.spelling == name and not callable_.start <= node.start < callable_.end
+            and (target := unit.referenced(node)) is not None and target.canonical == callable_.cursor.canonical
+        ]
+    for node in references:
+        line = unit.line_of(node.start)
+        if any(a.kind in LOOP_KINDS and not unit.runs_once(a) for a in node.ancestors()):
+            return f"`{name}` is called inside a loop (L{line})"
+        caller = _caller_of_argument(unit, node)
+        if caller and not _ONCE_CALLERS.search(caller):
+            return f"`{name}` is handed to `{caller}` as a callback (L{line})"
+    return ""
 
 
 # -- the bound ------------------------------------------------------------------------------------
@@ -367,6 +475,40 @@ def _never_declared_here(text: str, start: int) -> bool:
     if before == ">":
         return at > 0 and text[at - 1] == "-"
     return before in _NOT_BEFORE_A_DECLARATOR
+
+
+# Keywords that may end the type before a declarator's name (`unsigned long a[n]`, `const char* p[n]`).
+_TYPE_KEYWORDS = frozenset({
+    "bool", "char", "char8_t", "char16_t", "char32_t", "wchar_t", "short", "int", "long", "signed", "unsigned",
+    "float", "double", "void", "auto", "const", "volatile",
+})
+_DECLARED_KINDS = frozenset({"VAR_DECL", "FIELD_DECL", "PARM_DECL"})
+
+
+def _hidden_declaration(unit: CppUnit) -> bool:
+    """A `name[` with a non-literal bound, after something that can end a type (`>`, `*`, `&`, a name, a type
+    keyword), where clang built neither a declaration nor an expression: code the header-free parse dropped."""
+    text = unit.source.text
+    for match in _NAME_BEFORE_BRACKET.finditer(text):
+        start = match.start(1)
+        if _never_declared_here(text, start) or _CONSTANT_BOUND.match(text, match.end()):
+            continue
+        cursor = unit.cursor_at(start)
+        if cursor is None or cursor.kind.name in _DECLARED_KINDS or cursor.kind.is_expression():
+            continue
+        if cursor.kind.name.startswith("MACRO_"):
+            continue
+        tokens = unit.tokens_in(start, match.end())
+        if not tokens or tokens[0].start != start or tokens[0].kind != "identifier":
+            continue  # in a comment or a string
+        previous = unit.token_before(start)  # the whole file's tokens: rare, this far
+        if previous is None:
+            continue
+        if previous.spelling in (">", ">>", "*", "&", "&&") or (
+            previous.kind == "identifier" or previous.kind == "keyword" and previous.spelling in _TYPE_KEYWORDS
+        ):
+            return True
+    return False
 
 
 def _all_array_declarations(unit: CppUnit) -> list[Node]:
@@ -590,7 +732,11 @@ def _declaration_shape(unit: CppUnit, declaration: Node) -> tuple[str, str] | st
         return "the declaration is spelled through a macro"
     name_index = names[0]
     type_tokens, rest = tokens[:name_index], tokens[name_index + 1 :]
-    blocking = [t.spelling for t in type_tokens if t.spelling in _DECLARATION_BLOCKERS]
+    if element_type.is_const_qualified() or element_type.is_volatile_qualified():
+        return "a const or volatile array of objects: std::vector cannot hold const elements"
+    # `const float* ptrs[n]` is an ordinary array of pointers (to const): its qualifiers belong to the pointees.
+    qualifiers = {"const", "volatile"} if element_type.get_canonical().kind.name == "POINTER" else set()
+    blocking = [t.spelling for t in type_tokens if t.spelling in _DECLARATION_BLOCKERS and t.spelling not in qualifiers]
     if blocking or not type_tokens:
         return f"the declaration has `{blocking[0] if blocking else declaration.spelling}`: only a plain `T name[n];` is rewritten"
     if not rest or rest[0].spelling != "[" or rest[-1].spelling != "]":
