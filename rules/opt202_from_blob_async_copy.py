@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 from typing import Iterator
@@ -52,16 +53,38 @@ class NotRewritable(Exception):
         self.category = category
 
 
+class Placement(enum.Enum):
+    """Where the allocation and the copy go."""
+
+    DECLARATION = "declaration"  # `T t = from_blob(...).to(d);`: the declaration becomes the allocation
+    BEFORE_STATEMENT = "before the statement"  # a new local before the statement that uses the copy
+    IN_PLACE = "in place"  # no statement can go before it: an immediately-invoked lambda
+
+
+class Consumer(enum.Enum):
+    """What receives the copy."""
+
+    LOCAL = "a local variable"
+    RETURNED = "returned"
+    ARGUMENT = "an argument"
+    MEMBER = "a member"
+
+
 @dataclass(frozen=True)
 class Site:
-    """The pieces of `T t = ns::from_blob(ptr, {sizes}, opts).to(device);`."""
+    """The pieces of `ns::from_blob(ptr, {sizes}, opts).to(device)` and of the code around it."""
 
-    statement: Node
-    result: Node  # the VAR_DECL of `t`
+    placement: Placement
+    consumer: Consumer
+    consumer_name: str  # the local variable, the callee, the member; "" when returned
+    statement: Node | None  # the declaration (DECLARATION), the statement (BEFORE_STATEMENT); None IN_PLACE
+    result: Node | None  # the VAR_DECL of `t` (DECLARATION)
+    expression: Node  # the whole `from_blob(...).to(...)`
     from_blob: Node
     to_call: Node
     namespace: str  # "torch" or "at"
     pointer: str
+    pointer_name: str  # the variable behind the pointer
     buffer: str  # why the buffer is pageable host memory
     sizes: list[str]
     options: str
@@ -69,6 +92,11 @@ class Site:
     element: str
     device: str
     device_is_type: bool  # torch::kCUDA rather than a torch::Device
+
+    @property
+    def start(self) -> int:
+        """Where the copy now happens: code before this runs before it."""
+        return self.statement.start if self.statement is not None else self.expression.start
 
 
 class FromBlobAsyncCopy(Rule):
@@ -245,40 +273,82 @@ class FromBlobAsyncCopy(Rule):
                 continue
             if tokens[close + 1].spelling == "." and tokens[close + 2].spelling in ("to", "cuda"):
                 line, col = unit.position(token.start)
+                without = "" if unit.with_headers else " without the project's headers"
                 reason = (
                     "a call with template-dependent arguments: its types are unknown until instantiation; not analysed"
                     if token.end in dependent
-                    else "this statement does not parse without the project's headers (unknown types in it); not analysed"
+                    else f"this statement does not parse{without} (unknown types in it); not analysed"
                 )
                 yield self.keep(unit, (line, col), reason=reason, category=KeepCategory.UNRESOLVED, context=Context.CALL)
 
     # -- findings ---------------------------------------------------------------------------
 
     def _fix(self, unit: CppUnit, site: Site, context: Context, tier: Tier, proof: list[str]) -> Finding:
-        result = site.result.spelling
-        options = (
-            f"{site.namespace}::dtype({site.options}).device({site.device})"
-            if site.options_form == "scalar_type" else f"{site.options}.device({site.device})"
-        )
-        allocation = f"{site.namespace}::empty({{{', '.join(site.sizes)}}}, {options})"
-        stream = "at::cuda::getCurrentCUDAStream()" if site.device_is_type else f"at::cuda::getCurrentCUDAStream({site.device}.index())"
-        indent = unit.indentation(site.statement.start)
-        copy = (
-            f"C10_CUDA_CHECK(cudaMemcpyAsync({result}.data_ptr(), {site.pointer}, {_byte_count(site)},{unit.newline()}"
-            f"{indent}    cudaMemcpyHostToDevice, {stream}));"
-        )
-        edits = [Edit(site.from_blob.start, site.statement.end, f"{allocation};{unit.newline()}{indent}{copy}")]
-        include = unit.include_edit("ATen/cuda/CUDAContext.h")
-        if include is not None:
-            edits.append(include)
+        edits, replacement = _rewrite(unit, site)
         impact, basis = (Impact.LOW, ONCE_BASIS) if context is Context.ONCE else (Impact.HIGH, IMPACT_BASIS)
         return self.fix(
             unit, unit.position(site.from_blob.start), reason="; ".join(proof), tier=tier, edits=sorted(edits),
-            context=context, impact=impact, basis=basis, replacement=" ".join(f"{allocation}; {copy}".split()), proof=proof,
+            context=context, impact=impact, basis=basis, replacement=replacement, proof=proof,
         )
 
     def _keep(self, unit: CppUnit, node: Node, context: Context, reason: str, category: KeepCategory) -> Finding:
         return self.keep(unit, unit.position(node.start), reason=reason, category=category, context=context)
+
+
+# -- the edit text ----------------------------------------------------------------------------------
+
+
+def _rewrite(unit: CppUnit, site: Site) -> tuple[list[Edit], str]:
+    """The edits of the rewrite (the allocation and the copy where `site.placement` says, the include) and
+    the new code in one line, for people."""
+    newline = unit.newline()
+    options = (
+        f"{site.namespace}::dtype({site.options}).device({site.device})"
+        if site.options_form == "scalar_type" else f"{site.options}.device({site.device})"
+    )
+    allocation = f"{site.namespace}::empty({{{', '.join(site.sizes)}}}, {options})"
+    stream = "at::cuda::getCurrentCUDAStream()" if site.device_is_type else f"at::cuda::getCurrentCUDAStream({site.device}.index())"
+
+    def copy(result: str, indent: str) -> str:
+        return (
+            f"C10_CUDA_CHECK(cudaMemcpyAsync({result}.data_ptr(), {site.pointer}, {_byte_count(site)},{newline}"
+            f"{indent}    cudaMemcpyHostToDevice, {stream}));"
+        )
+
+    if site.placement is Placement.DECLARATION:
+        indent = unit.indentation(site.statement.start)
+        new_code = f"{allocation};{newline}{indent}{copy(site.result.spelling, indent)}"
+        edits = [Edit(site.from_blob.start, site.statement.end, new_code)]
+    elif site.placement is Placement.BEFORE_STATEMENT:
+        local = _new_local_name(unit, site)
+        indent = unit.indentation(site.statement.start)
+        starts_line = not unit.text(unit.source.line_starts[unit.line_of(site.statement.start) - 1], site.statement.start).strip()
+        gap = f"{newline}{indent}" if starts_line else " "
+        new_code = f"auto {local} = {allocation};{gap}{copy(local, indent)}{gap}"
+        edits = [Edit(site.statement.start, site.statement.start, new_code), Edit(site.expression.start, site.expression.end, local)]
+    else:
+        local = _new_local_name(unit, site)
+        indent = unit.indentation(site.expression.start)
+        body = f"{indent}    "
+        new_code = (
+            f"[&] {{{newline}{body}auto {local} = {allocation};{newline}{body}{copy(local, body)}{newline}"
+            f"{body}return {local};{newline}{indent}  }}()"
+        )
+        edits = [Edit(site.expression.start, site.expression.end, new_code)]
+    include = unit.include_edit("ATen/cuda/CUDAContext.h")
+    if include is not None:
+        edits.append(include)
+    return edits, " ".join(new_code.split())
+
+
+def _new_local_name(unit: CppUnit, site: Site) -> str:
+    """A name for the device tensor that nothing in the file spells: `<buffer>_on_device`, numbered if taken."""
+    taken = {token.spelling for token in unit.tokens if token.kind == "identifier"}
+    base = f"{site.pointer_name}_on_device" if site.pointer_name else "table_on_device"
+    name, number = base, 2
+    while name in taken:
+        name, number = f"{base}_{number}", number + 1
+    return name
 
 
 # -- recognising the call ---------------------------------------------------------------------------
@@ -353,7 +423,7 @@ def _macro_definitions(text: str) -> Iterator[str]:
 
 def _is_torch_from_blob(unit: CppUnit, node: Node) -> bool:
     callee = unit.referenced(node)
-    return callee is not None and unit.in_prelude(callee)
+    return callee is not None and unit.declared_by_library(callee, ("at", "torch"))
 
 
 def _chained_copy(from_blob: Node) -> Node | None:
@@ -373,13 +443,12 @@ def _outermost_function(node: Node) -> Node:
 
 
 def _site(unit: CppUnit, from_blob: Node, to_call: Node, function: Node) -> Site:
-    statement, result = _bound_statement(unit, to_call)
     device, device_is_type = _device(unit, to_call)
     arguments = from_blob.arguments()
     if len(arguments) != 3:
         raise NotRewritable("from_blob with strides or a deleter: only (ptr, sizes, options) is rewritten")
     pointer, sizes, options = arguments
-    buffer = _pageable_buffer(unit, pointer, function)
+    buffer, pointer_name = _pageable_buffer(unit, pointer, function)
     size_texts = _sizes(unit, sizes)
     options_text = " ".join(unit.node_text(options).split())
     compact = options_text.replace(" ", "")
@@ -390,9 +459,11 @@ def _site(unit: CppUnit, from_blob: Node, to_call: Node, function: Node) -> Site
             element = _ELEMENT_TYPES.get(name)
             if element is None:
                 raise NotRewritable(f"element type of `{options_text}` is not known to optpatch", KeepCategory.UNKNOWN_SIZE)
+            placement, consumer, consumer_name, statement, result, expression = _placement(unit, to_call, pointer_name)
             return Site(
-                statement, result, from_blob, to_call, _namespace(unit, from_blob),
-                unit.node_text(pointer), buffer, size_texts, options_text, form, element, device, device_is_type,
+                placement, consumer, consumer_name, statement, result, expression, from_blob, to_call,
+                _namespace(unit, from_blob), unit.node_text(pointer), pointer_name, buffer, size_texts, options_text,
+                form, element, device, device_is_type,
             )
     raise NotRewritable(
         f"options `{options_text}` do not name just a dtype: the element type is unknown, and a device in them would mean device memory", KeepCategory.UNKNOWN_SIZE
@@ -405,22 +476,82 @@ def _namespace(unit: CppUnit, from_blob: Node) -> str:
     return "torch" if (first.spelling, second.spelling) == ("torch", "::") else "at"
 
 
-def _bound_statement(unit: CppUnit, to_call: Node) -> tuple[Node, Node]:
-    node = to_call.parent
-    while node is not None and node.kind in ("UNEXPOSED_EXPR", "CALL_EXPR") and (node.start, node.end) == (to_call.start, to_call.end):
-        node = node.parent
-    if node is None or node.kind != "VAR_DECL":
-        raise NotRewritable("the copy is not the initialiser of a new local variable; bind it to one first")
-    statement = node.parent
+# Between the copy and its statement, these would make the copy run conditionally or in another order.
+_ORDERING_OPERATORS = frozenset({"&&", "||", ","})
+_WRAPPERS = ("UNEXPOSED_EXPR", "CALL_EXPR", "PAREN_EXPR")
+
+
+def _placement(unit: CppUnit, to_call: Node, pointer_name: str):
+    """(placement, consumer, consumer's name, statement, result variable, the whole copy expression)."""
+    expression = to_call
+    while (
+        expression.parent is not None and expression.parent.kind in _WRAPPERS
+        and (expression.parent.start, expression.parent.end) == (to_call.start, to_call.end)
+    ):
+        expression = expression.parent
+    parent = expression.parent
+    if parent is not None and parent.kind == "VAR_DECL":
+        return (Placement.DECLARATION, Consumer.LOCAL, parent.spelling, *_declaration(unit, parent, expression), expression)
+    consumer, name = _consumer(unit, expression)
+    if consumer is Consumer.MEMBER:
+        return Placement.IN_PLACE, consumer, name, None, None, expression
+    statement = _statement_before(unit, expression, pointer_name)
+    placement = Placement.IN_PLACE if statement is None else Placement.BEFORE_STATEMENT
+    return placement, consumer, name, statement, None, expression
+
+
+def _declaration(unit: CppUnit, variable: Node, expression: Node) -> tuple[Node, Node]:
+    statement = variable.parent
     if (
         statement is None or statement.kind != "DECL_STMT" or statement.parent is None
         or statement.parent.kind != "COMPOUND_STMT" or len(statement.children) != 1
     ):
         raise NotRewritable("the declaration is not a statement of its own")
-    after = unit.token_after(to_call.end)
+    after = unit.token_after(expression.end)
     if after is None or after.spelling != ";" or after.end != statement.end:
         raise NotRewritable("something follows the copy in the declaration")
-    return statement, node
+    return statement, variable
+
+
+def _consumer(unit: CppUnit, expression: Node) -> tuple[Consumer, str]:
+    """Who receives the copy: a `return`, a call's argument, a member initialiser."""
+    parent = expression.parent
+    while parent is not None and parent.kind == "PAREN_EXPR":
+        parent = parent.parent
+    if parent is not None and parent.kind == "RETURN_STMT":
+        return Consumer.RETURNED, ""
+    if parent is not None and parent.kind == "CONSTRUCTOR":
+        members = [c for c in parent.children if c.kind == "MEMBER_REF" and c.end <= expression.start]
+        if members:
+            return Consumer.MEMBER, members[-1].spelling
+    if parent is not None and parent.kind == "CALL_EXPR" and expression in parent.arguments():
+        callee = parent.spelling or unit.text(parent.start, expression.start).split("(")[0].strip()
+        return Consumer.ARGUMENT, callee
+    raise NotRewritable(
+        "the copy is neither bound to a new local, returned, passed to a call nor a member's initialiser",
+        KeepCategory.CANNOT_SPELL,
+    )
+
+
+def _statement_before(unit: CppUnit, expression: Node, pointer_name: str) -> Node | None:
+    """The statement of a block that the copy can run just before, with the same effect; None when there is none
+    (a condition evaluated again and again, a branch, a lambda, a short circuit, another use of the buffer)."""
+    node = expression
+    while node.parent is not None and node.parent.kind != "COMPOUND_STMT":
+        node = node.parent
+        if node.kind in ("CONDITIONAL_OPERATOR", "LAMBDA_EXPR") or (
+            node.kind == "BINARY_OPERATOR" and node.spelling in _ORDERING_OPERATORS
+        ):
+            return None
+        if node.parent.kind not in ("COMPOUND_STMT", "DECL_STMT") and not node.cursor.kind.is_expression():
+            return None  # inside an if, a loop, a switch: not every path, or not once
+    statement = node
+    if node.parent is None or statement.kind not in ("RETURN_STMT", "DECL_STMT") and not statement.cursor.kind.is_expression():
+        return None
+    outside = [t for t in unit.tokens_in(statement.start, statement.end) if not expression.start <= t.start < expression.end]
+    if any(t.spelling == pointer_name for t in outside):
+        return None  # the statement also touches the buffer: the copy keeps its place
+    return statement
 
 
 def _device(unit: CppUnit, to_call: Node) -> tuple[str, bool]:
@@ -435,6 +566,11 @@ def _device(unit: CppUnit, to_call: Node) -> tuple[str, bool]:
     if not parameters or not arguments:
         raise NotRewritable("the `.to()` overload did not resolve", KeepCategory.UNRESOLVED)
     first = parameters[0]
+    if "TensorOptions" in first:
+        # torch's own headers have no `to(Device)`: a device converts to TensorOptions. What was written decides.
+        given = unwrap(arguments[0]).cursor.type.get_canonical().spelling
+        if re.search(r"\bc10::Device(Type)?$", given):
+            first = given
     if "ScalarType" in first or "TensorOptions" in first:
         raise NotRewritable("`.to()` converts the dtype or takes options: not a plain device copy", KeepCategory.OTHER)
     if len(arguments) > 1 and "ScalarType" in parameters[1]:
@@ -472,8 +608,8 @@ def _is_pure_device(node: Node) -> bool:
     return target is not None and target.kind == "DECL_REF_EXPR"
 
 
-def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> str:
-    """Why `pointer` is pageable host memory of this function, or NotRewritable."""
+def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> tuple[str, str]:
+    """Why `pointer` is pageable host memory of this function, and the variable behind it; or NotRewritable."""
     node = unwrap(pointer)
     while node.kind in ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR"):
         node = unwrap(node.expressions()[-1])
@@ -482,11 +618,13 @@ def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> str:
         owner = node.call_object()
         variable = _local_variable(unit, unwrap(owner), function) if owner is not None else None
         if variable is not None and variable.cursor.type.get_canonical().spelling.startswith("std::vector<"):
-            return f"`{variable.spelling}` is a local std::vector (pageable heap memory)"
+            if variable.kind == "PARM_DECL":
+                return f"`{variable.spelling}` is a std::vector taken by value (this function's own pageable heap memory)", variable.spelling
+            return f"`{variable.spelling}` is a local std::vector (pageable heap memory)", variable.spelling
     if node.kind == "DECL_REF_EXPR":
         variable = _local_variable(unit, node, function)
-        if variable is not None and variable.type_kind in ("CONSTANTARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY"):
-            return f"`{variable.spelling}` is a local array (pageable stack memory)"
+        if variable is not None and variable.kind == "VAR_DECL" and variable.type_kind in ("CONSTANTARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY"):
+            return f"`{variable.spelling}` is a local array (pageable stack memory)", variable.spelling
     raise NotRewritable(
         f"`{text}` is not a local array or std::vector of this function: it may be pinned memory "
         "(read by the copy after this call returns) or device memory", KeepCategory.DEVICE_MEMORY
@@ -494,10 +632,11 @@ def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> str:
 
 
 def _local_variable(unit: CppUnit, node: Node, function: Node) -> Node | None:
+    """The local variable (or by-value parameter) of `function` that `node` names; None for anything else."""
     if node.kind != "DECL_REF_EXPR":
         return None
     target = unit.node_of(unit.referenced(node))
-    if target is None or target.kind != "VAR_DECL" or not (function.start <= target.start < function.end):
+    if target is None or target.kind not in ("VAR_DECL", "PARM_DECL") or not (function.start <= target.start < function.end):
         return None
     if target.type_kind in ("LVALUEREFERENCE", "RVALUEREFERENCE") or "static" in {
         t.spelling for t in unit.tokens_in(target.start, target.end)
@@ -566,11 +705,44 @@ def _tier(unit: CppUnit, site: Site, function: Node) -> tuple[Tier, list[str]]:
         proof.append(cuda)
     else:
         doubts.append(f"`{site.device}` is not shown to be a CUDA device before the copy (a CPU device would fail here)")
-    uses, escapes = _result_uses(unit, site, function)
-    proof += uses
-    doubts += escapes
+    built = _built_with_cuda(unit)
+    (proof if built.known else doubts).append(built.evidence)
+    if site.consumer is Consumer.LOCAL:
+        uses, escapes = _result_uses(unit, site, function)
+        proof += uses
+        doubts += escapes
+    elif site.consumer is Consumer.RETURNED:
+        doubts.append("the copy is returned: its users may run on another stream")
+    elif site.consumer is Consumer.MEMBER:
+        doubts.append(f"the copy is stored in the member `{site.consumer_name}`: other methods may use it on another stream")
+    elif _torch_op_taking(unit, site.expression.start):
+        proof.append(f"a torch op (`{site.consumer_name}`) takes the copy: it runs on the tensor's current stream")
+    else:
+        doubts.append(f"the copy is passed to `{site.consumer_name}`: its users may run on another stream")
+    if site.placement is not Placement.DECLARATION:
+        proof.append(f"the allocation and the copy go {site.placement.value}" + (
+            "; nothing else in it touches the buffer" if site.placement is Placement.BEFORE_STATEMENT else ""
+        ))
     proof += doubts
     return (Tier.VALIDATE if doubts else Tier.SAFE), proof
+
+
+@dataclass(frozen=True)
+class _CudaBuild:
+    known: bool
+    evidence: str
+
+
+def _built_with_cuda(unit: CppUnit) -> _CudaBuild:
+    """A .cu file is compiled by nvcc, with CUDA's headers. Any other file may be a CPU-only extension's, where
+    the rewrite's `ATen/cuda/CUDAContext.h` does not compile: only its build files can say otherwise."""
+    if unit.source.path.suffix.lower() in (".cu", ".cuh"):
+        return _CudaBuild(True, "a .cu file: nvcc compiles it with CUDA's headers")
+    build = unit.cuda_build
+    if build.known:
+        return _CudaBuild(True, f"built with CUDA's headers: {build.evidence}")
+    return _CudaBuild(False, f"not shown to be built with CUDA's headers ({build.evidence}): a CPU-only extension "
+                             "could not include ATen/cuda/CUDAContext.h; `--validate` needs `--build` to check it")
 
 
 def _device_spellings(unit: CppUnit, site: Site, function: Node) -> set[str]:
@@ -592,14 +764,14 @@ def _cuda_evidence(unit: CppUnit, site: Site, function: Node) -> str:
     if site.device_is_type:
         return f"`{site.device}` is the CUDA device type"
     spellings = _device_spellings(unit, site, function)
-    before = unit.tokens_in(function.start, site.statement.start)
+    before = unit.tokens_in(function.start, site.start)
     compact = "".join(t.spelling for t in before)
     for spelling in spellings:
         for form in (f"{spelling}.is_cuda()", f"{spelling}.device().is_cuda()"):
             at = compact.find(form)
             if at >= 0 and "TORCH_CHECK(" in compact[max(0, at - 400) : at]:
                 return f"`TORCH_CHECK({form})` precedes the copy"
-    guard = _guard_on(unit, site.device, function, site.statement.start)
+    guard = _guard_on(unit, site.device, function, site.start)
     if guard is not None:
         text = " ".join(unit.node_text(guard).split())
         return f"`{text}` (L{unit.line_of(guard.start)}) rejects any device but CUDA"
@@ -655,11 +827,33 @@ def _result_uses(unit: CppUnit, site: Site, function: Node) -> tuple[list[str], 
                 continue
             fine.append(f"L{line}: `{name}.{method}` runs on the tensor's current stream")
             continue
-        if _is_torch_call_argument(tokens, index):
-            fine.append(f"L{line}: a torch op takes `{name}`: it runs on the tensor's current stream")
+        op = _torch_op_taking(unit, token.start)
+        if op:
+            fine.append(f"L{line}: a torch op (`{op}`) takes `{name}`: it runs on the tensor's current stream")
             continue
         doubts.append(f"L{line}: `{name}` is passed on or leaves the function; its users may be on another stream")
     return fine, doubts
+
+
+def _torch_op_taking(unit: CppUnit, offset: int) -> str:
+    """The name of the torch function or Tensor method (declared by torch, as clang resolved it) whose argument
+    list holds the expression at `offset`; "" when the innermost call around it is anything else."""
+    calls = [
+        node for node in unit.nodes
+        if node.kind == "CALL_EXPR" and node.start < offset < node.end
+        and any(argument.start <= offset < argument.end for argument in node.arguments())
+    ]
+    if not calls:
+        return ""
+    call = max(calls, key=lambda node: node.start)  # the innermost
+    callee = unit.referenced(call)
+    if callee is not None:
+        return call.spelling if unit.declared_by_library(callee, ("at", "torch", "c10")) else ""
+    if unit.with_headers:
+        return ""
+    # Without headers most of torch is unresolved: its qualified name is what is left to go by.
+    index = unit.token_index(offset)
+    return call.spelling or "torch op" if _is_torch_call_argument(unit.tokens, index) else ""
 
 
 def _is_torch_call_argument(tokens: list[Token], index: int) -> bool:
