@@ -485,9 +485,14 @@ _TYPE_KEYWORDS = frozenset({
 _DECLARED_KINDS = frozenset({"VAR_DECL", "FIELD_DECL", "PARM_DECL"})
 
 
+# Before a declaration, these say it is no candidate: device memory, or an array that cannot be variable-length.
+_NOT_A_HOST_VLA = frozenset({"__shared__", "__constant__", "__device__", "static", "extern", "constexpr", "constinit"})
+
+
 def _hidden_declaration(unit: CppUnit) -> bool:
-    """A `name[` with a non-literal bound, after something that can end a type (`>`, `*`, `&`, a name, a type
-    keyword), where clang built neither a declaration nor an expression: code the header-free parse dropped."""
+    """A `name[` with a non-literal bound that reads as a declaration clang did not build: after something that
+    can end a type (a name, `>`, a type keyword, or a `*`/`&` that follows one), with neither a declaration nor
+    an expression at the name, outside any device function: code the header-free parse dropped."""
     text = unit.source.text
     for match in _NAME_BEFORE_BRACKET.finditer(text):
         start = match.start(1)
@@ -496,18 +501,44 @@ def _hidden_declaration(unit: CppUnit) -> bool:
         cursor = unit.cursor_at(start)
         if cursor is None or cursor.kind.name in _DECLARED_KINDS or cursor.kind.is_expression():
             continue
-        if cursor.kind.name.startswith("MACRO_"):
-            continue
-        tokens = unit.tokens_in(start, match.end())
-        if not tokens or tokens[0].start != start or tokens[0].kind != "identifier":
-            continue  # in a comment or a string
-        previous = unit.token_before(start)  # the whole file's tokens: rare, this far
-        if previous is None:
-            continue
-        if previous.spelling in (">", ">>", "*", "&", "&&") or (
-            previous.kind == "identifier" or previous.kind == "keyword" and previous.spelling in _TYPE_KEYWORDS
-        ):
+        if cursor.kind.name.startswith("MACRO_") or unit.token_at(start) is None:
+            continue  # a macro, a comment or a string: the whole file's tokens, only this rare far
+        if _ends_a_type(unit, start) and not _device_or_static(unit, start) and not unit.in_device_function(start):
             return True
+    return False
+
+
+def _ends_a_type(unit: CppUnit, start: int) -> bool:
+    """The tokens before the name spell a type that starts a statement: `T a[`, `ns::T<int>* a[`,
+    `const char* a[`; not `x * a[`, `f(&a[` or `return a[`."""
+    token, depth, seen_type = unit.token_before(start), 0, False
+    while token is not None:
+        spelling = token.spelling
+        if spelling in (">", ">>"):
+            depth += len(spelling)
+        elif spelling == "<":
+            depth -= 1
+            if depth < 0:
+                return False
+        elif depth == 0 and spelling in (";", "{", "}", ":"):
+            return seen_type
+        elif token.kind == "identifier" or token.kind == "keyword" and spelling in _TYPE_KEYWORDS:
+            seen_type = True
+        elif depth == 0 and spelling not in ("::", "*", "&", "&&"):
+            return False  # `=`, `(`, `,`, an operator, `return`: an expression
+        elif depth > 0 and spelling not in ("::", "*", "&", ",") and token.kind not in ("literal",):
+            return False
+        token = unit.token_before(token.start)
+    return seen_type
+
+
+def _device_or_static(unit: CppUnit, start: int) -> bool:
+    """A qualifier of the statement the name is declared in (back to the previous `;`, `{` or `}`)."""
+    token = unit.token_before(start)
+    while token is not None and token.spelling not in (";", "{", "}"):
+        if token.spelling in _NOT_A_HOST_VLA:
+            return True
+        token = unit.token_before(token.start)
     return False
 
 

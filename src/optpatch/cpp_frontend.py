@@ -74,6 +74,12 @@ FUNCTION_KINDS = frozenset({
     "LAMBDA_EXPR",
 })
 LOOP_KINDS = frozenset({"FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT"})
+_FUNCTION_CURSOR_KINDS = frozenset({"FUNCTION_DECL", "CXX_METHOD", "FUNCTION_TEMPLATE", "CONSTRUCTOR", "DESTRUCTOR"})
+# Declarations a function may sit in: namespaces, classes, templates of them, `extern "C"` blocks.
+_SCOPE_KINDS = _FUNCTION_CURSOR_KINDS | frozenset({
+    "NAMESPACE", "CLASS_DECL", "STRUCT_DECL", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION",
+    "UNION_DECL", "LINKAGE_SPEC",
+})
 _DEVICE_WORDS = frozenset({"__device__", "__global__"})
 # Set-up code runs once per process or model: a saving there is noise.
 _ONE_TIME = re.compile(r"(^|_)(init|initialize|setup|set_up|create|build|allocate|register|load)(_|$)", re.I)
@@ -236,6 +242,7 @@ class CppUnit:
         self._data = source.text.encode("utf-8")
         self._header_inputs: tuple = ()
         self._build_inputs: tuple = ()
+        self._cursors: dict[int, object] = {}
         if flags is None:
             self._main_name = _MAIN_NAME
             self.tu = _parse(self._data, source.rel, self)
@@ -367,8 +374,13 @@ class CppUnit:
     # the cursor there and builds only that subtree.
 
     def cursor_at(self, offset: int):
-        """clang's most specific cursor at character `offset` of the main file (clang_getCursor)."""
-        return _clang().Cursor.from_location(self.tu, self._location(offset))
+        """clang's most specific cursor at character `offset` of the main file (clang_getCursor).
+
+        Remembered: OPT201 looks at the same `name[` when it checks and when it asks whether the file needs its
+        headers."""
+        if offset not in self._cursors:
+            self._cursors[offset] = _clang().Cursor.from_location(self.tu, self._location(offset))
+        return self._cursors[offset]
 
     def _location(self, offset: int):
         return _clang().SourceLocation.from_offset(self.tu, self._main_file, self._byte_of(offset))
@@ -557,6 +569,30 @@ class CppUnit:
         if not functions:
             return Where(Place.UNKNOWN, None, "not inside a function")
         return Where(Place.HOST, functions[0], "")
+
+    def in_device_function(self, offset: int) -> bool:
+        """Whether the innermost function declaration clang built around `offset` is `__global__` or `__device__`,
+        looked up from the top-level declarations, without the tree (for places the tree has no node for)."""
+        cursor, found = self.tu.cursor, None
+        while cursor is not None:
+            inner = None
+            for child in cursor.get_children():
+                location = child.location
+                if location.file is None or location.file.name != self._main_name:
+                    continue
+                start, end = self.char_offset(child.extent.start), self.char_offset(child.extent.end)
+                if start is not None and end is not None and start <= offset < end:
+                    inner = child
+                    break
+            if inner is None or inner.kind.name not in _SCOPE_KINDS:
+                break
+            if inner.kind.name in _FUNCTION_CURSOR_KINDS:
+                found = inner
+                break
+            cursor = inner
+        if found is None:
+            return False
+        return any(child.kind.name in ("CUDAGLOBAL_ATTR", "CUDADEVICE_ATTR") for child in found.get_children())
 
     def _device_reason(self, function: Node) -> str:
         name = function.spelling or "lambda"
@@ -862,6 +898,9 @@ def _parse_with_headers(source: SourceFile, main: str, flags: HeaderFlags, pream
     the parse cannot stand (an #include not found, libclang failing)."""
     arguments = _header_arguments(flags)
     text = source.text
+    missing = _missing_local_include(text, main, flags)
+    if missing:  # said before any header is parsed: building a precompiled header first would cost seconds
+        raise HeaderParseError(f"'{missing}' file not found (included from {main})")
     if preamble is None or not preamble.fits(text):
         preamble = preamble_of(text)
     header = None
@@ -885,6 +924,27 @@ def _parse_with_headers(source: SourceFile, main: str, flags: HeaderFlags, pream
         where = missing[0].location.file.name if missing[0].location.file else main
         raise HeaderParseError(f"{missing[0].spelling} (included from {where})")
     return unit, _inputs(source, unit, header)
+
+
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+
+def _missing_local_include(text: str, main: str, flags: HeaderFlags) -> str | None:
+    """A `#include "..."` outside any #if that neither the file's folder nor an include folder of the flags holds."""
+    words = flags.arguments
+    folders = [os.path.dirname(main)] + [words[i + 1] for i, word in enumerate(words[:-1]) if word in ("-I", "-iquote", "-isystem", "-idirafter")]
+    folders += [word[2:] for word in words if word.startswith("-I") and len(word) > 2]
+    depth = 0
+    for line in text.splitlines():
+        if _CONDITIONAL_OPEN.match(line):
+            depth += 1
+        elif _CONDITIONAL_CLOSE.match(line):
+            depth -= 1
+        elif depth == 0:
+            match = _QUOTED_INCLUDE.match(line)
+            if match and not any(os.path.isfile(os.path.join(folder, match.group(1))) for folder in folders):
+                return match.group(1)
+    return None
 
 
 def _parse_file(main: str, data: bytes, arguments: list[str], header: PrecompiledHeader | None):

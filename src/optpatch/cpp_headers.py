@@ -348,8 +348,9 @@ def _entry(file: str, directory: str, arguments: list[str]) -> _Entry:
             kept.append(word)
     if cuda_path is None and "nvcc" in compiler:
         nvcc = arguments[0] if os.path.isabs(arguments[0]) else shutil.which(arguments[0])
-        if nvcc:
-            cuda_path = str(Path(os.path.realpath(nvcc)).parent.parent)
+        toolkit = str(Path(os.path.realpath(nvcc)).parent.parent) if nvcc else None
+        if toolkit and os.path.isfile(os.path.join(toolkit, "include", "cuda_runtime_api.h")):
+            cuda_path = toolkit  # not a wrapper script's folder
     folders = [kept[i + 1] for i, word in enumerate(kept[:-1]) if word in _FOLDER_OPTIONS.values()]
     # nvcc gives its own include folder to the host compiler of a .cpp too.
     cuda_headers = language == "cuda" or "nvcc" in compiler or any(

@@ -23,8 +23,8 @@ a rewritten file reuses its original's precompiled header.
 
 Each precompiled header lives in the user's cache directory (never in the
 scanned repository), named by a hash of libclang's version, the language
-and flags, the file's folder (which quoted includes are relative to) and
-the preamble's text, beside the manifest of every header it read (their
+and flags, the preamble's text and, when it has a quoted include, the
+file's folder (which those are relative to), beside the manifest of every header it read (their
 paths, sizes, modification times and hashes; analysis_inputs.py). It is
 used while that manifest holds, and built again when it does not; clang
 itself also refuses a precompiled header whose inputs changed. Concurrent
@@ -178,7 +178,10 @@ def discard(header: PrecompiledHeader) -> None:
 
 
 def _key(preamble: Preamble, directory: str, arguments: tuple[str, ...], parser: str) -> str:
-    parts = [FORMAT, parser, directory, list(arguments), preamble.text]
+    # Only a quoted include is looked for in the file's folder: a preamble of <...> includes is shared by a
+    # project's folders.
+    folder = directory if '"' in preamble.text else ""
+    parts = [FORMAT, parser, folder, list(arguments), preamble.text]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:40]
 
 
