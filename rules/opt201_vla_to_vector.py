@@ -36,7 +36,7 @@ _AFTER_CALL_ARGUMENT = frozenset({",", ")"})
 PORTABILITY_BASIS = (
     "portability: ISO C++ has no variable-length arrays (MSVC and -pedantic reject them); std::vector costs "
     "one heap allocation and a zero fill per call. A speed-up was measured only for this rule together with "
-    "OPT202 on the same buffer: copy_blocks 31-51 us -> 13-27 us per call with 1 block pair (H100, RULES.md)"
+    "OPT202 on the same buffer: copy_blocks 32.1 -> 16.8 us host time per call (H100, docs/benchmarks.md)"
 )
 ADVICE_BASIS = "no runtime change: a constant-size array is already ISO C++"
 
@@ -121,7 +121,17 @@ class VlaToVector(Rule):
     deduced reference parameter, so an argument of a call whose declaration
     is not visible is still a pointer. `std::vector` value-initialises its
     elements, where the array left them indeterminate: reading them was
-    undefined behaviour before, so no defined program changes.
+    undefined behaviour before, so no defined program changes. An array of
+    pointers to const (`const float* rows[n]`) is an ordinary VLA of
+    pointers; a const array of objects (`const int a[n]`, `T* const p[n]`)
+    is kept: `std::vector` cannot hold const elements.
+
+    `validate` where the allocation would be repeated: a declaration inside
+    a loop, in a lambda handed to a call that may run it per element or tile
+    (`at::parallel_for`, `std::for_each`; not a dtype dispatch, which runs
+    it once), or in a function this file calls inside a loop or hands to
+    another call as a callback. `std::vector` allocates on the heap every
+    time; PyTorch reverted such a change on a hot path (pytorch #134140).
 
     Kept, with the reason: `sizeof(name)` or `decltype(name)`, `&name` (the
     address of the whole array), a reference bound to it (`auto& r = name`),
@@ -134,20 +144,23 @@ class VlaToVector(Rule):
     advice to use `std::array`, never a rewrite.
 
     ## Known problems
-    optpatch parses each file without the project's headers, against a
-    small stand-in for torch, CUDA and the standard library. An array whose
-    element type or bound comes from a header it does not know (for example
-    `scalar_t` inside `AT_DISPATCH_...`) is not seen at all: a false
-    negative, never a wrong rewrite. The rewrite may change the cost on a hot
-    path (pytorch #134140 reverted such a change for that reason).
+    optpatch first parses each file without the project's headers, against
+    a small stand-in for torch, CUDA and the standard library, and parses it
+    again with its headers where that leaves a question (a finding, or a
+    declaration the parse dropped; docs/cpp-frontend.md, "Header modes").
+    Where the headers cannot be found, an array whose element type or bound
+    comes from them (`scalar_t` inside `AT_DISPATCH_...`, a `constexpr`
+    from a header) is kept or not seen: a false negative, never a wrong
+    rewrite. A per-element caller in another file is not seen: the fix is
+    then `safe` although the function may run per tile.
 
     ## Measured impact
     None on its own: this is a portability fix, and `std::vector` adds a heap
-    allocation and a zero fill per call. RULES.md's measurement of the
-    copy_blocks host code (VLA plus `torch::from_blob(...).to(device)`,
-    rewritten to a vector plus `cudaMemcpyAsync`: 31-51 us -> 13-27 us per
-    call with 1 block pair on an H100) belongs to this rule and OPT202
-    together, and comes from OPT202's asynchronous copy.
+    allocation and a zero fill per call. The measurement of the copy_blocks
+    host code (VLA plus `torch::from_blob(...).to(device)`, rewritten to a
+    vector plus `cudaMemcpyAsync`: 32.1 -> 16.8 us host time per call with 1
+    block pair on an H100, docs/benchmarks.md) belongs to this rule and
+    OPT202 together, and comes from OPT202's asynchronous copy.
 
     ## References
     - https://clang.llvm.org/docs/DiagnosticsReference.html#wvla-cxx-extension
@@ -160,7 +173,7 @@ class VlaToVector(Rule):
     summary = "variable-length array in host code -> std::vector, decayed uses -> .data()"
     language = "cpp"
     default_tier = "safe"
-    version = 4  # 2: the fast path before the whole tree; 3: a line marker sends it to the tree too; 4: attributes keep
+    version = 5  # 2: fast path; 3: line markers; 4: attributes keep; 5: const pointers, repeated calls, headers
     tags = ("portability", "c++")
     trigger_words = ("[",)
 
@@ -188,6 +201,21 @@ class VlaToVector(Rule):
         Example(
             "#include <vector>\nvoid g(float* p);\nvoid f(const std::vector<float>& v) {\n  const int n = v.size();\n  float a[n];\n  g(a);\n}\n",
             "#include <vector>\nvoid g(float* p);\nvoid f(const std::vector<float>& v) {\n  const int n = v.size();\n  std::vector<float> a(n);\n  g(a.data());\n}\n",
+        ),
+        # An array of pointers to const is an ordinary VLA.
+        Example(
+            "#include <vector>\nvoid g(const float** rows, int n);\nvoid f(const float* base, int n) {\n"
+            "  const float* rows[n];\n  for (int i = 0; i < n; ++i) rows[i] = base + i;\n  g(rows, n);\n}\n",
+            "#include <vector>\nvoid g(const float** rows, int n);\nvoid f(const float* base, int n) {\n"
+            "  std::vector<const float*> rows(n);\n  for (int i = 0; i < n; ++i) rows[i] = base + i;\n  g(rows.data(), n);\n}\n",
+        ),
+        # Inside a loop std::vector allocates per iteration: validate tier.
+        Example(
+            "#include <vector>\nvoid g(float* p, int n);\nvoid f(int rows, int n) {\n"
+            "  for (int r = 0; r < rows; ++r) {\n    float scratch[n];\n    g(scratch, n);\n  }\n}\n",
+            "#include <vector>\nvoid g(float* p, int n);\nvoid f(int rows, int n) {\n"
+            "  for (int r = 0; r < rows; ++r) {\n    std::vector<float> scratch(n);\n    g(scratch.data(), n);\n  }\n}\n",
+            tier="validate",
         ),
     ]
 

@@ -38,9 +38,10 @@ _SIZE_TOKENS_ALLOWED = re.compile(r"^(\w+|::|\.|->|\(|\)|\[|\]|\+|-|\*|/|%|<<|>>
 _SIZE_METHODS = frozenset({"size", "numel", "dim", "stride", "sizes"})
 
 IMPACT_BASIS = (
-    "copy_blocks on an H100 (RULES.md): VLA + from_blob(...).to() -> vector + cudaMemcpyAsync saved "
-    "31-51 us -> 13-27 us per call with 1 block pair (1.8-2.4x), 1.2-1.5x with 16, 2-8% with 256; with 5.5 ms "
-    "of GPU work queued the old form returned after 5.4-5.8 ms (.to() waits for the queue), the new after 20-71 us"
+    "copy_blocks on an H100 (optpatch validate, docs/benchmarks.md): VLA + from_blob(...).to() -> vector + "
+    "cudaMemcpyAsync took host time per call from 32.1 to 16.8 us at 32 layers and 1 block pair (1.9x, the same "
+    "at 16 and 256 pairs); with 5 ms of GPU work queued the old form returned after 5,009 us (.to() waits for the "
+    "queue), the new after 23 us"
 )
 ONCE_BASIS = "one-time copy: the saving (tens of us, or the wait for queued GPU work) is paid once, not per step"
 
@@ -104,15 +105,26 @@ class FromBlobAsyncCopy(Rule):
     Replace `torch::from_blob(host, sizes, dtype).to(device)` with `torch::empty` on the device and a `cudaMemcpyAsync`.
 
     ## What it does
-    Finds `T t = torch::from_blob(ptr, {n, ...}, dtype).to(device);` (also
+    Finds `torch::from_blob(ptr, {n, ...}, dtype).to(device)` (also
     `at::from_blob`, `.to(device, /*non_blocking=*/false)` and `.cuda()`)
-    where `ptr` is a local array or `std::vector` of the same host function,
-    and rewrites it to allocate the tensor on the device and copy the bytes
-    asynchronously on the device's current stream:
+    where `ptr` is a local array or `std::vector` of the same host function
+    (or a `std::vector` it takes by value), and rewrites it to allocate the
+    tensor on the device and copy the bytes asynchronously on the device's
+    current stream:
 
         T t = torch::empty({n, ...}, torch::dtype(dtype).device(device));
         C10_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), ptr, n * sizeof(elem),
             cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream(device.index())));
+
+    A copy that initialises a new local (`T t = ...;`) becomes that
+    declaration. A copy that is returned (`return from_blob(...).to(d);`) or
+    passed to a call (`out.copy_(from_blob(...).to(d))`) goes through a new
+    local, `<buffer>_on_device`, declared just before its statement. Where
+    no statement can go first with the same effect (a condition, a branch of
+    an unbraced `if` or a loop, after a short circuit or `?:`, a member
+    initialiser, or a statement that also touches the buffer), the copy is
+    an immediately-invoked lambda in its place: `[&] { auto t = ...;
+    C10_CUDA_CHECK(...); return t; }()`.
 
     The byte count comes from the sizes and the element type the call names
     (`torch::kInt64` -> `int64_t`). `#include <ATen/cuda/CUDAContext.h>` is
@@ -156,30 +168,45 @@ class FromBlobAsyncCopy(Rule):
     `getCurrentCUDAStream()` under a guard on the same device (or
     `getCurrentCUDAStream(device.index())`).
 
+    And only where the build compiles the file with CUDA's headers: a `.cu`
+    (nvcc), or a file whose `compile_commands.json` entry has CUDA's include
+    folder (or is nvcc's), or a source of a `CUDAExtension` in `setup.py`
+    (read as text). A `.cpp` of a CPU-only extension cannot include
+    `ATen/cuda/CUDAContext.h`.
+
     `validate` when the device is not proven to be CUDA before the copy (a
-    CPU device would make the new code fail where `.to()` copied), or the
+    CPU device would make the new code fail where `.to()` copied), the
     result leaves the function or reaches code optpatch cannot see (it may
-    be used on another stream).
+    be used on another stream): returned, stored in a member, passed to a
+    function that is not torch's, or when no build file says the file is
+    compiled with CUDA's headers (`--validate` then needs `--build` to
+    compile it).
 
     Kept: a buffer that may be pinned or device memory (a parameter, a
     tensor's `data_ptr()`), options other than a plain dtype (a device in
     them means the pointer is device memory), sizes that are not a braced
     list or would be evaluated twice with side effects, strides, a kernel
     launched with another or the default stream, `.to(..., true)` (already
-    non-blocking), a function that switches streams or devices, and a result
-    not bound by a declaration of its own.
+    non-blocking), a function that switches streams or devices, and a copy
+    used any other way (`from_blob(...).to(d).sum()`).
 
     ## Known problems
     The host stops waiting for queued GPU work at this line. Code after it
     that relied on that implicit synchronisation (reading pinned memory an
-    earlier kernel wrote, host timing) is not recognised.
+    earlier kernel wrote, host timing) is not recognised. Without the
+    project's headers a call whose types are unknown (template-dependent
+    arguments, types the prelude lacks) is reported, not analysed; with them
+    (docs/cpp-frontend.md, "Header modes") torch's own declarations decide.
+    A macro from a header that chains `.to()` onto `from_blob` out of sight
+    of the file's text is not looked for.
 
     ## Measured impact
-    copy_blocks on an H100 (torch 2.11, CUDA 13.0, RULES.md), this rule with
-    OPT201 on the same pointer tables: 31-51 us -> 13-27 us per call with 1
-    block pair (1.8-2.4x), 1.2-1.5x with 16 pairs, 2-8% with 256; with 5.5 ms
-    of GPU work queued, the old form returned after 5.4-5.8 ms, the new one
-    after 20-71 us.
+    copy_blocks on an H100 (torch 2.11, CUDA 13.0; `optpatch validate`,
+    docs/benchmarks.md), this rule with OPT201 on the same pointer tables:
+    host time per call 32.1 -> 16.8 us at 32 layers and 1 block pair (1.9x),
+    the same ratio at 16 and 256 pairs; GPU time 1.56x at 1 pair, 1.03x at
+    256; with 5 ms of GPU work queued, the old form returned after 5,009 us,
+    the new one after 23 us.
 
     ## References
     - https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html (pageable memory and cudaMemcpyAsync)
@@ -191,6 +218,7 @@ class FromBlobAsyncCopy(Rule):
     summary = "torch::from_blob(host, sizes, dtype).to(device) -> torch::empty on the device + cudaMemcpyAsync"
     language = "cpp"
     default_tier = "safe"
+    version = 2  # 2: returned, argument and member forms; the build's CUDA headers; torch's own headers
     tags = ("performance", "cuda", "c++")
     trigger_words = ("from_blob",)
 
@@ -225,6 +253,18 @@ class FromBlobAsyncCopy(Rule):
             "  C10_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), buf, sizeof(float) * n * 2,\n"
             "      cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream(x.device().index())));\n"
             "  x.add_(t.sum());\n}\n",
+        ),
+        # Passed straight to a torch op: the copy goes through a new local before the statement.
+        Example(
+            "#include <ATen/cuda/CUDAContext.h>\n"
+            "void refill(torch::Tensor& out, int n) {\n  TORCH_CHECK(out.is_cuda());\n  std::vector<int64_t> host(n, 7);\n"
+            "  out.copy_(torch::from_blob(host.data(), {n}, torch::kInt64).to(out.device()));\n}\n",
+            "#include <ATen/cuda/CUDAContext.h>\n"
+            "void refill(torch::Tensor& out, int n) {\n  TORCH_CHECK(out.is_cuda());\n  std::vector<int64_t> host(n, 7);\n"
+            "  auto host_on_device = torch::empty({n}, torch::dtype(torch::kInt64).device(out.device()));\n"
+            "  C10_CUDA_CHECK(cudaMemcpyAsync(host_on_device.data_ptr(), host.data(), n * sizeof(int64_t),\n"
+            "      cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream(out.device().index())));\n"
+            "  out.copy_(host_on_device);\n}\n",
         ),
     ]
 

@@ -112,6 +112,8 @@ class HeaderReport:
     outcome: HeaderOutcome
     detail: str = ""  # for people: where the flags came from, or why the headers were not used
     flags: HeaderFlags | None = field(default=None, compare=False)  # with USED: what the safety net parses with
+    # With USED: clang's errors in that parse (message, count), which a rewrite must not add to.
+    errors: tuple[tuple[str, int], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,8 @@ def _flags_for(project: _Project, path: str) -> HeaderFlags | HeaderReport:
                                 "no CUDA toolkit found (set CUDA_HOME or put nvcc on PATH)")
         language = "c++"
     arguments = [INFERRED_STANDARD, *_host_arguments(machine)]
-    arguments += [f"-I{folder}" for folder in project.include_folders]
+    for folder in project.include_folders:
+        arguments += ["-I", folder]
     for folder in machine.torch_folders + machine.python_folders + machine.cuda_folders:
         arguments += ["-isystem", folder]
     arguments += list(machine.torch_defines)

@@ -19,6 +19,7 @@ same precompiled header), and the rewrite must add no error.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
@@ -75,18 +76,17 @@ def _look(source: SourceFile, flags: HeaderFlags, setup: HeaderSetup, check) -> 
     analysis = check(unit)
     if analysis.error is not None:
         return HeaderReport(flags.mode, HeaderOutcome.FAILED, analysis.error.reason)
-    return replace(analysis, headers=HeaderReport(flags.mode, HeaderOutcome.USED, flags.origin, flags))
+    errors = tuple(sorted(unit.error_signature().items()))
+    return replace(analysis, headers=HeaderReport(flags.mode, HeaderOutcome.USED, flags.origin, flags, errors))
 
 
-def rewrite_error(original: SourceFile, rewritten: SourceFile, flags: HeaderFlags) -> str | None:
-    """Why the rewrite would not compile with the file's headers (errors it adds), or None."""
+def rewrite_error(original: SourceFile, rewritten: SourceFile, report: HeaderReport) -> str | None:
+    """Why the rewrite would not compile with the file's headers (errors it adds to the original's, which the
+    analysis recorded), or None."""
 
     def compare() -> list[str]:
-        before = CppUnit(original, flags)
-        signature = before.error_signature()
-        del before
-        after = CppUnit(rewritten, flags, preamble=preamble_of(original.text))
-        return sorted(after.error_signature() - signature)
+        after = CppUnit(rewritten, report.flags, preamble=preamble_of(original.text))
+        return sorted(after.error_signature() - Counter(dict(report.errors)))
 
     try:
         added = run_in_child(compare, TIME_LIMIT_S)

@@ -14,7 +14,7 @@ from optpatch.model import FileError, Language
 from optpatch.source import SourceFile
 
 if TYPE_CHECKING:
-    from optpatch.cpp_headers import HeaderFlags, HeaderSetup
+    from optpatch.cpp_headers import HeaderReport, HeaderSetup
     from optpatch.python_screen import CallIndex
 
 
@@ -51,7 +51,7 @@ def parse(source: SourceFile, calls: "CallIndex | None" = None, outline: str | N
 
 
 def rewrite_error(
-    original: SourceFile, rewritten: SourceFile, written_lines: set[int], header_flags: "HeaderFlags | None" = None,
+    original: SourceFile, rewritten: SourceFile, written_lines: set[int], headers: "HeaderReport | None" = None,
 ) -> str | None:
     """The safety net: why the rewritten file would not parse, or None.
 
@@ -59,16 +59,17 @@ def rewrite_error(
     CPython takes all of it and libcst the definitions the edits wrote
     (python_frontend.rewrite_error). C++: clang always builds a tree, so the
     rewrite must add no error to the original's; parsed with the file's
-    headers (`header_flags`) when the fixes came from such a parse.
+    headers when the fixes came from such a parse (`headers`: its report,
+    with the flags and the original's errors).
     """
     if rewritten.language is Language.PYTHON:
         from optpatch.python_frontend import rewrite_error as python_rewrite_error
 
         return python_rewrite_error(original, rewritten, written_lines)
-    if header_flags is not None:
+    if headers is not None:
         from optpatch.cpp_second_look import rewrite_error as rewrite_error_with_headers
 
-        return rewrite_error_with_headers(original, rewritten, header_flags)
+        return rewrite_error_with_headers(original, rewritten, headers)
     try:
         unit = parse(rewritten)
     except FrontendError as error:

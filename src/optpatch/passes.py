@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 import pathspec
 
 from optpatch.config import Settings
-from optpatch.cpp_headers import HeaderFlags, HeaderOutcome, HeaderReport, HeaderSetup
+from optpatch.cpp_headers import HeaderOutcome, HeaderReport, HeaderSetup
 from optpatch.frontends import FrontendError, parse, rewrite_error
 from optpatch.locations import locate_findings
 from optpatch.model import Edit, FileError, Finding, Language
@@ -71,10 +71,11 @@ class Analysis:
     headers: HeaderReport | None = None  # C++/CUDA: the header mode, and whether the rules saw the headers
 
     @property
-    def header_flags(self) -> HeaderFlags | None:
-        """The flags of the parse with headers the findings come from; None when they come from the header-free one."""
+    def parsed_with_headers(self) -> HeaderReport | None:
+        """The report of the parse with headers the findings come from (its flags, its errors); None when they
+        come from the header-free parse."""
         if self.headers is not None and self.headers.outcome is HeaderOutcome.USED:
-            return self.headers.flags
+            return self.headers
         return None
 
 
@@ -106,7 +107,7 @@ class FileRecord:
         key = text_digest(rewritten.raw)
         if key not in self.net:
             lines = written_lines(rewritten, applied)
-            self.net[key] = rewrite_error(original, rewritten, lines, self.first.header_flags)
+            self.net[key] = rewrite_error(original, rewritten, lines, self.first.parsed_with_headers)
             self.changed = True
         return self.net[key]
 
