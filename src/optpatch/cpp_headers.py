@@ -200,9 +200,10 @@ def _project(root: Path, compile_commands: Path | None) -> _Project:
     database, entries, error = _database(Path(root_text), compile_commands)
     setup = Path(root_text) / "setup.py"
     setup_reading = _read_setup_py(setup) if setup.is_file() else _SetupPy()
-    cmake_folders, cmake_files = _cmake_include_folders(Path(root_text))
+    conventional, lists_files = _repository_folders(root_text)
+    cmake_folders, cmake_files = _cmake_include_folders(lists_files, Path(root_text))
     named = [*setup_reading.include_dirs, *cmake_folders, *_database_folders(entries, root_text)]
-    folders = _unique([f for f in named if _inside(f, root_text) and os.path.isdir(f)] + _include_folders(root_text))
+    folders = _unique([f for f in named if _inside(f, root_text) and os.path.isdir(f)] + conventional)
     build_files = ([str(setup)] if setup_reading.include_dirs or setup_reading.cuda_sources else []) + cmake_files
     return _Project(
         root_text, database, error, entries, tuple(folders[:MAX_INFERRED_FOLDERS]), tuple(build_files),
@@ -408,15 +409,16 @@ def _database_folders(entries: dict[str, _Entry], root: str) -> list[str]:
 # -- the repository's own include folders ------------------------------------------------------------------------
 
 
-def _include_folders(root: str) -> list[str]:
-    """Folders named include, includes or csrc, shallowest first."""
-    found = []
-    for directory, folders, _ in os.walk(root):
-        folders[:] = sorted(f for f in folders if f not in _SKIPPED_FOLDERS and not f.startswith(".") and not f.startswith("build"))
+def _repository_folders(root: str) -> tuple[list[str], list[Path]]:
+    """(folders named include, includes or csrc, shallowest first; every CMakeLists.txt), in one walk that skips
+    version control, environments and build output."""
+    found, lists = [], []
+    for directory, folders, files in os.walk(root):
+        folders[:] = sorted(f for f in folders if f not in _SKIPPED_FOLDERS and not f.startswith((".", "build")))
         found += [os.path.join(directory, f) for f in folders if f in _INCLUDE_FOLDER_NAMES]
-        if len(found) >= MAX_INFERRED_FOLDERS:
-            break
-    return sorted(found, key=lambda f: (f.count(os.sep), f))
+        if "CMakeLists.txt" in files and len(lists) < MAX_INFERRED_FOLDERS:
+            lists.append(Path(directory) / "CMakeLists.txt")
+    return sorted(found, key=lambda f: (f.count(os.sep), f))[:MAX_INFERRED_FOLDERS], lists
 
 
 @dataclass
@@ -542,12 +544,10 @@ _CMAKE_DIRECTORY_VARIABLES = ("CMAKE_CURRENT_SOURCE_DIR", "CMAKE_CURRENT_LIST_DI
 _CMAKE_ROOT_VARIABLES = ("PROJECT_SOURCE_DIR", "CMAKE_SOURCE_DIR")
 
 
-def _cmake_include_folders(root: Path) -> tuple[list[str], list[str]]:
+def _cmake_include_folders(lists_files: list[Path], root: Path) -> tuple[list[str], list[str]]:
     """(folders named by include_directories / target_include_directories, the CMakeLists.txt that named them)."""
     folders, files = [], []
-    for lists in sorted(root.rglob("CMakeLists.txt"))[:MAX_INFERRED_FOLDERS]:
-        if any(part in _SKIPPED_FOLDERS for part in lists.relative_to(root).parts):
-            continue
+    for lists in lists_files:
         try:
             text = lists.read_text(encoding="utf-8", errors="replace")
         except OSError:
