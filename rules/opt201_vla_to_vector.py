@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from optpatch.cpp_edits import statement_lines
-from optpatch.cpp_frontend import CppUnit, Node, Place, is_callee
+from optpatch.cpp_frontend import FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node, Place, is_callee
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 
 _ARRAY_KINDS = frozenset({"VARIABLEARRAY", "DEPENDENTSIZEDARRAY"})
@@ -37,7 +37,7 @@ _AFTER_CALL_ARGUMENT = frozenset({",", ")"})
 PORTABILITY_BASIS = (
     "portability: ISO C++ has no variable-length arrays (MSVC and -pedantic reject them); std::vector costs "
     "one heap allocation and a zero fill per call. A speed-up was measured only for this rule together with "
-    "OPT202 on the same buffer: copy_blocks 31-51 us -> 13-27 us per call with 1 block pair (H100, RULES.md)"
+    "OPT202 on the same buffer: copy_blocks 32.1 -> 16.8 us host time per call (H100, docs/benchmarks.md)"
 )
 ADVICE_BASIS = "no runtime change: a constant-size array is already ISO C++"
 
@@ -122,7 +122,17 @@ class VlaToVector(Rule):
     deduced reference parameter, so an argument of a call whose declaration
     is not visible is still a pointer. `std::vector` value-initialises its
     elements, where the array left them indeterminate: reading them was
-    undefined behaviour before, so no defined program changes.
+    undefined behaviour before, so no defined program changes. An array of
+    pointers to const (`const float* rows[n]`) is an ordinary VLA of
+    pointers; a const array of objects (`const int a[n]`, `T* const p[n]`)
+    is kept: `std::vector` cannot hold const elements.
+
+    `validate` where the allocation would be repeated: a declaration inside
+    a loop, in a lambda handed to a call that may run it per element or tile
+    (`at::parallel_for`, `std::for_each`; not a dtype dispatch, which runs
+    it once), or in a function this file calls inside a loop or hands to
+    another call as a callback. `std::vector` allocates on the heap every
+    time; PyTorch reverted such a change on a hot path (pytorch #134140).
 
     Kept, with the reason: `sizeof(name)` or `decltype(name)`, `&name` (the
     address of the whole array), a reference bound to it (`auto& r = name`),
@@ -135,12 +145,15 @@ class VlaToVector(Rule):
     advice to use `std::array`, never a rewrite.
 
     ## Known problems
-    optpatch parses each file without the project's headers, against a
-    small stand-in for torch, CUDA and the standard library. An array whose
-    element type or bound comes from a header it does not know (for example
-    `scalar_t` inside `AT_DISPATCH_...`) is not seen at all: a false
-    negative, never a wrong rewrite. The rewrite may change the cost on a hot
-    path (pytorch #134140 reverted such a change for that reason).
+    optpatch first parses each file without the project's headers, against
+    a small stand-in for torch, CUDA and the standard library, and parses it
+    again with its headers where that leaves a question (a finding, or a
+    declaration the parse dropped; docs/cpp-frontend.md, "Header modes").
+    Where the headers cannot be found, an array whose element type or bound
+    comes from them (`scalar_t` inside `AT_DISPATCH_...`, a `constexpr`
+    from a header) is kept or not seen: a false negative, never a wrong
+    rewrite. A per-element caller in another file is not seen: the fix is
+    then `safe` although the function may run per tile.
 
     With a `.clang-format`, the `std::vector` declaration keeps to its
     `ColumnLimit` (docs/formatting.md); a `.data()` added at a decayed use
@@ -149,11 +162,11 @@ class VlaToVector(Rule):
 
     ## Measured impact
     None on its own: this is a portability fix, and `std::vector` adds a heap
-    allocation and a zero fill per call. RULES.md's measurement of the
-    copy_blocks host code (VLA plus `torch::from_blob(...).to(device)`,
-    rewritten to a vector plus `cudaMemcpyAsync`: 31-51 us -> 13-27 us per
-    call with 1 block pair on an H100) belongs to this rule and OPT202
-    together, and comes from OPT202's asynchronous copy.
+    allocation and a zero fill per call. The measurement of the copy_blocks
+    host code (VLA plus `torch::from_blob(...).to(device)`, rewritten to a
+    vector plus `cudaMemcpyAsync`: 32.1 -> 16.8 us host time per call with 1
+    block pair on an H100, docs/benchmarks.md) belongs to this rule and
+    OPT202 together, and comes from OPT202's asynchronous copy.
 
     ## References
     - https://clang.llvm.org/docs/DiagnosticsReference.html#wvla-cxx-extension
@@ -166,7 +179,7 @@ class VlaToVector(Rule):
     summary = "variable-length array in host code -> std::vector, decayed uses -> .data()"
     language = "cpp"
     default_tier = "safe"
-    version = 4  # 2: the fast path before the whole tree; 3: a line marker sends it to the tree too; 4: attributes keep
+    version = 5  # 2: fast path; 3: line markers; 4: attributes keep; 5: const pointers, repeated calls, headers
     tags = ("portability", "c++")
     trigger_words = ("[",)
 
@@ -195,7 +208,29 @@ class VlaToVector(Rule):
             "#include <vector>\nvoid g(float* p);\nvoid f(const std::vector<float>& v) {\n  const int n = v.size();\n  float a[n];\n  g(a);\n}\n",
             "#include <vector>\nvoid g(float* p);\nvoid f(const std::vector<float>& v) {\n  const int n = v.size();\n  std::vector<float> a(n);\n  g(a.data());\n}\n",
         ),
+        # An array of pointers to const is an ordinary VLA.
+        Example(
+            "#include <vector>\nvoid g(const float** rows, int n);\nvoid f(const float* base, int n) {\n"
+            "  const float* rows[n];\n  for (int i = 0; i < n; ++i) rows[i] = base + i;\n  g(rows, n);\n}\n",
+            "#include <vector>\nvoid g(const float** rows, int n);\nvoid f(const float* base, int n) {\n"
+            "  std::vector<const float*> rows(n);\n  for (int i = 0; i < n; ++i) rows[i] = base + i;\n  g(rows.data(), n);\n}\n",
+        ),
+        # Inside a loop std::vector allocates per iteration: validate tier.
+        Example(
+            "#include <vector>\nvoid g(float* p, int n);\nvoid f(int rows, int n) {\n"
+            "  for (int r = 0; r < rows; ++r) {\n    float scratch[n];\n    g(scratch, n);\n  }\n}\n",
+            "#include <vector>\nvoid g(float* p, int n);\nvoid f(int rows, int n) {\n"
+            "  for (int r = 0; r < rows; ++r) {\n    std::vector<float> scratch(n);\n    g(scratch.data(), n);\n  }\n}\n",
+            tier="validate",
+        ),
     ]
+
+    @classmethod
+    def needs_headers(cls, unit: CppUnit, findings: list[Finding]) -> bool:
+        """Any finding (its bound, element type or host side may resolve otherwise), and any `name[n]` that
+        reads as a declaration the header-free parse dropped (`std::complex<float> buf[n];` with no
+        declaration of std::complex)."""
+        return bool(findings) or _hidden_declaration(unit)
 
     def check(self, unit: CppUnit) -> Iterator[Finding]:
         for node in _array_declarations(unit):
@@ -266,12 +301,7 @@ class VlaToVector(Rule):
 
     def _fix(self, unit: CppUnit, declaration: Node, shape: tuple[str, str], uses: list[Use], proof: BoundProof, context: Context) -> Finding:
         element, bound_text = shape
-        replacement = f"std::vector<{element}> {declaration.spelling}({bound_text})"
-        edits = [_declaration_edit(unit, declaration, replacement)]
-        edits += [use.edit for use in uses if use.edit is not None]
-        include = unit.include_edit("vector")
-        if include is not None:
-            edits.append(include)
+        edits, replacement = _rewrite(unit, declaration, element, bound_text, uses)
         decayed = sum(1 for use in uses if use.edit is not None)
         reason = (
             f"`{declaration.spelling}` is a variable-length array in host code: its bound `{bound_text}` depends on "
@@ -279,13 +309,117 @@ class VlaToVector(Rule):
         )
         steps = [f"bound `{bound_text}` depends on {w}" for w in proof.witnesses]
         steps += [f"L{unit.line_of(u.node.start)}: `{u.node.spelling}` -> `{u.edit.text}`" for u in uses if u.edit]
-        return self.fix(unit, unit.position(declaration.start), reason=reason, tier=Tier.SAFE, edits=sorted(edits),
-                        context=context, impact=Impact.LOW, basis=PORTABILITY_BASIS, replacement=replacement + ";", proof=steps)
+        tier = Tier.SAFE
+        repeated = _repeated_call(unit, declaration, context)
+        if repeated:
+            # std::vector allocates on the heap each time: a cost the array never had, on a path that may be hot.
+            tier = Tier.VALIDATE
+            note = f"{repeated}: std::vector heap-allocates on every call there (pytorch #134140 reverted such a change)"
+            reason += f"; {note}"
+            steps.append(note)
+        return self.fix(unit, unit.position(declaration.start), reason=reason, tier=tier, edits=sorted(edits),
+                        context=context, impact=Impact.LOW, basis=PORTABILITY_BASIS, replacement=replacement, proof=steps)
 
     def _keep(self, unit: CppUnit, declaration: Node, context: Context, reason: str, category: KeepCategory) -> Finding:
         return self.keep(unit, unit.position(declaration.start), reason=reason, category=category, context=context)
 
 
+# -- the edit text ----------------------------------------------------------------------------------
+
+
+def _rewrite(unit: CppUnit, declaration: Node, element: str, bound_text: str, uses: list[Use]) -> tuple[list[Edit], str]:
+    """The edits of the rewrite (the declaration, each decayed use, the include) and the new declaration's text."""
+    replacement = f"std::vector<{element}> {declaration.spelling}({bound_text})"
+    edits = [_declaration_edit(unit, declaration, replacement)]
+    edits += [use.edit for use in uses if use.edit is not None]
+    include = unit.include_edit("vector")
+    if include is not None:
+        edits.append(include)
+    return edits, replacement + ";"
+
+
+# -- how often the declaration runs ----------------------------------------------------------------
+
+# Calls known to run their lambda argument once: ATen's dtype dispatch (and the projects that copy it), call_once.
+_ONCE_CALLERS = re.compile(r"DISPATCH|call_once", re.I)
+
+
+def _repeated_call(unit: CppUnit, declaration: Node, context: Context) -> str:
+    """Why the declaration may run per element or per tile (so that an allocation there costs), or ""."""
+    if context is Context.HOT:
+        return "it is declared inside a loop"
+    for ancestor in declaration.ancestors():
+        if ancestor.kind == "LAMBDA_EXPR":
+            caller = _caller_of_argument(unit, ancestor)
+            if caller and not _ONCE_CALLERS.search(caller):
+                return f"it is in a lambda handed to `{caller}`, which may call it per element or per tile"
+            holder = _holder(ancestor)
+            if holder is not None:
+                return _called_repeatedly(unit, holder)
+            if caller is None:
+                continue  # called where it is written: the function around it decides
+            return ""
+        if ancestor.kind in FUNCTION_KINDS:
+            return _called_repeatedly(unit, ancestor)
+    return ""
+
+
+def _holder(lambda_expr: Node) -> Node | None:
+    """The variable a lambda is stored in (`auto body = [&] {...};`), if any."""
+    node = lambda_expr.parent
+    while node is not None and node.kind in ("UNEXPOSED_EXPR", "CALL_EXPR") and node.start == lambda_expr.start:
+        node = node.parent
+    return node if node is not None and node.kind == "VAR_DECL" else None
+
+
+def _caller_of_argument(unit: CppUnit, node: Node) -> str | None:
+    """The name of the call that `node` (a lambda or a function's name) is an argument of; None when it is
+    called right there (`[&] {...}()`, `f(x)`) or is no argument. Read from the tokens, which a macro's
+    expansion (`AT_DISPATCH_...(..., [&] {...})`) leaves as written."""
+    tokens = unit.tokens
+    first = unit.token_index(node.start)
+    last = unit.token_index(node.end)
+    if last < len(tokens) and tokens[last].spelling in ("(", "<"):
+        return None
+    depth = 0
+    for index in range(first - 1, -1, -1):
+        spelling = tokens[index].spelling
+        if spelling in (")", "]", "}"):
+            depth += 1
+        elif spelling in ("(", "[", "{"):
+            if depth:
+                depth -= 1
+                continue
+            if spelling != "(" or index == 0 or tokens[index - 1].kind != "identifier":
+                return None
+            return tokens[index - 1].spelling
+        elif spelling == ";" and not depth:
+            return None
+    return None
+
+
+def _called_repeatedly(unit: CppUnit, callable_: Node) -> str:
+    """Where this file calls a function (or a variable holding a lambda) inside a loop, or hands it to another
+    call as a callback; else ""."""
+    name = callable_.spelling
+    if not name or callable_.kind == "LAMBDA_EXPR":
+        return ""
+    if callable_.kind == "VAR_DECL":
+        references = unit.references_to(callable_)
+    else:
+        references = [
+            node for node in unit.nodes
+            if node.kind == "DECL_REF_EXPR" and node.spelling == name and not callable_.start <= node.start < callable_.end
+            and (target := unit.referenced(node)) is not None and target.canonical == callable_.cursor.canonical
+        ]
+    for node in references:
+        line = unit.line_of(node.start)
+        if any(a.kind in LOOP_KINDS and not unit.runs_once(a) for a in node.ancestors()):
+            return f"`{name}` is called inside a loop (L{line})"
+        caller = _caller_of_argument(unit, node)
+        if caller and not _ONCE_CALLERS.search(caller):
+            return f"`{name}` is handed to `{caller}` as a callback (L{line})"
+    return ""
 def _declaration_edit(unit: CppUnit, declaration: Node, replacement: str) -> Edit:
     """The declaration rewritten; with a .clang-format, its statement kept within the column limit."""
     text = unit.source.text
@@ -386,6 +520,71 @@ def _never_declared_here(text: str, start: int) -> bool:
     if before == ">":
         return at > 0 and text[at - 1] == "-"
     return before in _NOT_BEFORE_A_DECLARATOR
+
+
+# Keywords that may end the type before a declarator's name (`unsigned long a[n]`, `const char* p[n]`).
+_TYPE_KEYWORDS = frozenset({
+    "bool", "char", "char8_t", "char16_t", "char32_t", "wchar_t", "short", "int", "long", "signed", "unsigned",
+    "float", "double", "void", "auto", "const", "volatile",
+})
+_DECLARED_KINDS = frozenset({"VAR_DECL", "FIELD_DECL", "PARM_DECL"})
+
+
+# Before a declaration, these say it is no candidate: device memory, or an array that cannot be variable-length.
+_NOT_A_HOST_VLA = frozenset({"__shared__", "__constant__", "__device__", "static", "extern", "constexpr", "constinit"})
+
+
+def _hidden_declaration(unit: CppUnit) -> bool:
+    """A `name[` with a non-literal bound that reads as a declaration clang did not build: after something that
+    can end a type (a name, `>`, a type keyword, or a `*`/`&` that follows one), with neither a declaration nor
+    an expression at the name, outside any device function: code the header-free parse dropped."""
+    text = unit.source.text
+    for match in _NAME_BEFORE_BRACKET.finditer(text):
+        start = match.start(1)
+        if _never_declared_here(text, start) or _CONSTANT_BOUND.match(text, match.end()):
+            continue
+        cursor = unit.cursor_at(start)
+        if cursor is None or cursor.kind.name in _DECLARED_KINDS or cursor.kind.is_expression():
+            continue
+        if cursor.kind.name.startswith("MACRO_") or unit.token_at(start) is None:
+            continue  # a macro, a comment or a string: the whole file's tokens, only this rare far
+        if _ends_a_type(unit, start) and not _device_or_static(unit, start) and not unit.in_device_function(start):
+            return True
+    return False
+
+
+def _ends_a_type(unit: CppUnit, start: int) -> bool:
+    """The tokens before the name spell a type that starts a statement: `T a[`, `ns::T<int>* a[`,
+    `const char* a[`; not `x * a[`, `f(&a[` or `return a[`."""
+    token, depth, seen_type = unit.token_before(start), 0, False
+    while token is not None:
+        spelling = token.spelling
+        if spelling in (">", ">>"):
+            depth += len(spelling)
+        elif spelling == "<":
+            depth -= 1
+            if depth < 0:
+                return False
+        elif depth == 0 and spelling in (";", "{", "}", ":"):
+            return seen_type
+        elif token.kind == "identifier" or token.kind == "keyword" and spelling in _TYPE_KEYWORDS:
+            seen_type = True
+        elif depth == 0 and spelling not in ("::", "*", "&", "&&"):
+            return False  # `=`, `(`, `,`, an operator, `return`: an expression
+        elif depth > 0 and spelling not in ("::", "*", "&", ",") and token.kind not in ("literal",):
+            return False
+        token = unit.token_before(token.start)
+    return seen_type
+
+
+def _device_or_static(unit: CppUnit, start: int) -> bool:
+    """A qualifier of the statement the name is declared in (back to the previous `;`, `{` or `}`)."""
+    token = unit.token_before(start)
+    while token is not None and token.spelling not in (";", "{", "}"):
+        if token.spelling in _NOT_A_HOST_VLA:
+            return True
+        token = unit.token_before(token.start)
+    return False
 
 
 def _all_array_declarations(unit: CppUnit) -> list[Node]:
@@ -609,7 +808,11 @@ def _declaration_shape(unit: CppUnit, declaration: Node) -> tuple[str, str] | st
         return "the declaration is spelled through a macro"
     name_index = names[0]
     type_tokens, rest = tokens[:name_index], tokens[name_index + 1 :]
-    blocking = [t.spelling for t in type_tokens if t.spelling in _DECLARATION_BLOCKERS]
+    if element_type.is_const_qualified() or element_type.is_volatile_qualified():
+        return "a const or volatile array of objects: std::vector cannot hold const elements"
+    # `const float* ptrs[n]` is an ordinary array of pointers (to const): its qualifiers belong to the pointees.
+    qualifiers = {"const", "volatile"} if element_type.get_canonical().kind.name == "POINTER" else set()
+    blocking = [t.spelling for t in type_tokens if t.spelling in _DECLARATION_BLOCKERS and t.spelling not in qualifiers]
     if blocking or not type_tokens:
         return f"the declaration has `{blocking[0] if blocking else declaration.spelling}`: only a plain `T name[n];` is rewritten"
     if not rest or rest[0].spelling != "[" or rest[-1].spelling != "]":

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 from typing import Iterator
@@ -38,9 +39,10 @@ _SIZE_TOKENS_ALLOWED = re.compile(r"^(\w+|::|\.|->|\(|\)|\[|\]|\+|-|\*|/|%|<<|>>
 _SIZE_METHODS = frozenset({"size", "numel", "dim", "stride", "sizes"})
 
 IMPACT_BASIS = (
-    "copy_blocks on an H100 (RULES.md): VLA + from_blob(...).to() -> vector + cudaMemcpyAsync saved "
-    "31-51 us -> 13-27 us per call with 1 block pair (1.8-2.4x), 1.2-1.5x with 16, 2-8% with 256; with 5.5 ms "
-    "of GPU work queued the old form returned after 5.4-5.8 ms (.to() waits for the queue), the new after 20-71 us"
+    "copy_blocks on an H100 (optpatch validate, docs/benchmarks.md): VLA + from_blob(...).to() -> vector + "
+    "cudaMemcpyAsync took host time per call from 32.1 to 16.8 us at 32 layers and 1 block pair (1.9x, the same "
+    "at 16 and 256 pairs); with 5 ms of GPU work queued the old form returned after 5,009 us (.to() waits for the "
+    "queue), the new after 23 us"
 )
 ONCE_BASIS = "one-time copy: the saving (tens of us, or the wait for queued GPU work) is paid once, not per step"
 
@@ -53,16 +55,38 @@ class NotRewritable(Exception):
         self.category = category
 
 
+class Placement(enum.Enum):
+    """Where the allocation and the copy go."""
+
+    DECLARATION = "declaration"  # `T t = from_blob(...).to(d);`: the declaration becomes the allocation
+    BEFORE_STATEMENT = "before the statement"  # a new local before the statement that uses the copy
+    IN_PLACE = "in place"  # no statement can go before it: an immediately-invoked lambda
+
+
+class Consumer(enum.Enum):
+    """What receives the copy."""
+
+    LOCAL = "a local variable"
+    RETURNED = "returned"
+    ARGUMENT = "an argument"
+    MEMBER = "a member"
+
+
 @dataclass(frozen=True)
 class Site:
-    """The pieces of `T t = ns::from_blob(ptr, {sizes}, opts).to(device);`."""
+    """The pieces of `ns::from_blob(ptr, {sizes}, opts).to(device)` and of the code around it."""
 
-    statement: Node
-    result: Node  # the VAR_DECL of `t`
+    placement: Placement
+    consumer: Consumer
+    consumer_name: str  # the local variable, the callee, the member; "" when returned
+    statement: Node | None  # the declaration (DECLARATION), the statement (BEFORE_STATEMENT); None IN_PLACE
+    result: Node | None  # the VAR_DECL of `t` (DECLARATION)
+    expression: Node  # the whole `from_blob(...).to(...)`
     from_blob: Node
     to_call: Node
     namespace: str  # "torch" or "at"
     pointer: str
+    pointer_name: str  # the variable behind the pointer
     buffer: str  # why the buffer is pageable host memory
     sizes: list[str]
     options: str
@@ -71,21 +95,37 @@ class Site:
     device: str
     device_is_type: bool  # torch::kCUDA rather than a torch::Device
 
+    @property
+    def start(self) -> int:
+        """Where the copy now happens: code before this runs before it."""
+        return self.statement.start if self.statement is not None else self.expression.start
+
 
 class FromBlobAsyncCopy(Rule):
     """
     Replace `torch::from_blob(host, sizes, dtype).to(device)` with `torch::empty` on the device and a `cudaMemcpyAsync`.
 
     ## What it does
-    Finds `T t = torch::from_blob(ptr, {n, ...}, dtype).to(device);` (also
+    Finds `torch::from_blob(ptr, {n, ...}, dtype).to(device)` (also
     `at::from_blob`, `.to(device, /*non_blocking=*/false)` and `.cuda()`)
-    where `ptr` is a local array or `std::vector` of the same host function,
-    and rewrites it to allocate the tensor on the device and copy the bytes
-    asynchronously on the device's current stream:
+    where `ptr` is a local array or `std::vector` of the same host function
+    (or a `std::vector` it takes by value), and rewrites it to allocate the
+    tensor on the device and copy the bytes asynchronously on the device's
+    current stream:
 
         T t = torch::empty({n, ...}, torch::dtype(dtype).device(device));
         C10_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), ptr, n * sizeof(elem),
             cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream(device.index())));
+
+    A copy that initialises a new local (`T t = ...;`) becomes that
+    declaration. A copy that is returned (`return from_blob(...).to(d);`) or
+    passed to a call (`out.copy_(from_blob(...).to(d))`) goes through a new
+    local, `<buffer>_on_device`, declared just before its statement. Where
+    no statement can go first with the same effect (a condition, a branch of
+    an unbraced `if` or a loop, after a short circuit or `?:`, a member
+    initialiser, or a statement that also touches the buffer), the copy is
+    an immediately-invoked lambda in its place: `[&] { auto t = ...;
+    C10_CUDA_CHECK(...); return t; }()`.
 
     The byte count comes from the sizes and the element type the call names
     (`torch::kInt64` -> `int64_t`). `#include <ATen/cuda/CUDAContext.h>` is
@@ -129,36 +169,55 @@ class FromBlobAsyncCopy(Rule):
     `getCurrentCUDAStream()` under a guard on the same device (or
     `getCurrentCUDAStream(device.index())`).
 
+    And only where the build compiles the file with CUDA's headers: a `.cu`
+    (nvcc), or a file whose `compile_commands.json` entry has CUDA's include
+    folder (or is nvcc's), or a source of a `CUDAExtension` in `setup.py`
+    (read as text). A `.cpp` of a CPU-only extension cannot include
+    `ATen/cuda/CUDAContext.h`.
+
     `validate` when the device is not proven to be CUDA before the copy (a
-    CPU device would make the new code fail where `.to()` copied), or the
+    CPU device would make the new code fail where `.to()` copied), the
     result leaves the function or reaches code optpatch cannot see (it may
-    be used on another stream).
+    be used on another stream): returned, stored in a member, passed to a
+    function that is not torch's, or when no build file says the file is
+    compiled with CUDA's headers (`--validate` then needs `--build` to
+    compile it).
 
     Kept: a buffer that may be pinned or device memory (a parameter, a
     tensor's `data_ptr()`), options other than a plain dtype (a device in
     them means the pointer is device memory), sizes that are not a braced
     list or would be evaluated twice with side effects, strides, a kernel
     launched with another or the default stream, `.to(..., true)` (already
-    non-blocking), a function that switches streams or devices, and a result
-    not bound by a declaration of its own.
+    non-blocking), a function that switches streams or devices, and a copy
+    used any other way (`from_blob(...).to(d).sum()`).
 
     ## Known problems
     The host stops waiting for queued GPU work at this line. Code after it
     that relied on that implicit synchronisation (reading pinned memory an
-    earlier kernel wrote, host timing) is not recognised.
+    earlier kernel wrote, host timing) is not recognised. Without the
+    project's headers a call whose types are unknown (template-dependent
+    arguments, types the prelude lacks) is reported, not analysed; with them
+    (docs/cpp-frontend.md, "Header modes") torch's own declarations decide.
+    A macro from a header that chains `.to()` onto `from_blob` out of sight
+    of the file's text is not looked for.
 
     With a `.clang-format`, the allocation and the copy are laid out within
     its `ColumnLimit` as clang-format breaks such statements
     (`ContinuationIndentWidth`, `BinPackArguments`, `AlignAfterOpenBracket`;
     docs/formatting.md); the `#include <ATen/cuda/CUDAContext.h>` goes
-    after the last include, which `SortIncludes` may reorder.
+    after the last include, which `SortIncludes` may reorder. Only the
+    declaration form is laid out so: the new local before a `return`,
+    argument or member initialiser, and the immediately-invoked lambda, keep
+    a fixed layout (the copy broken once before `cudaMemcpyHostToDevice`),
+    which clang-format may re-wrap.
 
     ## Measured impact
-    copy_blocks on an H100 (torch 2.11, CUDA 13.0, RULES.md), this rule with
-    OPT201 on the same pointer tables: 31-51 us -> 13-27 us per call with 1
-    block pair (1.8-2.4x), 1.2-1.5x with 16 pairs, 2-8% with 256; with 5.5 ms
-    of GPU work queued, the old form returned after 5.4-5.8 ms, the new one
-    after 20-71 us.
+    copy_blocks on an H100 (torch 2.11, CUDA 13.0; `optpatch validate`,
+    docs/benchmarks.md), this rule with OPT201 on the same pointer tables:
+    host time per call 32.1 -> 16.8 us at 32 layers and 1 block pair (1.9x),
+    the same ratio at 16 and 256 pairs; GPU time 1.56x at 1 pair, 1.03x at
+    256; with 5 ms of GPU work queued, the old form returned after 5,009 us,
+    the new one after 23 us.
 
     ## References
     - https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html (pageable memory and cudaMemcpyAsync)
@@ -170,6 +229,7 @@ class FromBlobAsyncCopy(Rule):
     summary = "torch::from_blob(host, sizes, dtype).to(device) -> torch::empty on the device + cudaMemcpyAsync"
     language = "cpp"
     default_tier = "safe"
+    version = 2  # 2: returned, argument and member forms; the build's CUDA headers; torch's own headers
     tags = ("performance", "cuda", "c++")
     trigger_words = ("from_blob",)
 
@@ -204,6 +264,18 @@ class FromBlobAsyncCopy(Rule):
             "  C10_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), buf, sizeof(float) * n * 2,\n"
             "      cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream(x.device().index())));\n"
             "  x.add_(t.sum());\n}\n",
+        ),
+        # Passed straight to a torch op: the copy goes through a new local before the statement.
+        Example(
+            "#include <ATen/cuda/CUDAContext.h>\n"
+            "void refill(torch::Tensor& out, int n) {\n  TORCH_CHECK(out.is_cuda());\n  std::vector<int64_t> host(n, 7);\n"
+            "  out.copy_(torch::from_blob(host.data(), {n}, torch::kInt64).to(out.device()));\n}\n",
+            "#include <ATen/cuda/CUDAContext.h>\n"
+            "void refill(torch::Tensor& out, int n) {\n  TORCH_CHECK(out.is_cuda());\n  std::vector<int64_t> host(n, 7);\n"
+            "  auto host_on_device = torch::empty({n}, torch::dtype(torch::kInt64).device(out.device()));\n"
+            "  C10_CUDA_CHECK(cudaMemcpyAsync(host_on_device.data_ptr(), host.data(), n * sizeof(int64_t),\n"
+            "      cudaMemcpyHostToDevice, at::cuda::getCurrentCUDAStream(out.device().index())));\n"
+            "  out.copy_(host_on_device);\n}\n",
         ),
     ]
 
@@ -252,33 +324,22 @@ class FromBlobAsyncCopy(Rule):
                 continue
             if tokens[close + 1].spelling == "." and tokens[close + 2].spelling in ("to", "cuda"):
                 line, col = unit.position(token.start)
+                without = "" if unit.with_headers else " without the project's headers"
                 reason = (
                     "a call with template-dependent arguments: its types are unknown until instantiation; not analysed"
                     if token.end in dependent
-                    else "this statement does not parse without the project's headers (unknown types in it); not analysed"
+                    else f"this statement does not parse{without} (unknown types in it); not analysed"
                 )
                 yield self.keep(unit, (line, col), reason=reason, category=KeepCategory.UNRESOLVED, context=Context.CALL)
 
     # -- findings ---------------------------------------------------------------------------
 
     def _fix(self, unit: CppUnit, site: Site, context: Context, tier: Tier, proof: list[str]) -> Finding:
-        result = site.result.spelling
-        options = (
-            f"{site.namespace}::dtype({site.options}).device({site.device})"
-            if site.options_form == "scalar_type" else f"{site.options}.device({site.device})"
-        )
-        allocation = f"{site.namespace}::empty({{{', '.join(site.sizes)}}}, {options})"
-        stream = "at::cuda::getCurrentCUDAStream()" if site.device_is_type else f"at::cuda::getCurrentCUDAStream({site.device}.index())"
-        copy = (f"C10_CUDA_CHECK(cudaMemcpyAsync({result}.data_ptr(), {site.pointer}, {_byte_count(site)}, "
-                f"cudaMemcpyHostToDevice, {stream}));")
-        edits = [_rewrite_edit(unit, site, allocation, copy)]
-        include = unit.include_edit("ATen/cuda/CUDAContext.h")
-        if include is not None:
-            edits.append(include)
+        edits, replacement = _rewrite(unit, site)
         impact, basis = (Impact.LOW, ONCE_BASIS) if context is Context.ONCE else (Impact.HIGH, IMPACT_BASIS)
         return self.fix(
             unit, unit.position(site.from_blob.start), reason="; ".join(proof), tier=tier, edits=sorted(edits),
-            context=context, impact=impact, basis=basis, replacement=" ".join(f"{allocation}; {copy}".split()), proof=proof,
+            context=context, impact=impact, basis=basis, replacement=replacement, proof=proof,
         )
 
     def _keep(self, unit: CppUnit, node: Node, context: Context, reason: str, category: KeepCategory) -> Finding:
@@ -300,6 +361,62 @@ def _rewrite_edit(unit: CppUnit, site: Site, allocation: str, copy: str) -> Edit
     declaration = statement_lines(" ".join(declared.split()) + " " + allocation + ";", indent, style, newline)
     copied = statement_lines(copy, indent, style, newline, trailing)
     return Edit(site.statement.start, site.statement.end, f"{declaration}{newline}{indent}{copied}")
+# -- the edit text ----------------------------------------------------------------------------------
+
+
+def _rewrite(unit: CppUnit, site: Site) -> tuple[list[Edit], str]:
+    """The edits of the rewrite (the allocation and the copy where `site.placement` says, the include) and
+    the new code in one line, for people."""
+    newline = unit.newline()
+    options = (
+        f"{site.namespace}::dtype({site.options}).device({site.device})"
+        if site.options_form == "scalar_type" else f"{site.options}.device({site.device})"
+    )
+    allocation = f"{site.namespace}::empty({{{', '.join(site.sizes)}}}, {options})"
+    stream = "at::cuda::getCurrentCUDAStream()" if site.device_is_type else f"at::cuda::getCurrentCUDAStream({site.device}.index())"
+
+    def copy(result: str, indent: str) -> str:
+        return (
+            f"C10_CUDA_CHECK(cudaMemcpyAsync({result}.data_ptr(), {site.pointer}, {_byte_count(site)},{newline}"
+            f"{indent}    cudaMemcpyHostToDevice, {stream}));"
+        )
+
+    if site.placement is Placement.DECLARATION:
+        one_line = (f"C10_CUDA_CHECK(cudaMemcpyAsync({site.result.spelling}.data_ptr(), {site.pointer}, "
+                    f"{_byte_count(site)}, cudaMemcpyHostToDevice, {stream}));")
+        edit = _rewrite_edit(unit, site, allocation, one_line)
+        new_code = edit.text
+        edits = [edit]
+    elif site.placement is Placement.BEFORE_STATEMENT:
+        local = _new_local_name(unit, site)
+        indent = unit.indentation(site.statement.start)
+        starts_line = not unit.text(unit.source.line_starts[unit.line_of(site.statement.start) - 1], site.statement.start).strip()
+        gap = f"{newline}{indent}" if starts_line else " "
+        new_code = f"auto {local} = {allocation};{gap}{copy(local, indent)}{gap}"
+        edits = [Edit(site.statement.start, site.statement.start, new_code), Edit(site.expression.start, site.expression.end, local)]
+    else:
+        local = _new_local_name(unit, site)
+        indent = unit.indentation(site.expression.start)
+        body = f"{indent}    "
+        new_code = (
+            f"[&] {{{newline}{body}auto {local} = {allocation};{newline}{body}{copy(local, body)}{newline}"
+            f"{body}return {local};{newline}{indent}  }}()"
+        )
+        edits = [Edit(site.expression.start, site.expression.end, new_code)]
+    include = unit.include_edit("ATen/cuda/CUDAContext.h")
+    if include is not None:
+        edits.append(include)
+    return edits, " ".join(new_code.split())
+
+
+def _new_local_name(unit: CppUnit, site: Site) -> str:
+    """A name for the device tensor that nothing in the file spells: `<buffer>_on_device`, numbered if taken."""
+    taken = {token.spelling for token in unit.tokens if token.kind == "identifier"}
+    base = f"{site.pointer_name}_on_device" if site.pointer_name else "table_on_device"
+    name, number = base, 2
+    while name in taken:
+        name, number = f"{base}_{number}", number + 1
+    return name
 
 
 # -- recognising the call ---------------------------------------------------------------------------
@@ -374,7 +491,7 @@ def _macro_definitions(text: str) -> Iterator[str]:
 
 def _is_torch_from_blob(unit: CppUnit, node: Node) -> bool:
     callee = unit.referenced(node)
-    return callee is not None and unit.in_prelude(callee)
+    return callee is not None and unit.declared_by_library(callee, ("at", "torch"))
 
 
 def _chained_copy(from_blob: Node) -> Node | None:
@@ -394,13 +511,12 @@ def _outermost_function(node: Node) -> Node:
 
 
 def _site(unit: CppUnit, from_blob: Node, to_call: Node, function: Node) -> Site:
-    statement, result = _bound_statement(unit, to_call)
     device, device_is_type = _device(unit, to_call)
     arguments = from_blob.arguments()
     if len(arguments) != 3:
         raise NotRewritable("from_blob with strides or a deleter: only (ptr, sizes, options) is rewritten")
     pointer, sizes, options = arguments
-    buffer = _pageable_buffer(unit, pointer, function)
+    buffer, pointer_name = _pageable_buffer(unit, pointer, function)
     size_texts = _sizes(unit, sizes)
     options_text = " ".join(unit.node_text(options).split())
     compact = options_text.replace(" ", "")
@@ -411,9 +527,11 @@ def _site(unit: CppUnit, from_blob: Node, to_call: Node, function: Node) -> Site
             element = _ELEMENT_TYPES.get(name)
             if element is None:
                 raise NotRewritable(f"element type of `{options_text}` is not known to optpatch", KeepCategory.UNKNOWN_SIZE)
+            placement, consumer, consumer_name, statement, result, expression = _placement(unit, to_call, pointer_name)
             return Site(
-                statement, result, from_blob, to_call, _namespace(unit, from_blob),
-                unit.node_text(pointer), buffer, size_texts, options_text, form, element, device, device_is_type,
+                placement, consumer, consumer_name, statement, result, expression, from_blob, to_call,
+                _namespace(unit, from_blob), unit.node_text(pointer), pointer_name, buffer, size_texts, options_text,
+                form, element, device, device_is_type,
             )
     raise NotRewritable(
         f"options `{options_text}` do not name just a dtype: the element type is unknown, and a device in them would mean device memory", KeepCategory.UNKNOWN_SIZE
@@ -426,22 +544,82 @@ def _namespace(unit: CppUnit, from_blob: Node) -> str:
     return "torch" if (first.spelling, second.spelling) == ("torch", "::") else "at"
 
 
-def _bound_statement(unit: CppUnit, to_call: Node) -> tuple[Node, Node]:
-    node = to_call.parent
-    while node is not None and node.kind in ("UNEXPOSED_EXPR", "CALL_EXPR") and (node.start, node.end) == (to_call.start, to_call.end):
-        node = node.parent
-    if node is None or node.kind != "VAR_DECL":
-        raise NotRewritable("the copy is not the initialiser of a new local variable; bind it to one first")
-    statement = node.parent
+# Between the copy and its statement, these would make the copy run conditionally or in another order.
+_ORDERING_OPERATORS = frozenset({"&&", "||", ","})
+_WRAPPERS = ("UNEXPOSED_EXPR", "CALL_EXPR", "PAREN_EXPR")
+
+
+def _placement(unit: CppUnit, to_call: Node, pointer_name: str):
+    """(placement, consumer, consumer's name, statement, result variable, the whole copy expression)."""
+    expression = to_call
+    while (
+        expression.parent is not None and expression.parent.kind in _WRAPPERS
+        and (expression.parent.start, expression.parent.end) == (to_call.start, to_call.end)
+    ):
+        expression = expression.parent
+    parent = expression.parent
+    if parent is not None and parent.kind == "VAR_DECL":
+        return (Placement.DECLARATION, Consumer.LOCAL, parent.spelling, *_declaration(unit, parent, expression), expression)
+    consumer, name = _consumer(unit, expression)
+    if consumer is Consumer.MEMBER:
+        return Placement.IN_PLACE, consumer, name, None, None, expression
+    statement = _statement_before(unit, expression, pointer_name)
+    placement = Placement.IN_PLACE if statement is None else Placement.BEFORE_STATEMENT
+    return placement, consumer, name, statement, None, expression
+
+
+def _declaration(unit: CppUnit, variable: Node, expression: Node) -> tuple[Node, Node]:
+    statement = variable.parent
     if (
         statement is None or statement.kind != "DECL_STMT" or statement.parent is None
         or statement.parent.kind != "COMPOUND_STMT" or len(statement.children) != 1
     ):
         raise NotRewritable("the declaration is not a statement of its own")
-    after = unit.token_after(to_call.end)
+    after = unit.token_after(expression.end)
     if after is None or after.spelling != ";" or after.end != statement.end:
         raise NotRewritable("something follows the copy in the declaration")
-    return statement, node
+    return statement, variable
+
+
+def _consumer(unit: CppUnit, expression: Node) -> tuple[Consumer, str]:
+    """Who receives the copy: a `return`, a call's argument, a member initialiser."""
+    parent = expression.parent
+    while parent is not None and parent.kind == "PAREN_EXPR":
+        parent = parent.parent
+    if parent is not None and parent.kind == "RETURN_STMT":
+        return Consumer.RETURNED, ""
+    if parent is not None and parent.kind == "CONSTRUCTOR":
+        members = [c for c in parent.children if c.kind == "MEMBER_REF" and c.end <= expression.start]
+        if members:
+            return Consumer.MEMBER, members[-1].spelling
+    if parent is not None and parent.kind == "CALL_EXPR" and expression in parent.arguments():
+        callee = parent.spelling or unit.text(parent.start, expression.start).split("(")[0].strip()
+        return Consumer.ARGUMENT, callee
+    raise NotRewritable(
+        "the copy is neither bound to a new local, returned, passed to a call nor a member's initialiser",
+        KeepCategory.CANNOT_SPELL,
+    )
+
+
+def _statement_before(unit: CppUnit, expression: Node, pointer_name: str) -> Node | None:
+    """The statement of a block that the copy can run just before, with the same effect; None when there is none
+    (a condition evaluated again and again, a branch, a lambda, a short circuit, another use of the buffer)."""
+    node = expression
+    while node.parent is not None and node.parent.kind != "COMPOUND_STMT":
+        node = node.parent
+        if node.kind in ("CONDITIONAL_OPERATOR", "LAMBDA_EXPR") or (
+            node.kind == "BINARY_OPERATOR" and node.spelling in _ORDERING_OPERATORS
+        ):
+            return None
+        if node.parent.kind not in ("COMPOUND_STMT", "DECL_STMT") and not node.cursor.kind.is_expression():
+            return None  # inside an if, a loop, a switch: not every path, or not once
+    statement = node
+    if node.parent is None or statement.kind not in ("RETURN_STMT", "DECL_STMT") and not statement.cursor.kind.is_expression():
+        return None
+    outside = [t for t in unit.tokens_in(statement.start, statement.end) if not expression.start <= t.start < expression.end]
+    if any(t.spelling == pointer_name for t in outside):
+        return None  # the statement also touches the buffer: the copy keeps its place
+    return statement
 
 
 def _device(unit: CppUnit, to_call: Node) -> tuple[str, bool]:
@@ -456,6 +634,11 @@ def _device(unit: CppUnit, to_call: Node) -> tuple[str, bool]:
     if not parameters or not arguments:
         raise NotRewritable("the `.to()` overload did not resolve", KeepCategory.UNRESOLVED)
     first = parameters[0]
+    if "TensorOptions" in first:
+        # torch's own headers have no `to(Device)`: a device converts to TensorOptions. What was written decides.
+        given = unwrap(arguments[0]).cursor.type.get_canonical().spelling
+        if re.search(r"\bc10::Device(Type)?$", given):
+            first = given
     if "ScalarType" in first or "TensorOptions" in first:
         raise NotRewritable("`.to()` converts the dtype or takes options: not a plain device copy", KeepCategory.OTHER)
     if len(arguments) > 1 and "ScalarType" in parameters[1]:
@@ -493,8 +676,8 @@ def _is_pure_device(node: Node) -> bool:
     return target is not None and target.kind == "DECL_REF_EXPR"
 
 
-def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> str:
-    """Why `pointer` is pageable host memory of this function, or NotRewritable."""
+def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> tuple[str, str]:
+    """Why `pointer` is pageable host memory of this function, and the variable behind it; or NotRewritable."""
     node = unwrap(pointer)
     while node.kind in ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR"):
         node = unwrap(node.expressions()[-1])
@@ -503,11 +686,13 @@ def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> str:
         owner = node.call_object()
         variable = _local_variable(unit, unwrap(owner), function) if owner is not None else None
         if variable is not None and variable.cursor.type.get_canonical().spelling.startswith("std::vector<"):
-            return f"`{variable.spelling}` is a local std::vector (pageable heap memory)"
+            if variable.kind == "PARM_DECL":
+                return f"`{variable.spelling}` is a std::vector taken by value (this function's own pageable heap memory)", variable.spelling
+            return f"`{variable.spelling}` is a local std::vector (pageable heap memory)", variable.spelling
     if node.kind == "DECL_REF_EXPR":
         variable = _local_variable(unit, node, function)
-        if variable is not None and variable.type_kind in ("CONSTANTARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY"):
-            return f"`{variable.spelling}` is a local array (pageable stack memory)"
+        if variable is not None and variable.kind == "VAR_DECL" and variable.type_kind in ("CONSTANTARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY"):
+            return f"`{variable.spelling}` is a local array (pageable stack memory)", variable.spelling
     raise NotRewritable(
         f"`{text}` is not a local array or std::vector of this function: it may be pinned memory "
         "(read by the copy after this call returns) or device memory", KeepCategory.DEVICE_MEMORY
@@ -515,10 +700,11 @@ def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> str:
 
 
 def _local_variable(unit: CppUnit, node: Node, function: Node) -> Node | None:
+    """The local variable (or by-value parameter) of `function` that `node` names; None for anything else."""
     if node.kind != "DECL_REF_EXPR":
         return None
     target = unit.node_of(unit.referenced(node))
-    if target is None or target.kind != "VAR_DECL" or not (function.start <= target.start < function.end):
+    if target is None or target.kind not in ("VAR_DECL", "PARM_DECL") or not (function.start <= target.start < function.end):
         return None
     if target.type_kind in ("LVALUEREFERENCE", "RVALUEREFERENCE") or "static" in {
         t.spelling for t in unit.tokens_in(target.start, target.end)
@@ -587,11 +773,44 @@ def _tier(unit: CppUnit, site: Site, function: Node) -> tuple[Tier, list[str]]:
         proof.append(cuda)
     else:
         doubts.append(f"`{site.device}` is not shown to be a CUDA device before the copy (a CPU device would fail here)")
-    uses, escapes = _result_uses(unit, site, function)
-    proof += uses
-    doubts += escapes
+    built = _built_with_cuda(unit)
+    (proof if built.known else doubts).append(built.evidence)
+    if site.consumer is Consumer.LOCAL:
+        uses, escapes = _result_uses(unit, site, function)
+        proof += uses
+        doubts += escapes
+    elif site.consumer is Consumer.RETURNED:
+        doubts.append("the copy is returned: its users may run on another stream")
+    elif site.consumer is Consumer.MEMBER:
+        doubts.append(f"the copy is stored in the member `{site.consumer_name}`: other methods may use it on another stream")
+    elif _torch_op_taking(unit, site.expression.start):
+        proof.append(f"a torch op (`{site.consumer_name}`) takes the copy: it runs on the tensor's current stream")
+    else:
+        doubts.append(f"the copy is passed to `{site.consumer_name}`: its users may run on another stream")
+    if site.placement is not Placement.DECLARATION:
+        proof.append(f"the allocation and the copy go {site.placement.value}" + (
+            "; nothing else in it touches the buffer" if site.placement is Placement.BEFORE_STATEMENT else ""
+        ))
     proof += doubts
     return (Tier.VALIDATE if doubts else Tier.SAFE), proof
+
+
+@dataclass(frozen=True)
+class _CudaBuild:
+    known: bool
+    evidence: str
+
+
+def _built_with_cuda(unit: CppUnit) -> _CudaBuild:
+    """A .cu file is compiled by nvcc, with CUDA's headers. Any other file may be a CPU-only extension's, where
+    the rewrite's `ATen/cuda/CUDAContext.h` does not compile: only its build files can say otherwise."""
+    if unit.source.path.suffix.lower() in (".cu", ".cuh"):
+        return _CudaBuild(True, "a .cu file: nvcc compiles it with CUDA's headers")
+    build = unit.cuda_build
+    if build.known:
+        return _CudaBuild(True, f"built with CUDA's headers: {build.evidence}")
+    return _CudaBuild(False, f"not shown to be built with CUDA's headers ({build.evidence}): a CPU-only extension "
+                             "could not include ATen/cuda/CUDAContext.h; `--validate` needs `--build` to check it")
 
 
 def _device_spellings(unit: CppUnit, site: Site, function: Node) -> set[str]:
@@ -613,14 +832,14 @@ def _cuda_evidence(unit: CppUnit, site: Site, function: Node) -> str:
     if site.device_is_type:
         return f"`{site.device}` is the CUDA device type"
     spellings = _device_spellings(unit, site, function)
-    before = unit.tokens_in(function.start, site.statement.start)
+    before = unit.tokens_in(function.start, site.start)
     compact = "".join(t.spelling for t in before)
     for spelling in spellings:
         for form in (f"{spelling}.is_cuda()", f"{spelling}.device().is_cuda()"):
             at = compact.find(form)
             if at >= 0 and "TORCH_CHECK(" in compact[max(0, at - 400) : at]:
                 return f"`TORCH_CHECK({form})` precedes the copy"
-    guard = _guard_on(unit, site.device, function, site.statement.start)
+    guard = _guard_on(unit, site.device, function, site.start)
     if guard is not None:
         text = " ".join(unit.node_text(guard).split())
         return f"`{text}` (L{unit.line_of(guard.start)}) rejects any device but CUDA"
@@ -676,11 +895,33 @@ def _result_uses(unit: CppUnit, site: Site, function: Node) -> tuple[list[str], 
                 continue
             fine.append(f"L{line}: `{name}.{method}` runs on the tensor's current stream")
             continue
-        if _is_torch_call_argument(tokens, index):
-            fine.append(f"L{line}: a torch op takes `{name}`: it runs on the tensor's current stream")
+        op = _torch_op_taking(unit, token.start)
+        if op:
+            fine.append(f"L{line}: a torch op (`{op}`) takes `{name}`: it runs on the tensor's current stream")
             continue
         doubts.append(f"L{line}: `{name}` is passed on or leaves the function; its users may be on another stream")
     return fine, doubts
+
+
+def _torch_op_taking(unit: CppUnit, offset: int) -> str:
+    """The name of the torch function or Tensor method (declared by torch, as clang resolved it) whose argument
+    list holds the expression at `offset`; "" when the innermost call around it is anything else."""
+    calls = [
+        node for node in unit.nodes
+        if node.kind == "CALL_EXPR" and node.start < offset < node.end
+        and any(argument.start <= offset < argument.end for argument in node.arguments())
+    ]
+    if not calls:
+        return ""
+    call = max(calls, key=lambda node: node.start)  # the innermost
+    callee = unit.referenced(call)
+    if callee is not None:
+        return call.spelling if unit.declared_by_library(callee, ("at", "torch", "c10")) else ""
+    if unit.with_headers:
+        return ""
+    # Without headers most of torch is unresolved: its qualified name is what is left to go by.
+    index = unit.token_index(offset)
+    return call.spelling or "torch op" if _is_torch_call_argument(unit.tokens, index) else ""
 
 
 def _is_torch_call_argument(tokens: list[Token], index: int) -> bool:

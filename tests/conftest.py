@@ -12,6 +12,15 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures"
 os.environ.setdefault("PYTHONWARNINGS", "ignore::UserWarning")
 # The result cache lives outside scanned trees (src/optpatch/cache.py); tests keep theirs out of $HOME.
 os.environ.setdefault("OPTPATCH_CACHE_DIR", tempfile.mkdtemp(prefix="optpatch-test-cache-"))
+# C++/CUDA files are analysed without their headers unless a test asks for them (the `with_headers` fixture):
+# a parse with torch's and CUDA's headers costs seconds a run, and only the header-mode tests are about it.
+os.environ.setdefault("OPTPATCH_NO_HEADERS", "1")
+
+
+@pytest.fixture
+def with_headers(monkeypatch):
+    """Runs of optpatch in this test read C++/CUDA headers, as they do by default outside the tests."""
+    monkeypatch.delenv("OPTPATCH_NO_HEADERS", raising=False)
 
 
 def run_cli(*args: str, cwd: Path | None = None):

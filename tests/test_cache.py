@@ -10,6 +10,7 @@ import pytest
 from conftest import REPO_ROOT, run_cli
 from optpatch import cache as result_cache
 from optpatch import engine, passes
+from optpatch.analysis_inputs import FileInput
 from optpatch.config import Settings
 from optpatch.passes import Analysis, FileRecord
 from optpatch.policy import FixPolicy
@@ -188,7 +189,7 @@ def test_an_entry_is_refused_when_another_file_it_read_changed(tmp_path):
     header = tmp_path / "kernel.cuh"
     header.write_text("#define N 4\n")
     store = result_cache.ResultCache.open("k" * 64, tmp_path / "cache")
-    record = FileRecord("d1", {"d1": Analysis(inputs=((str(header), result_cache.digest(header.read_bytes())),))})
+    record = FileRecord("d1", {"d1": Analysis(inputs=(FileInput.of(str(header)),))})
     store.put("kernel.cu", record)
     store.save()
     reopened = result_cache.ResultCache.open("k" * 64, tmp_path / "cache")

@@ -11,7 +11,7 @@ from optpatch.rule import DOC_SECTIONS, load_rules
 from optpatch.source import SourceFile
 
 RULES = load_rules()
-SUFFIX = {"python": ".py", "cpp": ".cpp"}
+SUFFIX = {"python": ".py", "cpp": ".cu"}  # a .cu file is built by nvcc, with CUDA's headers (OPT202)
 
 
 def _analyse(rule, code: str, tier: str = "safe"):

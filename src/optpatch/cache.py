@@ -19,9 +19,12 @@ rules (so an edited rule or C++ prelude invalidates its results even before
 a `version` is bumped), the selected rules' codes and versions, every
 setting that can change an analysis, and the bytes of the repository's
 formatter configuration files (its pre-commit config, pyproject.toml, ruff
-and clang-format files: they shape the edits). A file's entry is used only when its
-bytes hash the same; a frontend that read other files (C++ headers) lists
-them in the analysis's `inputs`, and those must hash the same too.
+and clang-format files: they shape the edits). A file's entry is used only
+when its bytes hash the same; a frontend that read other files (C++
+headers, build files) lists them in the analysis's `inputs`, and each must
+still be unchanged (analysis_inputs.py: the repository's files by hash, the
+headers from outside it as one set checked by stat first, the flags
+recomputed).
 
 Packs are written atomically (a temporary file renamed over the old one),
 so concurrent runs cannot corrupt one: the last writer wins. Packs unused
@@ -42,25 +45,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from optpatch import __version__
+from optpatch.user_cache import cache_dir
 
 if TYPE_CHECKING:
     from optpatch.config import Settings
     from optpatch.passes import FileRecord
 
-FORMAT = 2  # bumped when the pack layout changes
+FORMAT = 3  # bumped when the pack layout changes
 STALE_AFTER_DAYS = 30
 # Settings that cannot change one file's analysis: which files are found, where the settings came from,
 # and the fix policy and commands, which are applied after the cache.
 _NOT_IN_KEY = frozenset({"exclude", "force_exclude", "source", "tiers", "unsafe_fixes", "validate_command",
                          "format_command"})
-
-
-def cache_dir() -> Path:
-    explicit = os.environ.get("OPTPATCH_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "optpatch"
 
 
 def digest(data: bytes) -> str:
@@ -169,14 +165,9 @@ class ResultCache:
         _remove_stale_packs(self.path.parent)
 
 
-def _inputs_unchanged(inputs: tuple[tuple[str, str], ...]) -> bool:
-    for path, expected in inputs:
-        try:
-            if digest(Path(path).read_bytes()) != expected:
-                return False
-        except OSError:
-            return False
-    return True
+def _inputs_unchanged(inputs: tuple) -> bool:
+    """Each input (analysis_inputs.py: a file, a set of headers, a file's flags) says whether it still holds."""
+    return all(item.unchanged() for item in inputs)
 
 
 def _remove_stale_packs(directory: Path) -> None:

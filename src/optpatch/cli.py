@@ -89,11 +89,27 @@ def report_options(function):
         click.option("--output-file", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
                      help="Write the report to PATH instead of the terminal."),
     ])
+
+
 FORMAT_COMMAND = click.option(
     "--format-command", metavar="CMD",
     help="Run CMD (e.g. \"ruff format\") on the changed files in a temporary copy of the tree before the patch "
          "is made; a file CMD would reformat anyway keeps optpatch's own edits. Never run unless asked for.",
 )
+
+
+def header_options(function):
+    """--compile-commands and --no-headers: where C++/CUDA files' headers come from (docs/cpp-frontend.md)."""
+    options = [
+        click.option("--compile-commands", type=click.Path(path_type=Path, exists=True), metavar="PATH",
+                     help="The compile_commands.json (or its folder) whose flags C++/CUDA files are parsed with "
+                          "(default: REPO's own, or one in a build*/ folder; else include folders are inferred)."),
+        click.option("--no-headers", is_flag=True,
+                     help="Analyse C++/CUDA files without their headers (the header-free parse only)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
 
 
 def validation_options(function):
@@ -270,6 +286,10 @@ def _command_line_selection(settings, options: dict):
         overrides["unsafe_fixes"] = True
     if options.get("force_exclude"):
         overrides["force_exclude"] = True
+    if options.get("compile_commands"):
+        overrides["compile_commands"] = str(options["compile_commands"].resolve())
+    if options.get("no_headers"):
+        overrides["headers"] = False
     return replace(settings, **overrides)
 
 
@@ -459,6 +479,7 @@ def entry() -> None:
               help="Also write the JSON report (docs/json-schema.md) to PATH, whatever --output-format prints.")
 @scope_options
 @selection_options
+@header_options
 @report_options
 @validation_options
 @FORMAT_COMMAND
@@ -552,6 +573,7 @@ def _written_note(written: list[str], repo: Path) -> str | None:
               help="Also write the JSON report (docs/json-schema.md) to PATH, whatever --output-format prints.")
 @scope_options
 @selection_options
+@header_options
 @report_options
 @validation_options
 @FORMAT_COMMAND
@@ -772,6 +794,7 @@ def _rule_listing(rules) -> str:
 @main.command()
 @click.argument("target")
 @selection_options
+@header_options
 def explain(target: str, **options) -> None:
     """Why each site in REPO[:FILE:LINE] was rewritten or kept: the proof, or the blocking use."""
     from optpatch.explain import explain_text

@@ -39,6 +39,8 @@ class Settings:
     unsafe_fixes: bool = False
     validate_command: str | None = None
     format_command: str | None = None  # run on the rewritten files of a copy (format_command.py); never by default
+    compile_commands: str | None = None  # --compile-commands: the compile_commands.json (or its folder) to use
+    headers: bool = True  # False with --no-headers: C++/CUDA files are analysed without their headers
     source: str = "defaults"  # where the settings came from, for messages
 
 

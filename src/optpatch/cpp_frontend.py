@@ -1,12 +1,16 @@
-"""The C++/CUDA frontend: one header-free libclang parse per file, plus the facts rules ask of it.
+"""The C++/CUDA frontend: a libclang parse of one file, plus the facts rules ask of it.
 
-Each file is parsed alone, in clang's CUDA host mode, with no include path
-at all (`-nostdinc`, no torch, no CUDA toolkit) and `cpp_prelude.h`
-force-included: a stand-in that declares the types and functions extension
-code uses most. That costs milliseconds instead of the 12-18 s a parse with
-torch's headers takes, and it is the same on every machine. What the
-prelude does not declare stays unresolved; rules must treat an unresolved
-name as "unknown", never as evidence (docs/cpp-frontend.md).
+Two kinds of parse. The header-free one takes every file alone, in clang's
+CUDA host mode, with no include path at all (`-nostdinc`, no torch, no
+CUDA toolkit) and `cpp_prelude.h` force-included: a stand-in that declares
+the types and functions extension code uses most. It costs milliseconds and
+is the same on every machine. What the prelude does not declare stays
+unresolved; rules must treat an unresolved name as "unknown", never as
+evidence (docs/cpp-frontend.md). The parse with headers takes the file at
+its own path with the flags cpp_headers.py finds for it (its
+compile_commands.json entry, or inferred include folders), its leading
+heavy includes loaded from a precompiled header (cpp_pch.py); passes.py
+asks for it only where the header-free parse left a question.
 
 Offsets: libclang speaks bytes of the buffer it was given (the UTF-8 text,
 without a BOM); everything this module hands out is a character offset into
@@ -32,6 +36,9 @@ from pathlib import Path
 from typing import Iterator
 
 from optpatch.formatter_config import CppStyle
+from optpatch.analysis_inputs import FileInput, record_header_set
+from optpatch.cpp_headers import CudaBuild, HeaderFlags, HeaderSetup
+from optpatch.cpp_pch import Preamble, PrecompiledHeader, PrecompileError, discard, precompiled, preamble_of
 from optpatch.model import Context, Edit, FileError
 from optpatch.native_stack import call_with_large_stack
 from optpatch.source import SourceFile
@@ -50,9 +57,17 @@ PARSE_ARGS = (
     "-std=c++20", "-nostdinc", "-nostdinc++", "-ferror-limit=0",
     "-include", _PRELUDE_NAME,
 )
+# clang's CUDA wrapper includes cuRAND's `curand_mtgp32_kernel.h`, which a toolkit without cuRAND lacks; an empty
+# stand-in, searched after every real folder, keeps that from failing every CUDA parse with headers.
+_FALLBACK_DIR = f"{_VIRTUAL_DIR}/fallback"
+_FALLBACK_HEADERS = ((f"{_FALLBACK_DIR}/curand_mtgp32_kernel.h", b""),)
 _LEAVE = object()  # marks, on the build stack, the end of a node's subtree
 _DETAILED_PROCESSING_RECORD = 0x01
+_INCOMPLETE = 0x02  # CXTranslationUnit_Incomplete: a header, to be precompiled
+_FOR_SERIALIZATION = 0x10
+_SKIP_FUNCTION_BODIES = 0x40  # in a precompiled header: the rules look only at the file itself
 _KEEP_GOING = 0x200  # CXTranslationUnit_KeepGoing: go on after a missing #include
+NOT_FOUND = "file not found"  # the end of clang's message for an #include it could not find
 VLA_WARNING = "variable length arrays in C++ are a Clang extension"
 
 FUNCTION_KINDS = frozenset({
@@ -60,6 +75,12 @@ FUNCTION_KINDS = frozenset({
     "LAMBDA_EXPR",
 })
 LOOP_KINDS = frozenset({"FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT"})
+_FUNCTION_CURSOR_KINDS = frozenset({"FUNCTION_DECL", "CXX_METHOD", "FUNCTION_TEMPLATE", "CONSTRUCTOR", "DESTRUCTOR"})
+# Declarations a function may sit in: namespaces, classes, templates of them, `extern "C"` blocks.
+_SCOPE_KINDS = _FUNCTION_CURSOR_KINDS | frozenset({
+    "NAMESPACE", "CLASS_DECL", "STRUCT_DECL", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION",
+    "UNION_DECL", "LINKAGE_SPEC",
+})
 _DEVICE_WORDS = frozenset({"__device__", "__global__"})
 # Set-up code runs once per process or model: a saving there is noise.
 _ONE_TIME = re.compile(r"(^|_)(init|initialize|setup|set_up|create|build|allocate|register|load)(_|$)", re.I)
@@ -69,6 +90,11 @@ class CppParseError(Exception):
     def __init__(self, error: FileError):
         super().__init__(error.reason)
         self.error = error
+
+
+class HeaderParseError(Exception):
+    """The parse with headers is not usable for this file (an #include not found, a failed parse): the message
+    says why, and the header-free parse stands."""
 
 
 class Place(enum.Enum):
@@ -201,15 +227,51 @@ class Diagnostic:
 
 
 class CppUnit:
-    """A parsed C++/CUDA file: its nodes, tokens, diagnostics and the edits rules build from them."""
+    """A parsed C++/CUDA file: its nodes, tokens, diagnostics and the edits rules build from them.
 
-    def __init__(self, source: SourceFile, style: CppStyle = CppStyle()):
+    `flags` None: the header-free parse. Otherwise the parse with the file's
+    headers, as those flags say; `preamble` is the precompiled part to use
+    when it still fits the text (the original's, for a rewrite of it).
+    `setup` says how the build compiles the file (`cuda_build`); `style`,
+    how clang-format lays the file out (formatter_config.py).
+    """
+
+    def __init__(self, source: SourceFile, flags: HeaderFlags | None = None, setup: HeaderSetup | None = None,
+                 preamble: Preamble | None = None, style: CppStyle = CppStyle()):
         self.source = source
-        self.style = style  # how clang-format lays the file out (formatter_config.py)
+        self.flags = flags
+        self.setup = setup
+        self.style = style
         self._data = source.text.encode("utf-8")
-        self.tu = _parse(self._data, source.rel, self)
-        self._main_file_address = _address(_clang().conf.lib.clang_getFile(self.tu, _MAIN_NAME.encode()))
+        self._header_inputs: tuple = ()
+        self._build_inputs: tuple = ()
+        self._cursors: dict[int, object] = {}
+        if flags is None:
+            self._main_name = _MAIN_NAME
+            self.tu = _parse(self._data, source.rel, self)
+        else:
+            self._main_name = str(Path(source.path).absolute())
+            self.tu, self._header_inputs = _parse_with_headers(source, self._main_name, flags, preamble)
+        self._main_file_address = _address(_clang().conf.lib.clang_getFile(self.tu, self._main_name.encode()))
         self._char_of, self._byte_of = _offset_maps(source.text, self._data)
+
+    @property
+    def with_headers(self) -> bool:
+        return self.flags is not None
+
+    @property
+    def inputs(self) -> tuple:
+        """What the analysis read besides the file: headers (with headers), and build files it consulted."""
+        return self._header_inputs + self._build_inputs
+
+    @cached_property
+    def cuda_build(self) -> CudaBuild:
+        """Whether the build compiles this file with CUDA's headers (False when nothing says so)."""
+        if self.setup is None:
+            return CudaBuild(False, "no build file was read")
+        build = self.setup.cuda_build(Path(self.source.path))
+        self._build_inputs = build.inputs
+        return build
 
     # -- positions -------------------------------------------------------------------
 
@@ -253,7 +315,7 @@ class CppUnit:
         seen: set[tuple] = set()
         for cursor in self.tu.cursor.get_children():
             location = cursor.location
-            if location.file is None or location.file.name != _MAIN_NAME:
+            if location.file is None or location.file.name != self._main_name:
                 continue
             node = self._build(cursor, seen)
             if node is not None:
@@ -315,15 +377,20 @@ class CppUnit:
     # the cursor there and builds only that subtree.
 
     def cursor_at(self, offset: int):
-        """clang's most specific cursor at character `offset` of the main file (clang_getCursor)."""
-        return _clang().Cursor.from_location(self.tu, self._location(offset))
+        """clang's most specific cursor at character `offset` of the main file (clang_getCursor).
+
+        Remembered: OPT201 looks at the same `name[` when it checks and when it asks whether the file needs its
+        headers."""
+        if offset not in self._cursors:
+            self._cursors[offset] = _clang().Cursor.from_location(self.tu, self._location(offset))
+        return self._cursors[offset]
 
     def _location(self, offset: int):
         return _clang().SourceLocation.from_offset(self.tu, self._main_file, self._byte_of(offset))
 
     @cached_property
     def _main_file(self):
-        return _clang().File.from_name(self.tu, _MAIN_NAME)
+        return _clang().File.from_name(self.tu, self._main_name)
 
     def detached(self, cursor) -> Node | None:
         """The subtree of `cursor` alone, without its ancestors (`parent` is None).
@@ -344,8 +411,27 @@ class CppUnit:
         return target if target is not None and not target.kind.is_invalid() else None
 
     def in_prelude(self, cursor) -> bool:
+        """Declared by optpatch's prelude (header-free parse only): a stand-in, never evidence."""
         location = cursor.location
         return location.file is not None and location.file.name == _PRELUDE_NAME
+
+    def in_this_file(self, cursor) -> bool:
+        location = cursor.location
+        return location.file is not None and location.file.name == self._main_name
+
+    def declared_by_library(self, cursor, namespaces: tuple[str, ...]) -> bool:
+        """Declared by the library the prelude stands for: the prelude's declaration, or (with headers) one
+        outside this file in one of `namespaces` (`at`, `torch`), as clang resolved it."""
+        if self.in_prelude(cursor):
+            return True
+        if not self.with_headers or self.in_this_file(cursor):
+            return False
+        parent = cursor.semantic_parent
+        while parent is not None and parent.kind.name != "TRANSLATION_UNIT":
+            if parent.kind.name == "NAMESPACE" and parent.spelling in namespaces:
+                return True
+            parent = parent.semantic_parent
+        return False
 
     def references_to(self, declaration: Node) -> list[Node]:
         """DECL_REF_EXPR and lambda-capture references to `declaration`, in order."""
@@ -460,11 +546,14 @@ class CppUnit:
     def error_signature(self) -> Counter:
         """Clang's error messages, without positions: what a rewrite must not add to.
 
-        Missing headers do not count: no #include is ever found here, so an
-        include a rule adds is an error by construction.
+        Without headers, missing headers do not count: no #include is ever
+        found there, so an include a rule adds is an error by construction.
+        With headers they count: an include the build cannot find is a
+        broken rewrite.
         """
         return Counter(
-            d.spelling for d in self.tu.diagnostics if d.severity >= 3 and not d.spelling.endswith("file not found")
+            d.spelling for d in self.tu.diagnostics
+            if d.severity >= 3 and (self.with_headers or not d.spelling.endswith(NOT_FOUND))
         )
 
     # -- host or device ---------------------------------------------------------------------
@@ -484,6 +573,30 @@ class CppUnit:
             return Where(Place.UNKNOWN, None, "not inside a function")
         return Where(Place.HOST, functions[0], "")
 
+    def in_device_function(self, offset: int) -> bool:
+        """Whether the innermost function declaration clang built around `offset` is `__global__` or `__device__`,
+        looked up from the top-level declarations, without the tree (for places the tree has no node for)."""
+        cursor, found = self.tu.cursor, None
+        while cursor is not None:
+            inner = None
+            for child in cursor.get_children():
+                location = child.location
+                if location.file is None or location.file.name != self._main_name:
+                    continue
+                start, end = self.char_offset(child.extent.start), self.char_offset(child.extent.end)
+                if start is not None and end is not None and start <= offset < end:
+                    inner = child
+                    break
+            if inner is None or inner.kind.name not in _SCOPE_KINDS:
+                break
+            if inner.kind.name in _FUNCTION_CURSOR_KINDS:
+                found = inner
+                break
+            cursor = inner
+        if found is None:
+            return False
+        return any(child.kind.name in ("CUDAGLOBAL_ATTR", "CUDADEVICE_ATTR") for child in found.get_children())
+
     def _device_reason(self, function: Node) -> str:
         name = function.spelling or "lambda"
         attributes = {child.kind for child in function.children}
@@ -502,7 +615,10 @@ class CppUnit:
         body_start = _body_start(function)
         name = function.spelling or "lambda"
         if self.errors_in(function.start, body_start):
-            return f"the declaration of `{name}` does not parse without the project's headers"
+            without = "" if self.with_headers else " without the project's headers"
+            return f"the declaration of `{name}` does not parse{without}"
+        if self.with_headers and function.kind != "LAMBDA_EXPR":
+            return ""  # every macro in the head resolved: a __device__ or __global__ in it is an attribute above
         if function.kind == "LAMBDA_EXPR":
             head = self.tokens_in(function.start, body_start)
             macros = [t.spelling for t in head if t.kind == "identifier" and t.spelling in self.macro_names]
@@ -536,12 +652,19 @@ class CppUnit:
         for ancestor in node.ancestors():
             if ancestor is function:
                 break
-            if ancestor.kind in LOOP_KINDS:
+            if ancestor.kind in LOOP_KINDS and not self.runs_once(ancestor):
                 return Context.HOT
         named = [a for a in node.ancestors() if a.kind in FUNCTION_KINDS and a.spelling]
         if named and _ONE_TIME.search(named[0].spelling):
             return Context.ONCE
         return Context.CALL
+
+    def runs_once(self, loop: Node) -> bool:
+        """`do { ... } while (0)`: a macro's statement wrapper, not a loop."""
+        if loop.kind != "DO_STMT":
+            return False
+        condition = loop.expressions()
+        return bool(condition) and _integer_value(condition[-1].cursor) == 0
 
     # -- edits ------------------------------------------------------------------------------
 
@@ -665,6 +788,40 @@ def _index():
     return index
 
 
+def _integer_value(cursor) -> int | None:
+    """clang's constant evaluation of an integer (or bool) expression; None when it is not a constant."""
+    evaluate = _evaluation_functions()
+    result = evaluate.evaluate(cursor)
+    if not result:
+        return None
+    try:
+        return evaluate.as_long_long(result) if evaluate.kind(result) == 1 else None  # CXEval_Int
+    finally:
+        evaluate.dispose(result)
+
+
+@dataclass(frozen=True)
+class _Evaluation:
+    evaluate: object
+    kind: object
+    as_long_long: object
+    dispose: object
+
+
+@cache
+def _evaluation_functions() -> _Evaluation:
+    """clang_Cursor_Evaluate and its result's accessors, which cindex does not wrap."""
+    clang = _clang()
+    lib = clang.conf.lib
+    evaluate, kind = lib.clang_Cursor_Evaluate, lib.clang_EvalResult_getKind
+    as_long_long, dispose = lib.clang_EvalResult_getAsLongLong, lib.clang_EvalResult_dispose
+    evaluate.argtypes, evaluate.restype = [clang.Cursor], ctypes.c_void_p
+    kind.argtypes, kind.restype = [ctypes.c_void_p], ctypes.c_int
+    as_long_long.argtypes, as_long_long.restype = [ctypes.c_void_p], ctypes.c_longlong
+    dispose.argtypes, dispose.restype = [ctypes.c_void_p], None
+    return _Evaluation(evaluate, kind, as_long_long, dispose)
+
+
 @cache
 def _get_file_location():
     clang = _clang()
@@ -718,6 +875,145 @@ def _parse(data: bytes, rel: str, owner: "CppUnit"):
         raise CppParseError(FileError(rel, f"libclang could not parse the file: {error}")) from None
     _Spare.lend(unit, owner)  # a spare still in use stays with its own CppUnit
     return unit
+
+
+@cache
+def libclang_version() -> str:
+    """clang_getClangVersion, which cindex does not wrap: a precompiled header is only for the parser that wrote it."""
+    clang = _clang()
+    function = clang.conf.lib.clang_getClangVersion
+    function.argtypes, function.restype = [], clang._CXString
+    return clang._CXString.from_result(function())
+
+
+def _header_arguments(flags: HeaderFlags) -> list[str]:
+    """libclang's arguments for a parse with headers: the language, then the file's own flags."""
+    if flags.language == "cuda":
+        language = ["-x", "cuda", "--cuda-host-only", "-nocudalib", f"--cuda-path={flags.cuda_path}"]
+        language += ["-Wno-unknown-cuda-version", "-idirafter", _FALLBACK_DIR]
+    else:
+        language = ["-x", "c++"]
+    return [*language, "-ferror-limit=0", *flags.arguments]
+
+
+def _parse_with_headers(source: SourceFile, main: str, flags: HeaderFlags, preamble: Preamble | None):
+    """The translation unit of `source` parsed with its headers, and the inputs it read; HeaderParseError if
+    the parse cannot stand (an #include not found, libclang failing)."""
+    arguments = _header_arguments(flags)
+    text = source.text
+    missing = _missing_local_include(text, main, flags)
+    if missing:  # said before any header is parsed: building a precompiled header first would cost seconds
+        raise HeaderParseError(f"'{missing}' file not found (included from {main})")
+    if preamble is None or not preamble.fits(text):
+        preamble = preamble_of(text)
+    header = None
+    if preamble is not None:
+        try:
+            header = precompiled(preamble, os.path.dirname(main), tuple(arguments), libclang_version(), _precompile(arguments))
+        except PrecompileError as error:
+            raise HeaderParseError(str(error)) from None
+        text = preamble.blank(text)
+    data = text.encode("utf-8")
+    try:
+        unit = _parse_file(main, data, arguments, header)
+    except _clang().TranslationUnitLoadError:
+        if header is None:
+            raise HeaderParseError("libclang could not parse the file with its headers") from None
+        discard(header)  # clang refused it: its headers changed after the manifest was checked
+        header = precompiled(preamble, os.path.dirname(main), tuple(arguments), libclang_version(), _precompile(arguments))
+        unit = _parse_file(main, data, arguments, header)
+    missing = [d for d in unit.diagnostics if d.severity >= 3 and d.spelling.endswith(NOT_FOUND)]
+    if missing:
+        where = missing[0].location.file.name if missing[0].location.file else main
+        raise HeaderParseError(f"{missing[0].spelling} (included from {where})")
+    return unit, _inputs(source, unit, header)
+
+
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+
+def _missing_local_include(text: str, main: str, flags: HeaderFlags) -> str | None:
+    """A `#include "..."` outside any #if that neither the file's folder nor an include folder of the flags holds."""
+    words = flags.arguments
+    folders = [os.path.dirname(main)] + [words[i + 1] for i, word in enumerate(words[:-1]) if word in ("-I", "-iquote", "-isystem", "-idirafter")]
+    folders += [word[2:] for word in words if word.startswith("-I") and len(word) > 2]
+    depth = 0
+    for line in text.splitlines():
+        if _CONDITIONAL_OPEN.match(line):
+            depth += 1
+        elif _CONDITIONAL_CLOSE.match(line):
+            depth -= 1
+        elif depth == 0:
+            match = _QUOTED_INCLUDE.match(line)
+            if match and not any(os.path.isfile(os.path.join(folder, match.group(1))) for folder in folders):
+                return match.group(1)
+    return None
+
+
+def _parse_file(main: str, data: bytes, arguments: list[str], header: PrecompiledHeader | None):
+    unsaved = [(main, data), *_FALLBACK_HEADERS]
+    if header is not None:
+        arguments = [*arguments, "-include-pch", header.path]
+
+    def parse():
+        return _index().parse(main, args=arguments, unsaved_files=unsaved, options=_DETAILED_PROCESSING_RECORD | _KEEP_GOING)
+
+    with _parsing_on_the_calling_thread():
+        return call_with_large_stack(parse)
+
+
+def _precompile(arguments: list[str]):
+    """The builder `cpp_pch.precompiled` calls: parse the preamble with function bodies skipped, save it."""
+
+    def build(source_name: str, text: str, output: str) -> list[str]:
+        unsaved = [(source_name, text.encode("utf-8")), *_FALLBACK_HEADERS]
+        options = _DETAILED_PROCESSING_RECORD | _KEEP_GOING | _INCOMPLETE | _FOR_SERIALIZATION | _SKIP_FUNCTION_BODIES
+
+        def parse():
+            return _index().parse(source_name, args=arguments, unsaved_files=unsaved, options=options)
+
+        try:
+            with _parsing_on_the_calling_thread():
+                unit = call_with_large_stack(parse)
+        except _clang().TranslationUnitLoadError as error:
+            raise PrecompileError(f"libclang could not parse the file's includes: {error}") from None
+        errors = [d for d in unit.diagnostics if d.severity >= 3]
+        if errors:
+            place = errors[0].location.file.name if errors[0].location.file else "the includes"
+            raise PrecompileError(f"{errors[0].spelling} (in {place})")
+        try:
+            unit.save(output)
+        except _clang().TranslationUnitSaveError as error:
+            raise PrecompileError(f"libclang could not save the precompiled header: {error}") from None
+        return [inclusion.include.name for inclusion in unit.get_includes() if inclusion.include is not None]
+
+    return build
+
+
+def _inputs(source: SourceFile, unit, header: PrecompiledHeader | None) -> tuple:
+    """The repository's headers by hash, the others as one set checked by stat (analysis_inputs.py)."""
+    root = _root_of(source)
+    read = {inclusion.include.name for inclusion in unit.get_includes() if inclusion.include is not None}
+    read.discard(str(Path(source.path).absolute()))
+    local = sorted(p for p in read if _is_under(p, root))
+    outside = sorted(p for p in read if not _is_under(p, root) and not p.startswith(_VIRTUAL_DIR))
+    inputs: list = [FileInput.of(path) for path in local]
+    if header is not None:
+        inputs.append(header.headers)
+    if outside:
+        inputs.append(record_header_set(outside))
+    return tuple(inputs)
+
+
+def _root_of(source: SourceFile) -> str:
+    """The scanned root: the file's path without its relative part."""
+    path = Path(source.path).absolute()
+    depth = len(Path(source.rel).parts)
+    return str(path.parents[depth - 1]) if depth >= 1 else str(path.parent)
+
+
+def _is_under(path: str, root: str) -> bool:
+    return os.path.realpath(path).startswith(os.path.realpath(root) + os.sep)
 
 
 class _Spare:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from optpatch.config import Settings
+from optpatch.cpp_headers import HeaderSetup
 from optpatch.discovery import discover, is_generated
 from optpatch.formatter_config import FormatterConfig, read_formatter_config
 from optpatch.model import FileError, Tier
@@ -39,6 +40,9 @@ from optpatch.rule_facts import RuleFacts, rule_facts
 from optpatch.source import SourceFile, read_source, source_from_bytes
 
 PARALLEL_THRESHOLD = 16  # fewer files to analyse than this are not worth a process pool
+
+# Set (to anything), C++/CUDA files are analysed without their headers, as with --no-headers.
+NO_HEADERS_VARIABLE = "OPTPATCH_NO_HEADERS"
 
 
 def run(
@@ -52,12 +56,15 @@ def run(
     filters: tuple[FindingFilter, ...] = (),
 ) -> RunResult:
     started = time.perf_counter()
+    if os.environ.get(NO_HEADERS_VARIABLE):  # as --no-headers; in the settings, so in the cache key too
+        settings = replace(settings, headers=False)
     rules = select_rules(rule_facts(), settings.select, settings.ignore)
     found = discover(root, settings.exclude, paths, settings.force_exclude)
     formatters = read_formatter_config(root, (rel for _, rel in found.files))
     jobs = max(1, jobs or os.cpu_count() or 1)
+    headers = HeaderSetup.for_run(root, settings.compile_commands, settings.headers)
     task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy, filters=filters,
-                     formatters=formatters)
+                     formatters=formatters, headers=headers)
     results: list[FileResult] = []
     todo = found.files
     store = _open_cache(root, rules, settings, formatters) if use_cache else None
@@ -198,6 +205,7 @@ class _FileTask:
     policy: FixPolicy
     filters: tuple[FindingFilter, ...] = ()
     formatters: FormatterConfig = FormatterConfig()
+    headers: HeaderSetup | None = None  # where C++/CUDA headers come from
 
     @property
     def facts(self) -> list[RuleFacts]:
@@ -226,7 +234,7 @@ class _FileTask:
             # no rule can have a site here: no import, no parse, and any suppression in it silences nothing
             record.analyses[record.digest] = Analysis(unused_suppressions=tuple(suppression_lines(source)))
         else:
-            record.analyses[record.digest] = analyse_text(source, self.rules(source.rel), record.style)
+            record.analyses[record.digest] = analyse_text(source, self.rules(source.rel), record.style, self.headers)
         return record
 
     def anticipate_the_flip(self, record: FileRecord, path: Path, rel: str, source: SourceFile) -> None:
@@ -243,10 +251,10 @@ class _FileTask:
         if not any(f.tier is Tier.UNSAFE for f in first.findings):
             return
         flipped = replace(self.policy, unsafe_fixes=not self.policy.unsafe_fixes)
-        settle(record, lambda: source, lambda: self.rules(rel), flipped, self.filters, rel)
+        settle(record, lambda: source, lambda: self.rules(rel), flipped, self.filters, rel, self.headers)
 
     def settle(self, record: FileRecord, path: Path, rel: str, raw: bytes, source: SourceFile | None = None) -> FileResult:
         def load() -> SourceFile:
             return source if source is not None else source_from_bytes(path, rel, raw)
 
-        return settle(record, load, lambda: self.rules(rel), self.policy, self.filters, rel)
+        return settle(record, load, lambda: self.rules(rel), self.policy, self.filters, rel, self.headers)

@@ -14,6 +14,7 @@ from optpatch.model import FileError, Language
 from optpatch.source import SourceFile
 
 if TYPE_CHECKING:
+    from optpatch.cpp_headers import HeaderReport, HeaderSetup
     from optpatch.formatter_config import FileStyle
     from optpatch.python_screen import CallIndex
 
@@ -27,13 +28,15 @@ class FrontendError(Exception):
 
 
 def parse(source: SourceFile, calls: "CallIndex | None" = None, outline: str | None = None,
-          style: "FileStyle | None" = None):
+          style: "FileStyle | None" = None, headers: "HeaderSetup | None" = None):
     """The unit the rules of the file's language check.
 
     `calls`: the screens' `ast` index of this Python text (so `ast` already
     took it); `outline`: parse this outline of it instead (python_outline.py);
     `style`: how the project's formatter lays the file out (the unit's
-    `style`; formatter_config.py), by default no formatter.
+    `style`; formatter_config.py), by default no formatter. `headers`: what
+    the run knows of a C++ file's build (the header-free parse reads no
+    header; cpp_second_look.py asks for the parse with them).
     """
     if source.language is Language.PYTHON:
         from optpatch.formatter_config import PythonStyle
@@ -47,23 +50,31 @@ def parse(source: SourceFile, calls: "CallIndex | None" = None, outline: str | N
     from optpatch.formatter_config import CppStyle
 
     try:
-        return CppUnit(source, style if isinstance(style, CppStyle) else CppStyle())
+        return CppUnit(source, setup=headers, style=style if isinstance(style, CppStyle) else CppStyle())
     except CppParseError as error:
         raise FrontendError(error.error) from None
 
 
-def rewrite_error(original: SourceFile, rewritten: SourceFile, written_lines: set[int]) -> str | None:
+def rewrite_error(
+    original: SourceFile, rewritten: SourceFile, written_lines: set[int], headers: "HeaderReport | None" = None,
+) -> str | None:
     """The safety net: why the rewritten file would not parse, or None.
 
     A rule bug must never hand out a file that no longer parses. Python:
     CPython takes all of it and libcst the definitions the edits wrote
     (python_frontend.rewrite_error). C++: clang always builds a tree, so the
-    rewrite must add no error to the original's.
+    rewrite must add no error to the original's; parsed with the file's
+    headers when the fixes came from such a parse (`headers`: its report,
+    with the flags and the original's errors).
     """
     if rewritten.language is Language.PYTHON:
         from optpatch.python_frontend import rewrite_error as python_rewrite_error
 
         return python_rewrite_error(original, rewritten, written_lines)
+    if headers is not None:
+        from optpatch.cpp_second_look import rewrite_error as rewrite_error_with_headers
+
+        return rewrite_error_with_headers(original, rewritten, headers)
     try:
         unit = parse(rewritten)
     except FrontendError as error:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 import pathspec
 
 from optpatch.config import Settings
+from optpatch.cpp_headers import HeaderOutcome, HeaderReport, HeaderSetup
 from optpatch.frontends import FrontendError, parse, rewrite_error
 from optpatch.locations import locate_findings
 from optpatch.model import Edit, FileError, Finding, Language
@@ -67,7 +68,18 @@ class Analysis:
     unused_suppressions: tuple[int, ...] = ()
     skipped: str | None = None  # a generated file
     error: FileError | None = None
-    inputs: tuple[tuple[str, str], ...] = ()  # other files the frontend read (C++ headers), with their SHA-256
+    # What the analysis read besides the file (analysis_inputs.py): C++ headers, build files. A cached analysis
+    # stands only while each is unchanged.
+    inputs: tuple = ()
+    headers: HeaderReport | None = None  # C++/CUDA: the header mode, and whether the rules saw the headers
+
+    @property
+    def parsed_with_headers(self) -> HeaderReport | None:
+        """The report of the parse with headers the findings come from (its flags, its errors); None when they
+        come from the header-free parse."""
+        if self.headers is not None and self.headers.outcome is HeaderOutcome.USED:
+            return self.headers
+        return None
 
 
 @dataclass
@@ -85,20 +97,21 @@ class FileRecord:
         return self.analyses[self.digest]
 
     @property
-    def inputs(self) -> tuple[tuple[str, str], ...]:
-        return tuple(sorted({item for analysis in self.analyses.values() for item in analysis.inputs}))
+    def inputs(self) -> tuple:
+        return tuple(dict.fromkeys(item for analysis in self.analyses.values() for item in analysis.inputs))
 
-    def analysis_of(self, source: SourceFile, rules: Callable[[], list[type[Rule]]]) -> Analysis:
+    def analysis_of(self, source: SourceFile, rules: Callable[[], list[type[Rule]]], headers: HeaderSetup | None = None) -> Analysis:
         key = text_digest(source.raw)
         if key not in self.analyses:
-            self.analyses[key] = analyse_text(source, rules(), self.style)
+            self.analyses[key] = analyse_text(source, rules(), self.style, headers)
             self.changed = True
         return self.analyses[key]
 
     def net_verdict(self, original: SourceFile, rewritten: SourceFile, applied: Passes) -> str | None:
         key = text_digest(rewritten.raw)
         if key not in self.net:
-            self.net[key] = rewrite_error(original, rewritten, written_lines(rewritten, applied))
+            lines = written_lines(rewritten, applied)
+            self.net[key] = rewrite_error(original, rewritten, lines, self.first.parsed_with_headers)
             self.changed = True
         return self.net[key]
 
@@ -110,18 +123,33 @@ def text_digest(data: bytes) -> str:
 # -- 1. analysis: the rules over one text -----------------------------------------------------
 
 
-def analyse_text(source: SourceFile, rules: Iterable[type[Rule]], style: "FileStyle | None" = None) -> Analysis:
+def analyse_text(source: SourceFile, rules: Iterable[type[Rule]], style: "FileStyle | None" = None,
+                 headers: HeaderSetup | None = None) -> Analysis:
     """Every finding the rules make in this text, with suppressions honoured; no fix policy.
 
     `style`: how the project's formatter lays the file out; the rules shape their edits by it.
+    `headers`: where a C++/CUDA file's headers come from. The rules first see
+    the header-free parse; where their findings there may change with the
+    headers, they see the file parsed with them (cpp_second_look.py).
+    Without it, C++ is analysed header-free only.
     """
     wanted, calls = _screened([rule for rule in rules if rule.wants(source)], source)
     if not wanted:
         return Analysis(unused_suppressions=tuple(suppression_lines(source)))
     try:
-        unit = parse(source, calls, _outline(wanted, calls, source), style)
+        unit = parse(source, calls, _outline(wanted, calls, source), style, headers)
     except FrontendError as error:
         return Analysis(error=error.error)
+    analysis = _checked(source, wanted, unit)
+    if headers is None or source.language is not Language.CPP or analysis.error is not None:
+        return analysis
+    from optpatch.cpp_second_look import with_headers
+
+    return with_headers(source, wanted, unit, analysis, headers, lambda better: _checked(source, wanted, better))
+
+
+def _checked(source: SourceFile, wanted: list[type[Rule]], unit) -> Analysis:
+    """The rules' findings in one parsed unit, suppressions honoured, placed in the text."""
     findings: list[Finding] = []
     for rule in wanted:
         try:
@@ -215,15 +243,18 @@ def settle(
     policy: FixPolicy,
     filters: tuple[FindingFilter, ...] = (),
     rel: str | None = None,
+    headers: HeaderSetup | None = None,
 ) -> FileResult:
     """The file's findings with this run's decisions, and its rewritten bytes when a fix applies.
 
     `load` gives the file's text; it is called only when a fix may apply.
-    `rules` gives the rules, for a text the record holds no analysis of.
+    `rules` gives the rules, for a text the record holds no analysis of;
+    `headers` where a C++ file's headers come from, for such a text.
     """
     first = record.first
     rel = rel if rel is not None else load().rel
-    result = FileResult(rel, suppressed=first.suppressed, unused_suppressions=list(first.unused_suppressions))
+    result = FileResult(rel, suppressed=first.suppressed, unused_suppressions=list(first.unused_suppressions),
+                        headers=first.headers)
     if first.error is not None:
         result.error = first.error
         return result
@@ -244,7 +275,7 @@ def settle(
         attempt += 1
         if attempt == MAX_PASSES or not any(f.deferred for f in pass_findings):
             break
-        analysis = record.analysis_of(current, rules)
+        analysis = record.analysis_of(current, rules, headers)
         if analysis.error is not None:  # a rewrite that no longer parses is a bug: keep the last good text
             result.error = FileError(rel, f"internal error: pass {attempt + 1} did not parse: {analysis.error.reason}")
             break
@@ -298,9 +329,10 @@ def _rewritten(source: SourceFile, text: str) -> SourceFile:
 def analyse_file(
     source: SourceFile, rules: Iterable[type[Rule]], settings: Settings, policy: FixPolicy,
     filters: tuple[FindingFilter, ...] = (), record: FileRecord | None = None, style: "FileStyle | None" = None,
+    headers: HeaderSetup | None = None,
 ) -> FileResult:
     """Every finding for one file under this policy, and its rewritten bytes when a fix applies."""
     selected = rules_for(source.rel, list(rules), settings)
     record = record or FileRecord(text_digest(source.raw), style=style)
-    record.analysis_of(source, lambda: selected)
-    return settle(record, lambda: source, lambda: selected, policy, filters, source.rel)
+    record.analysis_of(source, lambda: selected, headers)
+    return settle(record, lambda: source, lambda: selected, policy, filters, source.rel, headers)

@@ -45,6 +45,7 @@ from typing import Callable, Generic, Sequence, TypeVar
 
 from optpatch import poison
 from optpatch.config import Settings
+from optpatch.cpp_headers import HeaderSetup
 from optpatch.engine import run
 from optpatch.formatter_config import read_formatter_config
 from optpatch.model import Finding, Hold, Language, Refusal, Tier
@@ -380,6 +381,7 @@ class FixRenderer:
     def __init__(self, root: Path, settings: Settings, policy: FixPolicy, analysis: RunResult, candidates: list[Finding]):
         self.settings = settings
         self.policy = policy
+        self.headers = HeaderSetup.for_run(root, settings.compile_commands, settings.headers)
         self.rules = select_rules(load_rules(), settings.select, settings.ignore)
         self.ids_by_file: dict[str, frozenset[str]] = {}
         for finding in candidates:
@@ -407,8 +409,8 @@ class FixRenderer:
             policy = ChosenFixes(unsafe_fixes=self.policy.unsafe_fixes, tiers=self.policy.tiers, chosen=own)
             source, record = self.sources[rel], self.records[rel]
             rules = rules_for(rel, self.rules, self.settings)
-            record.analysis_of(source, lambda: rules)
-            result = settle(record, lambda: source, lambda: rules, policy, rel=rel)
+            record.analysis_of(source, lambda: rules, self.headers)
+            result = settle(record, lambda: source, lambda: rules, policy, rel=rel, headers=self.headers)
             self._memo[key] = result.new if result.new is not None else source.raw
         return self._memo[key]
 

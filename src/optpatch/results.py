@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from optpatch.cpp_headers import HeaderReport
 from optpatch.line_diff import LineBlock
 from optpatch.model import FileError, Finding
 
@@ -40,6 +41,7 @@ class FileResult:
     blocks: tuple[LineBlock, ...] = ()  # with `new`: the lines the edits touched (FileChange)
     suppressed: int = 0
     unused_suppressions: list[int] = field(default_factory=list)
+    headers: HeaderReport | None = None  # C++/CUDA: the header mode, and whether the rules saw the headers
 
 
 @dataclass
@@ -70,6 +72,11 @@ class RunResult:
     @property
     def suppressed(self) -> int:
         return sum(r.suppressed for r in self.files)
+
+    @property
+    def header_reports(self) -> list[tuple[str, HeaderReport]]:
+        """(path, report) of every C++/CUDA file a rule parsed: its header mode and what became of it."""
+        return [(r.rel, r.headers) for r in self.files if r.headers is not None]
 
     @property
     def unused_suppressions(self) -> list[tuple[str, int]]:

@@ -161,6 +161,21 @@ class Rule:
         return set()
 
     @classmethod
+    def needs_headers(cls, unit, findings: list[Finding]) -> bool:
+        """C++ rules: True when the project's headers may change what `check` found in this header-free unit.
+
+        Runs on the header-free parse, with this rule's findings there. A
+        file some rule says True for is parsed again with its headers, and
+        every rule checks that parse instead (cpp_second_look.py); the parse
+        costs ~0.1-0.4 s once its precompiled header exists. The default:
+        any finding, since a site examined without its headers (a bound, a
+        type, a callee) may resolve otherwise with them. A rule that can
+        miss a site without headers (a declaration the parse dropped) says
+        so here too.
+        """
+        return bool(findings)
+
+    @classmethod
     def documentation(cls) -> dict[str, str]:
         """The docstring split into its sections, in order."""
         return parse_doc_sections(inspect.cleandoc(cls.__doc__ or ""))

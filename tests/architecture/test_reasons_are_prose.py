@@ -54,9 +54,9 @@ def _tree(tmp_path):
 def _run(root, *args):
     runner = CliRunner()
     patch = root.parent / "out.diff"
-    json_run = runner.invoke(cli.main, ["apply", str(root), "-o", str(patch), "--format", "json", "--no-cache", "-j", "1", *args])
-    text_run = runner.invoke(cli.main, ["apply", str(root), "-o", str(patch), "--no-cache", "-j", "1", *args])
-    check_run = runner.invoke(cli.main, ["check", str(root), "--format", "json", "--no-cache", "-j", "1", *args])
+    json_run = runner.invoke(cli.main, ["apply", str(root), "-o", str(patch), "--format", "json", "--no-cache", "--no-headers", "-j", "1", *args])
+    text_run = runner.invoke(cli.main, ["apply", str(root), "-o", str(patch), "--no-cache", "--no-headers", "-j", "1", *args])
+    check_run = runner.invoke(cli.main, ["check", str(root), "--format", "json", "--no-cache", "--no-headers", "-j", "1", *args])
     document = json.loads(json_run.output)
     lines = text_run.output.splitlines()
     summary = lines[next(i for i, line in enumerate(lines) if line.startswith("Summary:")):]  # the counts by status, rule, tier, area, category

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from optpatch.config import Settings
+from optpatch.cpp_headers import HeaderSetup
 from optpatch.passes import analyse_file
 from optpatch.policy import FixPolicy, fix_id
 from optpatch.results import FileResult
@@ -86,8 +87,11 @@ def observed(result: FileResult, codes: set[str]) -> set[tuple[int, str, str]]:
 
 
 def analyse(source: SourceFile, codes: set[str], policy: FixPolicy = FixPolicy()) -> FileResult:
+    """Header-free, as these fixtures are written for; the build files beside the fixture are read (OPT202
+    asks whether a .cpp is compiled with CUDA's headers: opt202/setup.py says so)."""
     rules = [rule for rule in load_rules() if rule.code in codes]
-    return analyse_file(source, rules, Settings(), policy)
+    headers = HeaderSetup(Path(source.path).absolute().parent, enabled=False)
+    return analyse_file(source, rules, Settings(), policy, headers=headers)
 
 
 def analyse_every_tier(source: SourceFile, codes: set[str]) -> FileResult:

@@ -130,7 +130,7 @@ def test_the_imported_module_is_an_input_and_editing_it_reanalyses_the_importer(
     tensors = root / "pkg" / "tensors.py"
     source = read_source(user, "pkg/ops.py")
     analysis = analyse_text(source, select_rules(load_rules(), ["OPT101"]))
-    assert str(tensors) in {path for path, _ in analysis.inputs}
+    assert str(tensors) in {item.path for item in analysis.inputs}
     tensors.write_text("import torch\n\nclass Plain:\n    pass\n")
     assert tier_of_grow() == "safe"
     tensors.write_text(SUBCLASS)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterator
 
+from optpatch.analysis_inputs import FileInput
 from optpatch.python_frontend import PythonModule
 
 # A definition (or an assignment) of either hook, in any class of the text: matched on the text, so a file
@@ -98,7 +99,7 @@ def _find(module: PythonModule) -> tuple[DispatchSubclass, ...]:
         if facts is None:
             continue
         digest, has_hook = facts
-        module.inputs.append((str(path), digest))
+        module.inputs.append(FileInput(str(path), digest))
         if has_hook:
             rel = path.relative_to(root).as_posix()
             found += _classes_in(_parse(path.read_text(encoding="utf-8", errors="replace")), rel)

@@ -92,6 +92,10 @@ def report_document(result: RunResult, options: ReportOptions = ReportOptions())
         "errors": [error_to_dict(e) for e in result.errors],
         "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
         "unused_suppressions": [{"path": path, "line": line} for path, line in result.unused_suppressions],
+        "cpp_headers": [
+            {"path": path, "mode": report.mode.value, "outcome": report.outcome.value, "detail": report.detail}
+            for path, report in result.header_reports
+        ],
     }
     if options.validation is not None:
         document["validation"] = options.validation

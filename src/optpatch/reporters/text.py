@@ -31,6 +31,7 @@ from optpatch.model import CodeArea, Finding, KeepCategory, Verdict
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.status import Status, status_of
 from optpatch.reporters.wrapping import together, wrap
+from optpatch.cpp_headers import HeaderOutcome
 from optpatch.results import RunResult
 from optpatch.source import LINE_BREAK
 
@@ -136,6 +137,23 @@ def short_message(finding: Finding, limit: int) -> str:
 def concise_message(finding: Finding) -> str:
     """The one-line form: the short message, and the reason with its code shortened, never cut."""
     return f"{short_message(finding, CODE_LIMIT)}; {_LABEL[finding.verdict]}: {prose(finding.reason, CODE_LIMIT)}"
+
+
+def _header_lines(result: RunResult) -> list[str]:
+    """-v: each C++/CUDA file whose headers were looked for, with its mode and what became of the parse; a count
+    of the files whose header-free parse left no question (the JSON report lists those too)."""
+    lines, quiet = [], Counter()
+    for path, report in result.header_reports:
+        if report.outcome in (HeaderOutcome.NOT_NEEDED, HeaderOutcome.DISABLED):
+            quiet[report.outcome] += 1
+            continue
+        detail = f": {report.detail}" if report.detail else ""
+        fallback = "" if report.outcome is HeaderOutcome.USED else "; analysed without headers"
+        lines.append(f"headers {path} {report.mode.value}, {report.outcome.value}{detail}{fallback}")
+    if quiet[HeaderOutcome.NOT_NEEDED]:
+        lines.append(f"headers: {quiet[HeaderOutcome.NOT_NEEDED]} C++/CUDA file(s) needed none: the header-free parse "
+                     "left no question")
+    return lines  # files analysed under --no-headers are the user's choice: the JSON report lists them
 
 
 def _keep_label(finding: Finding) -> str:
@@ -257,6 +275,9 @@ def trailer(result: RunResult, options: ReportOptions, width: int) -> list[Text]
     if result.unused_suppressions and options.verbose:
         places = ", ".join(f"{path}:{line}" for path, line in result.unused_suppressions)
         lines += [Text(line) for line in wrap(f"unused suppressions (they silence nothing): {places}", width, "", "    ")]
+    if options.verbose:
+        for text in _header_lines(result):
+            lines += [Text(line) for line in wrap(text, width, "", "    ")]
     return lines + summary_lines(result, options, width)
 
 

@@ -1,0 +1,240 @@
+"""Precompiled headers for the parse with headers: the heavy includes at the top of a file, parsed once.
+
+A file that includes torch's headers costs 12-18 s of CPU to parse whole,
+nearly all of it in the headers' function bodies and the templates they
+instantiate. The rules look only at the file itself, so its leading
+`#include` lines are parsed once into a precompiled header with function
+bodies skipped (clang keeps those of constexpr functions, which constant
+bounds need), and each parse of the file loads it:
+
+    torch/extension.h, C++:  5-6 s to build, 99 MB, then 0.04 s a parse (was 12-17 s)
+    + ATen/cuda/CUDAContext.h, CUDA host mode: 8 s, 131 MB, then 0.16 s
+
+(2-core AMD EPYC VM, libclang 22, 2026-11-26; docs/benchmarks.md.)
+
+What is precompiled is exactly the file's preamble: the `#include` lines
+before its first code or other directive (comments, blank lines, `#pragma
+once` and an include guard may come between), up to the last one that names
+a heavy library (torch, ATen, c10, pybind11, CUDA and its libraries). The
+file is then parsed with those lines blanked out, so its offsets do not
+move and every header is still read once, in the file's order. Includes
+optpatch itself adds go after the last include, outside that preamble, so
+a rewritten file reuses its original's precompiled header.
+
+Each precompiled header lives in the user's cache directory (never in the
+scanned repository), named by a hash of libclang's version, the language
+and flags, the preamble's text and, when it has a quoted include, the
+file's folder (which those are relative to), beside the manifest of every header it read (their
+paths, sizes, modification times and hashes; analysis_inputs.py). It is
+used while that manifest holds, and built again when it does not; clang
+itself also refuses a precompiled header whose inputs changed. Concurrent
+processes take a lock per file, so one builds while the others wait.
+Files unused for `STALE_AFTER_DAYS`, and the least recently used beyond
+`MAX_TOTAL_BYTES`, are deleted whenever one is built.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from optpatch.analysis_inputs import HeaderSetInput, record_header_set
+from optpatch.user_cache import cache_dir
+
+FORMAT = 1  # bumped when what goes into a precompiled header changes
+STALE_AFTER_DAYS = 30
+MAX_TOTAL_BYTES = 2 * 1024**3
+# Includes worth precompiling: torch and its libraries, CUDA and its libraries, Python (pulled in by torch/extension.h).
+_HEAVY = re.compile(
+    r"^(?:(?:torch|ATen|c10|caffe2|pybind11|cub|thrust|cuda|cutlass|cute|cooperative_groups|nv)/"
+    r"|(?:cuda|cublas|cusparse|cusolver|curand|cufft|cudnn|nccl|Python|mma)\w*\.h$)"
+)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"][ \t]*(?://.*)?\r?\n?$')
+_PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b")
+_GUARD_OPEN = re.compile(r"^[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\r?\n?$")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]*\r?\n?$")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+@dataclass(frozen=True)
+class Preamble:
+    """The include lines a precompiled header stands for, and the file's text with them blanked."""
+
+    text: str  # the include lines, in order: the precompiled header's source
+    lines: tuple[int, ...]  # their 0-based line numbers
+
+    def fits(self, text: str) -> bool:
+        """True when `text` has the same include lines at the same places (a rewrite of the same file)."""
+        lines = _lines(text)
+        return all(i < len(lines) for i in self.lines) and "".join(lines[i] for i in self.lines) == self.text
+
+    def blank(self, text: str) -> str:
+        """`text` with the preamble's lines blanked: a space per byte, so clang's byte offsets do not move."""
+        lines = _lines(text)
+        return "".join(_blanked(line) if index in self.lines else line for index, line in enumerate(lines))
+
+
+def _blanked(line: str) -> str:
+    return re.sub(r"[^\r\n]", lambda m: " " * len(m.group(0).encode("utf-8")), line)
+
+
+def _lines(text: str) -> list[str]:
+    """The lines as clang counts them (\\n, \\r\\n or \\r), each with its line break."""
+    return _LINE.findall(text)
+
+
+def preamble_of(text: str) -> Preamble | None:
+    """The file's leading include lines up to its last heavy include; None when there is none."""
+    lines = _lines(text)
+    includes: list[int] = []
+    heavy_end = 0
+    in_comment = False
+    guard: str | None = None
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if in_comment:
+            in_comment = "*/" not in stripped
+            continue
+        if not stripped or stripped.startswith("//") or _PRAGMA_ONCE.match(line):
+            continue
+        if stripped.startswith("/*"):
+            in_comment = "*/" not in stripped
+            if not in_comment and not stripped.endswith("*/"):
+                break  # code after the comment on the same line
+            continue
+        match = _INCLUDE.match(line)
+        if match:
+            includes.append(index)
+            if match.group(1) == "<" and _HEAVY.match(match.group(2).strip()):
+                heavy_end = len(includes)
+            continue
+        opened = _GUARD_OPEN.match(line)
+        if opened and guard is None and not includes:
+            guard = opened.group(1)
+            continue
+        defined = _DEFINE.match(line)
+        if defined and guard is not None and defined.group(1) == guard:
+            continue
+        break
+    chosen = tuple(includes[:heavy_end])
+    if not chosen:
+        return None
+    return Preamble("".join(lines[i] for i in chosen), chosen)
+
+
+@dataclass(frozen=True)
+class PrecompiledHeader:
+    path: str
+    headers: HeaderSetInput  # every header it read
+
+
+class PrecompileError(Exception):
+    """The preamble could not be precompiled; the message says which header failed."""
+
+
+def precompiled(preamble: Preamble, directory: str, arguments: tuple[str, ...], parser: str, build) -> PrecompiledHeader:
+    """The precompiled header of `preamble` for files in `directory` parsed with `arguments` by `parser` (its
+    version): from the cache while its headers are unchanged, else made by `build(source_name, text, output)`,
+    which returns the paths of the headers it read.
+    """
+    key = _key(preamble, directory, arguments, parser)
+    folder = cache_dir() / "pch"
+    target = folder / f"{key}.pch"
+    manifest = folder / f"{key}.json"
+    with _locked(folder / f"{key}.lock"):
+        current = _valid(target, manifest)
+        if current is not None:
+            return current
+        source_name = os.path.join(directory, f".optpatch-preamble-{key[:12]}.h")  # quoted includes resolve from here
+        handle, temporary = tempfile.mkstemp(prefix=".pch-", dir=folder)
+        os.close(handle)
+        try:
+            headers = build(source_name, preamble.text, temporary)
+            os.replace(temporary, target)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+        recorded = record_header_set(headers)
+        _write_json(manifest, {"headers": recorded.digest})
+        _evict(folder, keep=target)
+        return PrecompiledHeader(str(target), recorded)
+
+
+def discard(header: PrecompiledHeader) -> None:
+    """Forget a precompiled header clang refused (its inputs changed behind the manifest's back)."""
+    for path in (header.path, header.path.removesuffix(".pch") + ".json"):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _key(preamble: Preamble, directory: str, arguments: tuple[str, ...], parser: str) -> str:
+    # Only a quoted include is looked for in the file's folder: a preamble of <...> includes is shared by a
+    # project's folders.
+    folder = directory if '"' in preamble.text else ""
+    parts = [FORMAT, parser, folder, list(arguments), preamble.text]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:40]
+
+
+def _valid(target: Path, manifest: Path) -> PrecompiledHeader | None:
+    try:
+        digest = json.loads(manifest.read_text(encoding="utf-8"))["headers"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    headers = HeaderSetInput(digest)
+    if not target.is_file() or not headers.unchanged():
+        return None
+    try:
+        os.utime(target)  # in use: not stale
+    except OSError:
+        pass
+    return PrecompiledHeader(str(target), headers)
+
+
+@contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _write_json(path: Path, value: dict) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=".manifest-", dir=path.parent)
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        json.dump(value, stream)
+    os.replace(temporary, path)
+
+
+def _evict(folder: Path, keep: Path) -> None:
+    """Delete precompiled headers unused for STALE_AFTER_DAYS, then the least recently used beyond MAX_TOTAL_BYTES."""
+    entries = []
+    for pch in folder.glob("*.pch"):
+        try:
+            status = pch.stat()
+        except OSError:
+            continue
+        entries.append((status.st_mtime, status.st_size, pch))
+    cutoff = time.time() - STALE_AFTER_DAYS * 86400
+    total = sum(size for _, size, _ in entries)
+    for mtime, size, pch in sorted(entries):
+        if pch == keep or (mtime >= cutoff and total <= MAX_TOTAL_BYTES):
+            continue
+        for path in (pch, pch.with_suffix(".json"), pch.with_suffix(".lock")):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        total -= size

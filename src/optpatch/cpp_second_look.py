@@ -1,0 +1,99 @@
+"""The second look at a C++/CUDA file: with its headers, where the header-free parse left a question.
+
+Every C++/CUDA file a rule wants is first parsed without headers (cheap:
+milliseconds). A rule then says whether its findings there could change
+with the project's headers (`Rule.needs_headers`): a variable-length array
+whose bound may be a constant from a header, a declaration the parse
+dropped, a `from_blob(...).to()` whose types did not resolve. Only such a
+file is parsed again with its headers (cpp_headers.py says how, cpp_pch.py
+keeps the heavy part precompiled), in a forked child with a time limit, and
+the rules' findings there replace the header-free ones. A parse with
+headers that fails, times out or cannot find an #include leaves the
+header-free findings, and the file's `HeaderReport` says why: unknown is
+never evidence.
+
+A rewrite made from a parse with headers is checked the same way: the
+original and the rewritten text are parsed with the same flags (and the
+same precompiled header), and the rewrite must add no error.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, TypeVar
+
+from optpatch.child_process import ChildFailed, TimeLimitExceeded, run_in_child
+from optpatch.cpp_frontend import CppUnit, HeaderParseError
+from optpatch.formatter_config import CppStyle
+from optpatch.cpp_headers import HeaderFlags, HeaderOutcome, HeaderReport, HeaderSetup
+from optpatch.cpp_pch import preamble_of
+from optpatch.source import SourceFile
+
+if TYPE_CHECKING:
+    from optpatch.rule import Rule
+
+# passes.Analysis, which this module must not import (passes imports it): replaced field by field, never built here.
+Analysis = TypeVar("Analysis")
+
+# A parse with torch's headers takes 0.1-0.4 s once its precompiled header exists, 5-10 s to build that,
+# and 12-40 s without one (on a loaded 2-core machine): far below this, unless something is wrong.
+TIME_LIMIT_S = 300.0
+
+
+def with_headers(
+    source: SourceFile, rules: list[type["Rule"]], unit: CppUnit, analysis: Analysis, setup: HeaderSetup,
+    check: Callable[[CppUnit], Analysis],
+) -> Analysis:
+    """`analysis` (of the header-free `unit`), or the rules' analysis of the file parsed with its headers."""
+    path = Path(source.path)
+    flags = setup.flags_for(path)
+    if isinstance(flags, HeaderReport):  # --no-headers, or no flags to be found
+        inputs = analysis.inputs if flags.outcome is HeaderOutcome.DISABLED else analysis.inputs + (setup.flags_input(path),)
+        return replace(analysis, headers=flags, inputs=inputs)
+    if not any(rule.needs_headers(unit, [f for f in analysis.findings if f.code == rule.code]) for rule in rules):
+        return replace(analysis, headers=HeaderReport(flags.mode, HeaderOutcome.NOT_NEEDED, flags.origin))
+    flags_input = setup.flags_input(path)
+    try:
+        looked = run_in_child(lambda: _look(source, flags, setup, check, unit.style), TIME_LIMIT_S)
+    except TimeLimitExceeded:
+        report = HeaderReport(flags.mode, HeaderOutcome.TIMED_OUT, f"no result within {TIME_LIMIT_S:.0f} s")
+        return replace(analysis, headers=report, inputs=analysis.inputs + (flags_input,))
+    except ChildFailed as failure:
+        report = HeaderReport(flags.mode, HeaderOutcome.FAILED, str(failure))
+        return replace(analysis, headers=report, inputs=analysis.inputs + (flags_input,))
+    if isinstance(looked, HeaderReport):
+        return replace(analysis, headers=looked, inputs=analysis.inputs + (flags_input,))
+    return replace(looked, inputs=looked.inputs + (flags_input,))
+
+
+def _look(source: SourceFile, flags: HeaderFlags, setup: HeaderSetup, check, style: CppStyle) -> "Analysis | HeaderReport":
+    """In the child: parse with headers and run the rules (their edits in the file's `style`); a report when the
+    parse cannot stand."""
+    try:
+        unit = CppUnit(source, flags, setup, style=style)
+    except HeaderParseError as error:
+        return HeaderReport(flags.mode, HeaderOutcome.FAILED, str(error))
+    analysis = check(unit)
+    if analysis.error is not None:
+        return HeaderReport(flags.mode, HeaderOutcome.FAILED, analysis.error.reason)
+    errors = tuple(sorted(unit.error_signature().items()))
+    return replace(analysis, headers=HeaderReport(flags.mode, HeaderOutcome.USED, flags.origin, flags, errors))
+
+
+def rewrite_error(original: SourceFile, rewritten: SourceFile, report: HeaderReport) -> str | None:
+    """Why the rewrite would not compile with the file's headers (errors it adds to the original's, which the
+    analysis recorded), or None."""
+
+    def compare() -> list[str]:
+        after = CppUnit(rewritten, report.flags, preamble=preamble_of(original.text))
+        return sorted(after.error_signature() - Counter(dict(report.errors)))
+
+    try:
+        added = run_in_child(compare, TIME_LIMIT_S)
+    except TimeLimitExceeded:
+        return f"it could not be checked with its headers within {TIME_LIMIT_S:.0f} s"
+    except ChildFailed as failure:
+        return f"it could not be checked with its headers: {failure}"
+    return "new errors: " + "; ".join(added[:3]) if added else None
