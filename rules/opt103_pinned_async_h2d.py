@@ -8,7 +8,9 @@ from typing import Iterator, NamedTuple
 import libcst as cst
 from libcst.metadata import Assignment
 
+from optpatch.formatter_config import PythonFormatter
 from optpatch.planner import preview
+from optpatch.python_edits import FormattedEdits
 from optpatch.python_frontend import SCOPE_NODES, LOOP_NODES, PythonModule, walk
 from optpatch.python_screen import CallIndex, callee_name
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
@@ -1372,8 +1374,8 @@ def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
     """Pin the source and make the copy non-blocking: the one place this rule writes text.
 
     `pin_memory=True` and `non_blocking=True` are appended as the last
-    argument of their call, after its last argument as OPT102 appends
-    `device=`; `.pin_memory()` follows the sharing constructor (chained) or
+    argument of their call, laid out as the project's formatter would, as
+    OPT102 appends `device=`; `.pin_memory()` follows the sharing constructor (chained) or
     the name (at the move); `torch.tensor(data, device=d)` has its `device=d`
     replaced by `pin_memory=True` and gains `.to(d, non_blocking=True)`.
     """
@@ -1397,27 +1399,40 @@ def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
             pin = ".pin_memory()"
         edits.append(Edit(call_end, call_end, f"{pin}.to({module.text(device.value)}, non_blocking=True)"))
         return edits
+    # Under black or ruff, laid out as they would (docs/formatting.md); otherwise appended where they go, the
+    # statement's layout kept.
+    formatted = FormattedEdits(module) if module.style.formatter in _RESHAPING_FORMATTERS else None
     if not source.pinned:
         if source.pinned_at_the_move:
             receiver = source.name if source.name is not None else source.call
             _, end = module.span(receiver)
             edits.append(Edit(end, end, ".pin_memory()"))
+        elif source.call.lpar:
+            return _IN_PARENTHESES
+        elif formatted is not None:
+            formatted.insert_keyword(source.call, "pin_memory", "True")
         else:
             edits.append(_appended_keyword(module, source.call, "pin_memory=True"))
-    edits.append(_appended_keyword(module, site.copy, "non_blocking=True"))
-    if any(isinstance(edit, Kept) for edit in edits):
-        return next(edit for edit in edits if isinstance(edit, Kept))
-    return edits
+    if site.copy.lpar:
+        return _IN_PARENTHESES
+    if formatted is None:
+        return [*edits, _appended_keyword(module, site.copy, "non_blocking=True")]
+    formatted.insert_keyword(site.copy, "non_blocking", "True")
+    return formatted.add(*edits).edits()
 
 
-def _appended_keyword(module: PythonModule, call: cst.Call, keyword: str) -> Edit | Kept:
-    if call.lpar:
-        return Kept("the call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
+_RESHAPING_FORMATTERS = frozenset({PythonFormatter.BLACK, PythonFormatter.RUFF})
+
+
+def _appended_keyword(module: PythonModule, call: cst.Call, keyword: str) -> Edit:
     if call.args:
         _, end = module.span(call.args[-1])  # the Arg's span leaves out its trailing comma
         return Edit(end, end, f", {keyword}")
     _, end = module.span(call)
     return Edit(end - 1, end - 1, keyword)
+
+
+_IN_PARENTHESES = Kept("the call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
 
 
 # -- what it buys ---------------------------------------------------------------------------------------------

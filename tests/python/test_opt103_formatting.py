@@ -1,0 +1,49 @@
+"""OPT103's keywords are laid out as black and ruff would lay them out: the field benchmark found black and ufmt
+rejecting `torch.tensor(x, pin_memory=True).cuda(non_blocking=True).clone().detach()` written past the line limit
+(NeMo, torchtune, xformers, ao), which black splits into a chain of calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from formatters import Check
+from optpatch.config import Settings
+from optpatch.engine import run
+from optpatch.policy import FixPolicy
+
+SOURCE = '''import torch
+
+
+def gather(loss, tokens):
+    if loss is not None:
+        if tokens:
+            return torch.cat(
+                [
+                    loss.clone().detach().view(1),
+                    torch.tensor([tokens, len(tokens), 17]).cuda().clone().detach().view(3),
+                ]
+            )
+    return torch.tensor([1, 2, 3]).cuda()
+'''
+
+CONFIGURATIONS = [
+    ("black", "[tool.black]\nline-length = 100\n", Check("black")),
+    ("ruff", "[tool.ruff]\nline-length = 100\n\n[tool.ruff.format]\nquote-style = \"double\"\n", Check("ruff 0.12")),
+]
+
+
+@pytest.mark.parametrize("name, configuration, check", CONFIGURATIONS, ids=[c[0] for c in CONFIGURATIONS])
+def test_the_formatter_accepts_the_pinned_copy(name, configuration, check, tmp_path):
+    root = tmp_path / name
+    root.mkdir()
+    (root / "pyproject.toml").write_text(configuration)
+    module = root / "m.py"
+    module.write_text(SOURCE)
+    assert check.passes(module), f"{check} rejects the fixture itself"
+    (change,) = run(root, Settings(select=("OPT103",)), FixPolicy(), jobs=1, use_cache=False).changes
+    rewritten = change.new.decode()
+    assert "pin_memory=True" in rewritten and "non_blocking=True" in rewritten
+    module.write_text(rewritten)
+    assert check.passes(module), f"{check} rejects the rewrite:\n{rewritten}"
