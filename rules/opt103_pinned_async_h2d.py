@@ -1381,27 +1381,11 @@ def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
     """
     source = site.source
     edits = []
-    if site.move is None:
-        device = keyword_arg(site.copy, "device")
-        _, end = module.span(device.value)
-        _, call_end = module.span(site.copy)
-        if source.keyword_pins:
-            start, _ = module.span(device.keyword)
-            edits.append(Edit(start, end, "pin_memory=True"))
-            pin = ""
-        else:  # the argument goes, with the comma before it: the data comes first, so one precedes it
-            index = next(i for i, arg in enumerate(site.copy.args) if arg is device)
-            if index == 0:
-                return Kept("`device=` is the call's first argument: removing it would leave the call's layout to "
-                            "guess", KeepCategory.CANNOT_SPELL)
-            _, start = module.span(site.copy.args[index - 1])
-            edits.append(Edit(start, end, ""))
-            pin = ".pin_memory()"
-        edits.append(Edit(call_end, call_end, f"{pin}.to({module.text(device.value)}, non_blocking=True)"))
-        return edits
     # Under black or ruff, laid out as they would (docs/formatting.md); otherwise appended where they go, the
     # statement's layout kept.
     formatted = FormattedEdits(module) if module.style.formatter in _RESHAPING_FORMATTERS else None
+    if site.move is None:
+        return _device_keyword_edits(module, site, formatted)
     if not source.pinned:
         if source.pinned_at_the_move:
             receiver = source.name if source.name is not None else source.call
@@ -1422,6 +1406,31 @@ def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
 
 
 _RESHAPING_FORMATTERS = frozenset({PythonFormatter.BLACK, PythonFormatter.RUFF})
+
+
+def _device_keyword_edits(module: PythonModule, site: Site, formatted: FormattedEdits | None) -> list[Edit] | Kept:
+    """`torch.tensor(data, device=d)` -> `torch.tensor(data, pin_memory=True).to(d, non_blocking=True)`, or
+    `torch.tensor(data).pin_memory().to(d, non_blocking=True)` where the keyword cannot pin the data."""
+    call, source = site.copy, site.source
+    device = keyword_arg(call, "device")
+    _, end = module.span(device.value)
+    _, call_end = module.span(call)
+    pin = "" if source.keyword_pins else ".pin_memory()"
+    move = Edit(call_end, call_end, f"{pin}.to({module.text(device.value)}, non_blocking=True)")
+    if source.keyword_pins and formatted is None:
+        start, _ = module.span(device.keyword)
+        return [Edit(start, end, "pin_memory=True"), move]
+    index = next(i for i, arg in enumerate(call.args) if arg is device)
+    if index == 0:
+        return Kept("`device=` is the call's first argument: removing it would leave the call's layout to guess",
+                    KeepCategory.CANNOT_SPELL)
+    _, start = module.span(call.args[index - 1])
+    removal = Edit(start, end, "")  # the argument, with the comma before it: the data comes first
+    if formatted is None:
+        return [removal, move]
+    if source.keyword_pins:
+        formatted.insert_keyword(call, "pin_memory", "True")
+    return formatted.add(removal, move).edits()
 
 
 def _appended_keyword(module: PythonModule, call: cst.Call, keyword: str) -> Edit:

@@ -1,6 +1,7 @@
 """OPT103's keywords are laid out as black and ruff would lay them out: the field benchmark found black and ufmt
 rejecting `torch.tensor(x, pin_memory=True).cuda(non_blocking=True).clone().detach()` written past the line limit
-(NeMo, torchtune, xformers, ao), which black splits into a chain of calls."""
+(NeMo, torchtune, xformers, ao), which black splits into a chain of calls, and `torch.tensor(x, device="cuda")`
+given `pin_memory=True` and `.to("cuda", non_blocking=True)` past the limit, which black moves into its own lines."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ SOURCE = '''import torch
 def gather(loss, tokens):
     if loss is not None:
         if tokens:
+            torch.distributed.broadcast(torch.tensor([0], dtype=torch.long, device="cuda"), src=0)
             return torch.cat(
                 [
                     loss.clone().detach().view(1),
@@ -44,6 +46,6 @@ def test_the_formatter_accepts_the_pinned_copy(name, configuration, check, tmp_p
     assert check.passes(module), f"{check} rejects the fixture itself"
     (change,) = run(root, Settings(select=("OPT103",)), FixPolicy(), jobs=1, use_cache=False).changes
     rewritten = change.new.decode()
-    assert "pin_memory=True" in rewritten and "non_blocking=True" in rewritten
+    assert rewritten.count("pin_memory=True") == 2 and 'device="cuda"' not in rewritten
     module.write_text(rewritten)
     assert check.passes(module), f"{check} rejects the rewrite:\n{rewritten}"
