@@ -185,6 +185,12 @@ class PinnedAsyncH2D(Rule):
     #51841); pin the source to make it asynchronous.
 
     ## Known problems
+    Under black or ruff, the keywords are laid out as the formatter would
+    lay the statement out (docs/formatting.md); where optpatch does not
+    reproduce the statement's layout (a newer black's choices, a statement
+    the file does not lay out as its formatter does) and the edit passes the
+    line limit, the site is kept rather than written in a layout the
+    formatter check would reject.
     Pinned memory is page-locked and scarce on some systems (WSL: vLLM guards
     it with `is_pin_memory_available()`); the fix does not add such a guard.
     Pinning a large tensor costs a host copy. Names are resolved within one
@@ -1402,7 +1408,17 @@ def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
     if formatted is None:
         return [*edits, _appended_keyword(module, site.copy, "non_blocking=True")]
     formatted.insert_keyword(site.copy, "non_blocking", "True")
-    return formatted.add(*edits).edits()
+    return _shaped(formatted.add(*edits))
+
+
+def _shaped(formatted: FormattedEdits) -> list[Edit] | Kept:
+    """The edits, or a keep where the formatter would lay the statement out again in a way optpatch does not know."""
+    edits = formatted.edits()
+    if formatted.unreproduced_break:
+        return Kept(f"the edit passes the line limit of {formatted.module.style.formatter.value}, which lays this "
+                    "statement out in a way optpatch does not reproduce (docs/formatting.md): kept rather than "
+                    "written in a layout the formatter check would reject", KeepCategory.CANNOT_SPELL)
+    return edits
 
 
 _RESHAPING_FORMATTERS = frozenset({PythonFormatter.BLACK, PythonFormatter.RUFF})
@@ -1430,7 +1446,7 @@ def _device_keyword_edits(module: PythonModule, site: Site, formatted: Formatted
         return [removal, move]
     if source.keyword_pins:
         formatted.insert_keyword(call, "pin_memory", "True")
-    return formatted.add(removal, move).edits()
+    return _shaped(formatted.add(removal, move))
 
 
 def _appended_keyword(module: PythonModule, call: cst.Call, keyword: str) -> Edit:

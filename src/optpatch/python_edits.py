@@ -71,6 +71,9 @@ class FormattedEdits:
         self.module = module
         self._keywords: list[tuple[cst.Call, str]] = []  # (call, "name=value, ...")
         self._others: list[Edit] = []
+        # Set by `edits()`: under black or ruff, a statement python_layout does not reproduce had to be broken by
+        # the keyword's own layout, which the formatter's check would likely reject.
+        self.unreproduced_break = False
 
     def insert_keyword(self, call: cst.Call, name: str, value: str) -> "FormattedEdits":
         """`name=value` after the call's last argument (keywords added to one call keep their order)."""
@@ -101,7 +104,10 @@ class FormattedEdits:
             raw = [keyword_edit(module, call, added) for call, added in keywords] + inside
             shaped = _laid_out(module, statement, raw) if statement is not None else None
             if shaped is None:
-                shaped = [edit for call, added in keywords for edit in _local_keywords(module, call, added, raw)] + inside
+                local = [edit for call, added in keywords for edit in _local_keywords(module, call, added, raw)]
+                if _layout_style(module.style) is not None and any("\n" in edit.text for edit in local):
+                    self.unreproduced_break = True
+                shaped = local + inside
             result += shaped
         return sorted(result + others)
 
