@@ -10,7 +10,7 @@ from libcst.metadata import Assignment
 
 from optpatch.formatter_config import PythonFormatter
 from optpatch.planner import preview
-from optpatch.python_edits import FormattedEdits
+from optpatch.python_edits import FormattedEdits, keyword_edit
 from optpatch.python_frontend import SCOPE_NODES, LOOP_NODES, PythonModule, walk
 from optpatch.python_screen import CallIndex, callee_name
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
@@ -1402,11 +1402,11 @@ def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
         elif formatted is not None:
             formatted.insert_keyword(source.call, "pin_memory", "True")
         else:
-            edits.append(_appended_keyword(module, source.call, "pin_memory=True"))
+            edits.append(keyword_edit(module, source.call, "pin_memory=True"))
     if site.copy.lpar:
         return _IN_PARENTHESES
     if formatted is None:
-        return [*edits, _appended_keyword(module, site.copy, "non_blocking=True")]
+        return [*edits, keyword_edit(module, site.copy, "non_blocking=True")]
     formatted.insert_keyword(site.copy, "non_blocking", "True")
     return _shaped(formatted.add(*edits))
 
@@ -1447,14 +1447,6 @@ def _device_keyword_edits(module: PythonModule, site: Site, formatted: Formatted
     if source.keyword_pins:
         formatted.insert_keyword(call, "pin_memory", "True")
     return _shaped(formatted.add(removal, move))
-
-
-def _appended_keyword(module: PythonModule, call: cst.Call, keyword: str) -> Edit:
-    if call.args:
-        _, end = module.span(call.args[-1])  # the Arg's span leaves out its trailing comma
-        return Edit(end, end, f", {keyword}")
-    _, end = module.span(call)
-    return Edit(end - 1, end - 1, keyword)
 
 
 _IN_PARENTHESES = Kept("the call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
