@@ -21,6 +21,7 @@ arguments (`AT_DISPATCH_...(..., [&] { ... })`) come from
 
 from __future__ import annotations
 
+import array
 import atexit
 import ctypes
 import enum
@@ -451,20 +452,66 @@ class CppUnit:
         return self._tokenize(self.tu.cursor.extent)
 
     def _tokenize(self, extent) -> list[Token]:
+        """The tokens of a range of the main file, comments left out.
+
+        clang_tokenize's array is read in one go (`_token_fields`): a token's
+        kind, location and length, its spelling sliced from the text. That is
+        ten times faster than asking clang three questions per token, which
+        cost ~25 us a token and made tokenizing a 100 KB file take 0.2 s.
+        """
         clang = _clang()
-        kinds = {
-            clang.TokenKind.IDENTIFIER: "identifier", clang.TokenKind.KEYWORD: "keyword",
-            clang.TokenKind.LITERAL: "literal", clang.TokenKind.PUNCTUATION: "punctuation",
-        }
+        lib = clang.conf.lib
+        array_start, count = ctypes.POINTER(clang.Token)(), ctypes.c_uint()
+        lib.clang_tokenize(self.tu, extent, ctypes.byref(array_start), ctypes.byref(count))
+        if not count.value:
+            return []
+        try:
+            fields = _token_fields(array_start, count.value)
+            if fields is not None:
+                found = self._tokens_from_fields(array_start, count.value, fields)
+                if found is not None:
+                    return found
+            return self._tokens_one_by_one(array_start, count.value)
+        finally:
+            lib.clang_disposeTokens(self.tu, array_start, count)
+
+    def _tokens_from_fields(self, array_start, count: int, fields) -> list[Token] | None:
+        """The tokens from their (kind, raw location, byte length) fields; None if the locations do not map
+        to the main file the way clang's own answer for the first and last token says."""
+        kinds, locations, lengths = fields
+        lib = _clang().conf.lib
+        first = self._file_offset(lib.clang_getTokenLocation(self.tu, array_start[0]))
+        last = self._file_offset(lib.clang_getTokenLocation(self.tu, array_start[count - 1]))
+        if first is None or last is None:
+            return None
+        base = locations[0] - first
+        if locations[-1] - base != last:
+            return None
+        data, char_of, found = self._data, self._char_of, []
+        for kind, location, length in zip(kinds, locations, lengths):
+            name = _TOKEN_KINDS.get(kind)
+            if name is None:
+                continue
+            start = location - base
+            spelling = data[start : start + length].decode("utf-8", "replace")
+            if "\\" in spelling and kind in _NAMED_TOKEN_KINDS:
+                spelling = _LINE_SPLICE.sub("", spelling)  # as clang_getTokenSpelling: a name's own, a literal's raw
+            found.append(Token(spelling, name, char_of(start), char_of(start + length)))
+        return found
+
+    def _tokens_one_by_one(self, array_start, count: int) -> list[Token]:
+        """The tokens through clang's accessors, where the array's layout is not the one `_token_fields` reads."""
         found = []
-        for token in self.tu.get_tokens(extent=extent):
-            kind = kinds.get(token.kind)
-            if kind is None:
+        for index in range(count):
+            token = array_start[index]
+            token._tu = self.tu  # what cindex's TokenGroup sets before its accessors are used
+            name = _TOKEN_KINDS.get(token.kind.value)
+            if name is None:
                 continue
             extent = token.extent
             start, end = self.char_offset(extent.start), self.char_offset(extent.end)
             if start is not None and end is not None:
-                found.append(Token(token.spelling, kind, start, end))
+                found.append(Token(token.spelling, name, start, end))
         return found
 
     @cached_property
@@ -687,6 +734,31 @@ class CppUnit:
 
     def newline(self) -> str:
         return "\r\n" if "\r\n" in self.source.text else "\n"
+
+
+# CXTokenKind: punctuation, keyword, identifier, literal (4, comments, left out).
+_TOKEN_KINDS = {0: "punctuation", 1: "keyword", 2: "identifier", 3: "literal"}
+_NAMED_TOKEN_KINDS = frozenset({1, 2})
+_LINE_SPLICE = re.compile(r"\\[ \t]*(?:\r\n|\n|\r)")
+
+
+def _token_fields(array_start, count: int):
+    """(kinds, raw locations, byte lengths) of clang_tokenize's CXToken array, read as its 32-bit words.
+
+    A CXToken is `unsigned int_data[4]; void *ptr_data`, and libclang fills
+    int_data with the kind, the location's raw encoding and the length in
+    bytes (CIndex.cpp, getTokens); a main file's raw locations are its byte
+    offsets plus one base. None where the struct is not that size; the
+    caller checks the base against clang's answer for two tokens.
+    """
+    size = ctypes.sizeof(_clang().Token)
+    if size % 4 or size < 16:
+        return None
+    words = array.array("I", ctypes.string_at(array_start, count * size))
+    if words.itemsize != 4:
+        return None
+    step = size // 4
+    return words[0::step], words[1::step], words[2::step]
 
 
 def _address(pointer) -> int | None:

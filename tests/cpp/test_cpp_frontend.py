@@ -149,6 +149,23 @@ def test_looking_without_the_tree_sees_what_the_tree_sees():
     assert not lazy.has_tree
 
 
+def test_tokens_read_in_bulk_are_clangs_tokens(monkeypatch):
+    """The tokens read from clang_tokenize's array are those clang's accessors give, one by one: names whose
+    letters a line splice separates, literals and punctuation that hold one, non-ASCII text, `>>`."""
+    import optpatch.cpp_frontend as frontend
+
+    code = (
+        "// Größe\n#define LOOP(x) \\\n  d\\\no { x; } while (0)\n"
+        'const char* s = "a \\\n b ✓";\nstd::vector<std::vector<int>> v; int u8 = 1\'000;\n'
+        "void f(int n) { float a[n]; a[0] = n >> 1; LOOP(a[1] = 2) \\\n}\n"
+    )
+    bulk = unit_of(code).tokens
+    monkeypatch.setattr(frontend, "_token_fields", lambda array_start, count: None)
+    one_by_one = unit_of(code).tokens
+    assert bulk == one_by_one
+    assert "do" in [t.spelling for t in bulk] and len(bulk) > 40
+
+
 # -- reparsing the spare translation unit -------------------------------------------------------
 
 REPO = Path(__file__).resolve().parents[2]
