@@ -340,8 +340,10 @@ def _rewrite(unit: CppUnit, declaration: Node, element: str, bound_text: str, us
 
 # -- how often the declaration runs ----------------------------------------------------------------
 
-# Calls known to run their lambda argument once: ATen's dtype dispatch (and the projects that copy it), call_once.
-_ONCE_CALLERS = re.compile(r"DISPATCH|call_once", re.I)
+# Calls known not to run their callback per element or tile: ATen's dtype dispatch (and the projects that copy
+# it) and call_once run it once; pybind11's `m.def`/`def_static` and the torch library's `m.impl`/`TORCH_FN`
+# register a function that Python then calls once per call, as any host function.
+_ONCE_CALLERS = re.compile(r"DISPATCH|call_once|^(?:def|def_static|impl|TORCH_FN)$", re.I)
 
 
 def _repeated_call(unit: CppUnit, declaration: Node, context: Context) -> str:

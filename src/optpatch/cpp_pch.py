@@ -14,8 +14,9 @@ bounds need), and each parse of the file loads it:
 
 What is precompiled is exactly the file's preamble: the `#include` lines
 before its first code or other directive (comments, blank lines, `#pragma
-once` and an include guard may come between), up to the last one that names
-a heavy library (torch, ATen, c10, pybind11, CUDA and its libraries). The
+once` and an include guard may come between; one-line `#define` and
+`#undef` lines, which may steer the headers, join them), up to the last
+include that names a heavy library (torch, ATen, c10, pybind11, CUDA and its libraries). The
 file is then parsed with those lines blanked out, so its offsets do not
 move and every header is still read once, in the file's order. Includes
 optpatch itself adds go after the last include, outside that preamble, so
@@ -61,6 +62,8 @@ _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"][ \t]*(?://
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b")
 _GUARD_OPEN = re.compile(r"^[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\r?\n?$")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]*\r?\n?$")
+# A one-line `#define NAME [value]` or `#undef NAME` (a trailing comment allowed; no line continuation).
+_MACRO = re.compile(r"^[ \t]*#[ \t]*(?:define[ \t]+\w+(?:\([^)]*\))?(?:[ \t][^\\\r\n]*)?|undef[ \t]+\w+[ \t]*(?://.*)?)\r?\n?$")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
@@ -122,6 +125,9 @@ def preamble_of(text: str) -> Preamble | None:
             continue
         defined = _DEFINE.match(line)
         if defined and guard is not None and defined.group(1) == guard:
+            continue
+        if _MACRO.match(line) and "/*" not in line:  # `#define NOMINMAX` before torch's headers: it goes with them
+            includes.append(index)
             continue
         break
     chosen = tuple(includes[:heavy_end])

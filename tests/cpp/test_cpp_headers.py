@@ -206,6 +206,11 @@ def test_the_preamble_is_the_leading_includes_up_to_the_last_heavy_one():
     assert len(blanked.encode()) == len(text.encode()) and "#include \"local.h\"" in blanked
     assert preamble_of("#include <vector>\nint x;\n") is None
     assert preamble.fits(text.replace("int x;", "#include <ATen/cuda/CUDAContext.h>\nint x;"))
+    # A one-line #define or #undef before the heavy includes steers them: it goes into the preamble; a continued
+    # one, or one after the last heavy include, stays in the file.
+    steered = "#pragma once\n#define NOMINMAX  // c\n#undef X\n#include <torch/extension.h>\n#define Y 2\nint x;\n"
+    assert preamble_of(steered).lines == (1, 2, 3)
+    assert preamble_of("#define F(a) \\\n  a\n#include <torch/extension.h>\nint x;\n") is None
 
 
 def test_a_precompiled_preamble_is_reused_until_a_header_it_read_changes(tmp_path, monkeypatch):
