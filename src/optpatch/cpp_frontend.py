@@ -39,7 +39,7 @@ from typing import Iterator
 from optpatch.formatter_config import CppStyle
 from optpatch.analysis_inputs import FileInput, record_header_set
 from optpatch.cpp_headers import CudaBuild, HeaderFlags, HeaderSetup
-from optpatch.cpp_pch import Preamble, PrecompiledHeader, PrecompileError, discard, precompiled, preamble_of
+from optpatch.cpp_pch import LocalHeaders, Preamble, PrecompiledHeader, PrecompileError, discard, precompiled, preamble_of
 from optpatch.model import Context, Edit, FileError
 from optpatch.native_stack import call_with_large_stack
 from optpatch.source import SourceFile
@@ -316,7 +316,7 @@ class CppUnit:
         seen: set[tuple] = set()
         for cursor in self.tu.cursor.get_children():
             location = cursor.location
-            if location.file is None or location.file.name != self._main_name:
+            if location.file is None or location.file.name != self._main_name or _implicit_instantiation(cursor):
                 continue
             node = self._build(cursor, seen)
             if node is not None:
@@ -761,6 +761,19 @@ def _token_fields(array_start, count: int):
     return words[0::step], words[1::step], words[2::step]
 
 
+def _implicit_instantiation(cursor) -> bool:
+    """A function a template's use instantiated, which a parse that loads a precompiled header lists among the
+    translation unit's children (after the file's own declarations): it spans the tail of its template, where an
+    explicit specialization has a range of its own."""
+    if cursor.kind.name not in _FUNCTION_CURSOR_KINDS:
+        return False
+    template = cursor.specialized_template
+    if template is None:
+        return False
+    extent, pattern = cursor.extent, template.extent
+    return pattern.start.offset <= extent.start.offset and extent.end.offset == pattern.end.offset
+
+
 def _address(pointer) -> int | None:
     return ctypes.cast(pointer, ctypes.c_void_p).value
 
@@ -857,6 +870,16 @@ def _index():
     # Dispose of them while cindex still can: at interpreter exit its globals are gone first (last in, first out).
     atexit.register(_index.cache_clear)
     atexit.register(_Spare.release)
+    return index
+
+
+@cache
+def _local_index():
+    """The index of parses that load a precompiled header: their translation unit's children are the file's own
+    declarations (and those of headers outside the precompiled part), not the 100,000 of torch's headers that
+    `nodes` would otherwise step over one by one (2.4 s a file)."""
+    index = _clang().Index.create(excludeDecls=True)
+    atexit.register(_local_index.cache_clear)
     return index
 
 
@@ -977,7 +1000,7 @@ def _parse_with_headers(source: SourceFile, main: str, flags: HeaderFlags, pream
     if missing:  # said before any header is parsed: building a precompiled header first would cost seconds
         raise HeaderParseError(f"'{missing}' file not found (included from {main})")
     if preamble is None or not preamble.fits(text):
-        preamble = preamble_of(text)
+        preamble = file_preamble(text, main, flags)
     header = None
     if preamble is not None:
         try:
@@ -1004,11 +1027,22 @@ def _parse_with_headers(source: SourceFile, main: str, flags: HeaderFlags, pream
 _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 
+def _quoted_include_folders(flags: HeaderFlags) -> tuple[str, ...]:
+    """Where a `#include "..."` is looked for after the including file's folder."""
+    words = flags.arguments
+    folders = [words[i + 1] for i, word in enumerate(words[:-1]) if word in ("-I", "-iquote", "-isystem", "-idirafter")]
+    return tuple(folders + [word[2:] for word in words if word.startswith("-I") and len(word) > 2])
+
+
+def file_preamble(text: str, main: str, flags: HeaderFlags) -> Preamble | None:
+    """The precompiled part of the file at `main` parsed with `flags`: its leading includes up to the last that
+    reaches a heavy library, directly or through the project's own headers."""
+    return preamble_of(text, LocalHeaders(os.path.dirname(main), _quoted_include_folders(flags)))
+
+
 def _missing_local_include(text: str, main: str, flags: HeaderFlags) -> str | None:
     """A `#include "..."` outside any #if that neither the file's folder nor an include folder of the flags holds."""
-    words = flags.arguments
-    folders = [os.path.dirname(main)] + [words[i + 1] for i, word in enumerate(words[:-1]) if word in ("-I", "-iquote", "-isystem", "-idirafter")]
-    folders += [word[2:] for word in words if word.startswith("-I") and len(word) > 2]
+    folders = [os.path.dirname(main), *_quoted_include_folders(flags)]
     depth = 0
     for line in text.splitlines():
         if _CONDITIONAL_OPEN.match(line):
@@ -1027,8 +1061,10 @@ def _parse_file(main: str, data: bytes, arguments: list[str], header: Precompile
     if header is not None:
         arguments = [*arguments, "-include-pch", header.path]
 
+    index = _index() if header is None else _local_index()
+
     def parse():
-        return _index().parse(main, args=arguments, unsaved_files=unsaved, options=_DETAILED_PROCESSING_RECORD | _KEEP_GOING)
+        return index.parse(main, args=arguments, unsaved_files=unsaved, options=_DETAILED_PROCESSING_RECORD | _KEEP_GOING)
 
     with _parsing_on_the_calling_thread():
         return call_with_large_stack(parse)

@@ -16,7 +16,9 @@ What is precompiled is exactly the file's preamble: the `#include` lines
 before its first code or other directive (comments, blank lines, `#pragma
 once` and an include guard may come between; one-line `#define` and
 `#undef` lines, which may steer the headers, join them), up to the last
-include that names a heavy library (torch, ATen, c10, pybind11, CUDA and its libraries). The
+include that names a heavy library (torch, ATen, c10, pybind11, CUDA and
+its libraries, the x86 intrinsics), or is a project header that reaches
+one through its own quoted includes (`LocalHeaders`, read as text). The
 file is then parsed with those lines blanked out, so its offsets do not
 move and every header is still read once, in the file's order. Includes
 optpatch itself adds go after the last include, outside that preamble, so
@@ -56,8 +58,9 @@ MAX_TOTAL_BYTES = 2 * 1024**3
 # Includes worth precompiling: torch and its libraries, CUDA and its libraries, Python (pulled in by torch/extension.h).
 _HEAVY = re.compile(
     r"^(?:(?:torch|ATen|c10|caffe2|pybind11|cub|thrust|cuda|cutlass|cute|cooperative_groups|nv)/"
-    r"|(?:cuda|cublas|cusparse|cusolver|curand|cufft|cudnn|nccl|Python|mma)\w*\.h$)"
+    r"|(?:cuda|cublas|cusparse|cusolver|curand|cufft|cudnn|nccl|Python|mma)\w*\.h$|\w*intrin\.h$)"
 )
+_ANY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\r\n]+)[>"]', re.M)
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"][ \t]*(?://.*)?\r?\n?$')
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b")
 _GUARD_OPEN = re.compile(r"^[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\r?\n?$")
@@ -94,8 +97,9 @@ def _lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
-def preamble_of(text: str) -> Preamble | None:
-    """The file's leading include lines up to its last heavy include; None when there is none."""
+def preamble_of(text: str, local: "LocalHeaders | None" = None) -> Preamble | None:
+    """The file's leading include lines up to its last heavy include; None when there is none. With `local`, a
+    quoted include is heavy when a header it reaches through quoted includes names a heavy library."""
     lines = _lines(text)
     includes: list[int] = []
     heavy_end = 0
@@ -116,7 +120,8 @@ def preamble_of(text: str) -> Preamble | None:
         match = _INCLUDE.match(line)
         if match:
             includes.append(index)
-            if match.group(1) == "<" and _HEAVY.match(match.group(2).strip()):
+            name = match.group(2).strip()
+            if match.group(1) == "<" and _HEAVY.match(name) or match.group(1) == '"' and local and local.heavy(name):
                 heavy_end = len(includes)
             continue
         opened = _GUARD_OPEN.match(line)
@@ -134,6 +139,57 @@ def preamble_of(text: str) -> Preamble | None:
     if not chosen:
         return None
     return Preamble("".join(lines[i] for i in chosen), chosen)
+
+
+class LocalHeaders:
+    """The project's headers a file's quoted includes name, read as text (never run): whether one reaches a heavy
+    library through further quoted includes, as DeepSpeed's `"simd.h"` reaches `<x86intrin.h>`.
+
+    A quoted include is looked for in the including file's folder, then in `folders` (the flags' -I and -iquote),
+    as the compiler looks. At most `MAX_READ` headers are read for one file.
+    """
+
+    MAX_READ = 64
+
+    def __init__(self, folder: str, folders: tuple[str, ...]):
+        self.folder = folder
+        self.folders = folders
+        self._heavy: dict[str, bool] = {}  # real path -> reaches a heavy library
+        self._read = 0
+
+    def heavy(self, name: str) -> bool:
+        path = self._find(name, self.folder)
+        return path is not None and self._reaches_heavy(path, set())
+
+    def _find(self, name: str, folder: str) -> str | None:
+        for candidate in (folder, *self.folders):
+            path = os.path.join(candidate, name)
+            if os.path.isfile(path):
+                return os.path.realpath(path)
+        return None
+
+    def _reaches_heavy(self, path: str, visiting: set[str]) -> bool:
+        if path in self._heavy:
+            return self._heavy[path]
+        if path in visiting or self._read >= self.MAX_READ:
+            return False
+        visiting.add(path)
+        self._read += 1
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        heavy = False
+        for bracket, name in _ANY_INCLUDE.findall(text):
+            if bracket == "<" and _HEAVY.match(name.strip()):
+                heavy = True
+            elif bracket == '"':
+                found = self._find(name.strip(), os.path.dirname(path))
+                heavy = found is not None and self._reaches_heavy(found, visiting)
+            if heavy:
+                break
+        self._heavy[path] = heavy
+        return heavy
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 from optpatch.child_process import ChildFailed, TimeLimitExceeded, run_in_child
-from optpatch.cpp_frontend import CppUnit, HeaderParseError
+from optpatch.cpp_frontend import CppUnit, HeaderParseError, file_preamble
 from optpatch.formatter_config import CppStyle
 from optpatch.cpp_headers import HeaderFlags, HeaderOutcome, HeaderReport, HeaderSetup
-from optpatch.cpp_pch import preamble_of
 from optpatch.source import SourceFile
 
 if TYPE_CHECKING:
@@ -87,7 +86,8 @@ def rewrite_error(original: SourceFile, rewritten: SourceFile, report: HeaderRep
     analysis recorded), or None."""
 
     def compare() -> list[str]:
-        after = CppUnit(rewritten, report.flags, preamble=preamble_of(original.text))
+        preamble = file_preamble(original.text, str(Path(original.path).absolute()), report.flags)
+        after = CppUnit(rewritten, report.flags, preamble=preamble)
         return sorted(after.error_signature() - Counter(dict(report.errors)))
 
     try:

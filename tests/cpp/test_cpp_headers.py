@@ -21,6 +21,7 @@ from optpatch import cpp_headers, cpp_second_look
 from optpatch.analysis_inputs import FileInput, HeaderSetInput, forget_checks, record_header_set
 from optpatch.config import Settings
 from optpatch.cpp_headers import HeaderMode, HeaderOutcome, HeaderSetup
+from optpatch.cpp_frontend import file_preamble
 from optpatch.cpp_pch import preamble_of
 from optpatch.engine import run
 from optpatch.passes import analyse_text
@@ -230,6 +231,60 @@ def test_a_precompiled_preamble_is_reused_until_a_header_it_read_changes(tmp_pat
     (root / "include" / "torch" / "extension.h").write_text(heavy.replace("4", "8"))
     findings_of(root, "k.cpp", HeaderSetup.for_run(root, None, True))
     assert pch.stat().st_ino != built
+
+
+def test_a_quoted_include_that_reaches_a_heavy_library_is_precompiled(tmp_path, monkeypatch):
+    """`"simd.h"` includes `<x86intrin.h>`: the file's leading includes up to it go into the precompiled header,
+    and the file's findings are those of the parse without one."""
+    monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path / "cache"))
+    root = write(tmp_path / "repo", {
+        "include/x86intrin.h": "#pragma once\nconstexpr int kLanes = 8;\n",
+        "csrc/simd.h": "#pragma once\n#include \"plain.h\"\n",
+        "csrc/plain.h": "#pragma once\n#include <x86intrin.h>\n",
+        "csrc/other.h": "#pragma once\nconstexpr int kOther = 2;\n",
+        "csrc/k.cpp": "#include \"other.h\"\n#include \"simd.h\"\nvoid f(int n) {\n  float a[kLanes * kOther];\n"
+                      "  float b[n];\n  a[0] = b[0] = 1;\n}\n",
+    })
+    setup = HeaderSetup.for_run(root, None, True)
+    flags = setup.flags_for(root / "csrc" / "k.cpp")
+    text = (root / "csrc" / "k.cpp").read_text()
+    assert preamble_of(text) is None  # no heavy name among its own includes
+    assert file_preamble(text, str(root / "csrc" / "k.cpp"), flags).lines == (0, 1)
+    found, analysis = findings_of(root, "csrc/k.cpp", setup)
+    assert found == {(5, "OPT201", "fix")} and analysis.headers.outcome is HeaderOutcome.USED
+    assert len(list((tmp_path / "cache" / "pch").glob("*.pch"))) == 1
+
+
+def test_a_parse_that_loads_a_precompiled_header_sees_the_files_own_nodes(tmp_path, monkeypatch):
+    """The parse that loads a precompiled header lists only the file's own declarations, plus the functions its
+    templates' uses instantiate: its nodes are those of the parse that lists every declaration of the headers."""
+    from optpatch import cpp_frontend
+
+    monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path / "cache"))
+    heavy = "#pragma once\nnamespace at { struct Tensor { int size(int) const; }; }\ntemplate <typename T> T lib(T x) { return x; }\n"
+    code = (
+        "#include <torch/extension.h>\n"
+        "template <typename T> T twice(T x) { return x + x; }\n"
+        "namespace ns { template <typename T> T thrice(T x) { float t[x]; return 3 * t[0]; } }\n"
+        "template <> float twice<float>(float x) { return 2 * x; }\n"
+        "struct S { template <typename T> T m(T x) { return x; } };\n"
+        "int use(const at::Tensor& t) { S s; return twice(1) + ns::thrice(2) + s.m(3) + lib(t.size(0)); }\n"
+    )
+    root = write(tmp_path / "repo", {"include/torch/extension.h": heavy, "k.cpp": code})
+    setup = HeaderSetup.for_run(root, None, True)
+    source, flags = read_source(root / "k.cpp", "k.cpp"), setup.flags_for(root / "k.cpp")
+
+    def seen(unit) -> list:
+        return [(n.kind, n.spelling, n.start, n.end) for n in unit.nodes]
+
+    local = cpp_frontend.CppUnit(source, flags, setup)
+    assert list((tmp_path / "cache" / "pch").glob("*.pch"))  # it loaded a precompiled header
+    monkeypatch.setattr(cpp_frontend, "_local_index", cpp_frontend._index)
+    every = cpp_frontend.CppUnit(source, flags, setup)
+    assert seen(local) == seen(every)
+    assert [(kind, name) for kind, name, _, _ in seen(local) if kind == "FUNCTION_DECL"] == [
+        ("FUNCTION_DECL", "twice"), ("FUNCTION_DECL", "use"),
+    ]
 
 
 # -- the command line --------------------------------------------------------------------------------------------
