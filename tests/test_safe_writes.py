@@ -40,16 +40,18 @@ os.{step} = _interrupt_at_m002
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names a descriptor's file through /proc")
-@pytest.mark.parametrize("step", ["fsync", "chmod", "replace"])
-def test_ctrl_c_at_any_step_of_a_write_leaves_that_file_old_the_earlier_ones_new_and_no_temporary(tmp_path, step):
+@pytest.mark.parametrize("step", ["open", "fsync", "chmod", "replace"])
+def test_ctrl_c_at_any_step_of_a_write_finishes_that_file_stops_there_and_leaves_no_temporary(tmp_path, step):
+    """The interrupt waits for the file being replaced (from the temporary file's creation, `open`, to its
+    `replace`), then stops the run: that file and the earlier ones new, the later ones old."""
     repo = make_repo(tmp_path / "repo")
     patch = tmp_path / "p.diff"
     result = run_cli_hooked(INTERRUPT_AT.format(step=step), "apply", str(repo), "--write", "-o", str(patch), "-j", "1")
     assert result.returncode == 130, result.stdout + result.stderr
     assert "Interrupted" in result.stderr and "Traceback" not in result.stderr
     contents = [(repo / name).read_text() for name in NAMES]
-    assert contents == [FIXED + "# 0\n", FIXED + "# 1\n"] + [FIXABLE + f"# {index}\n" for index in (2, 3, 4)]
-    assert sorted(os.listdir(repo)) == NAMES  # the temporary copy of m002.py is gone
+    assert contents == [FIXED + f"# {index}\n" for index in (0, 1, 2)] + [FIXABLE + f"# {index}\n" for index in (3, 4)]
+    assert sorted(os.listdir(repo)) == NAMES  # no temporary file
     assert patch.read_bytes().count(b"diff --git") == len(NAMES)  # the patch was complete before the first write
 
 

@@ -1,7 +1,9 @@
 """Writing files safely: the patch, and fixes applied in place with --write.
 
 Each file is replaced atomically (a temporary file in the same directory,
-then `os.replace`), so an interrupt leaves every file either old or new. A
+then `os.replace`), so an interrupt leaves every file either old or new;
+Ctrl-C or SIGTERM that comes while one file is being replaced takes effect
+once it is, so no temporary file is left behind either. A
 file whose bytes changed since optpatch read it is refused, not overwritten;
 so is one that cannot be written or has other hard links (a replacement
 would leave them with the old text), and the other files are still written.
@@ -12,7 +14,10 @@ where the process may set them.
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,20 +40,47 @@ def write_atomically(path: Path, data: bytes) -> None:
     directory = path.parent
     status = path.stat() if path.exists() else None
     mode = status.st_mode & 0o7777 if status is not None else 0o644
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".optpatch-tmp", dir=directory)
+    with _interrupts_held():
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".optpatch-tmp", dir=directory)
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+                stream.flush()
+                os.fsync(stream.fileno())
+            if status is not None:
+                _keep_owner(temporary, status)
+            os.chmod(temporary, mode)
+            os.replace(temporary, path)
+        except BaseException:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+            raise
+
+
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def _interrupts_held():
+    """Ctrl-C and SIGTERM wait until the block is done, then act as they would have (a KeyboardInterrupt).
+
+    Python raises KeyboardInterrupt between any two bytecodes: between
+    `mkstemp` and the `try` that would remove its file, one would be left.
+    Only the main thread receives Python's signal handlers; elsewhere the
+    block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {number: signal.signal(number, lambda signum, frame: received.append(signum)) for number in _HELD_SIGNALS}
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        if status is not None:
-            _keep_owner(temporary, status)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if received:
+            signal.raise_signal(received[0])  # now handled as it would have been
 
 
 def _keep_owner(temporary: str, status: os.stat_result) -> None:
