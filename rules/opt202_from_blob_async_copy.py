@@ -726,6 +726,11 @@ def _sizes(unit: CppUnit, sizes: Node) -> list[str]:
 
 
 def _is_plain_size(tokens: list[Token]) -> bool:
+    """Names, numbers, arithmetic, `x.size(0)`-like calls and casts (`(int64_t)n`, `static_cast<int64_t>(n)`):
+    nothing that a second evaluation could change."""
+    tokens = _without_named_casts(tokens)
+    if tokens is None:
+        return False
     for index, token in enumerate(tokens):
         if not _SIZE_TOKENS_ALLOWED.match(token.spelling):
             return False
@@ -735,6 +740,28 @@ def _is_plain_size(tokens: list[Token]) -> bool:
             if token.spelling not in _SIZE_METHODS or previous not in (".", "->"):
                 return False
     return True
+
+
+def _without_named_casts(tokens: list[Token]) -> list[Token] | None:
+    """`tokens` with each `static_cast<type>` left out (its parenthesised operand stays); None when a cast's type
+    is more than names and `::`, or no `(` follows it."""
+    kept: list[Token] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token.spelling != "static_cast":
+            kept.append(token)
+            index += 1
+            continue
+        close = index + 2
+        while close < len(tokens) and tokens[close].spelling != ">":
+            if tokens[close].kind not in ("identifier", "keyword") and tokens[close].spelling != "::":
+                return None
+            close += 1
+        if index + 1 >= len(tokens) or tokens[index + 1].spelling != "<" or close + 1 >= len(tokens) or tokens[close + 1].spelling != "(":
+            return None
+        index = close + 1
+    return kept
 
 
 def _byte_count(site: Site) -> str:
