@@ -37,6 +37,12 @@ _OTHER_STREAM_WORDS = frozenset({
 _GUARDS = frozenset({"CUDAGuard", "OptionalCUDAGuard"})
 _SIZE_TOKENS_ALLOWED = re.compile(r"^(\w+|::|\.|->|\(|\)|\[|\]|\+|-|\*|/|%|<<|>>)$")
 _SIZE_METHODS = frozenset({"size", "numel", "dim", "stride", "sizes"})
+# `torch::Device(torch::kCUDA, i)`, `at::Device(at::DeviceType::CUDA)`, `c10::Device("cuda:1")`.
+_CUDA_DEVICE_MADE = re.compile(
+    rf"{_NAMESPACE}Device\((?:{_NAMESPACE}(?:kCUDA|DeviceType::CUDA)(?:,[\w:]+)?|\"cuda(?::\d+)?\")\)"
+)
+# What a `Device(...)` may be made of to be evaluated twice: names (a variable, `kCUDA`) and literals.
+_PURE_DEVICE_PARTS = frozenset({"DECL_REF_EXPR", "INTEGER_LITERAL", "STRING_LITERAL"})
 
 IMPACT_BASIS = (
     "copy_blocks on an H100 (optpatch validate, docs/benchmarks.md): VLA + from_blob(...).to() -> vector + "
@@ -661,9 +667,13 @@ def _device(unit: CppUnit, to_call: Node) -> tuple[str, bool]:
 
 
 def _is_pure_device(node: Node) -> bool:
-    """A variable, or `x.device()` / `x[0].device()` on one: safe to evaluate a second time."""
+    """A variable, `x.device()` / `x[0].device()` on one, or a `Device(...)` made of names and literals
+    (`torch::Device(torch::kCUDA, index)`): safe to evaluate a second time."""
     if node.kind == "DECL_REF_EXPR":
         return True
+    if node.kind in ("CALL_EXPR", "CXX_FUNCTIONAL_CAST_EXPR") and node.spelling == "Device":
+        arguments = [unwrap(argument) for argument in node.arguments()]
+        return bool(arguments) and all(argument.kind in _PURE_DEVICE_PARTS for argument in arguments)
     if node.kind != "CALL_EXPR" or node.spelling != "device" or node.arguments():
         return False
     target = node.call_object()
@@ -858,6 +868,8 @@ def _device_spellings(unit: CppUnit, site: Site, function: Node) -> set[str]:
 def _cuda_evidence(unit: CppUnit, site: Site, function: Node) -> str:
     if site.device_is_type:
         return f"`{site.device}` is the CUDA device type"
+    if _CUDA_DEVICE_MADE.fullmatch(site.device.replace(" ", "")):
+        return f"`{site.device}` is made a CUDA device"
     spellings = _device_spellings(unit, site, function)
     before = unit.tokens_in(function.start, site.start)
     compact = "".join(t.spelling for t in before)
