@@ -133,9 +133,15 @@ class FromBlobAsyncCopy(Rule):
     an immediately-invoked lambda in its place: `[&] { auto t = ...;
     C10_CUDA_CHECK(...); return t; }()`.
 
-    The byte count comes from the sizes and the element type the call names
-    (`torch::kInt64` -> `int64_t`). `#include <ATen/cuda/CUDAContext.h>` is
-    added if missing.
+    The byte count comes from the sizes (names, arithmetic, `v.size()`-like
+    calls and casts: evaluated a second time, unchanged) and the element type
+    the call names (`torch::kInt64` -> `int64_t`), directly or through a
+    local options variable nothing changes after its declaration
+    (`auto opts = torch::TensorOptions().dtype(torch::kInt64);`, read
+    afterwards only through its const methods). The device is a variable,
+    `x.device()`, or made in place of names and literals
+    (`torch::Device(torch::kCUDA, i)`). `#include <ATen/cuda/CUDAContext.h>`
+    is added if missing.
 
     ## Why is this bad
     `.to(device)` of a CPU tensor built on pageable memory is a synchronous
@@ -500,6 +506,57 @@ def _is_torch_from_blob(unit: CppUnit, node: Node) -> bool:
     return callee is not None and unit.declared_by_library(callee, ("at", "torch"))
 
 
+# TensorOptions' methods, all const: each returns new options and leaves the variable as it was.
+_OPTIONS_READERS = frozenset({
+    "dtype", "device", "layout", "requires_grad", "pinned_memory", "memory_format", "device_index",
+    "has_dtype", "has_device", "has_layout", "has_requires_grad", "has_pinned_memory", "has_memory_format",
+})
+
+
+def _options_value(unit: CppUnit, options: Node, function: Node) -> str:
+    """The options' text; for a local variable of this function that nothing can change after its declaration
+    (each other use reads it through a const method, `opts.device(d)`, or hands it to from_blob), the text of
+    its initialiser: `auto opts = torch::TensorOptions().dtype(torch::kInt64);`."""
+    node = _copied(options)
+    variable = _local_variable(unit, node, function)
+    if variable is None or variable.kind != "VAR_DECL" or variable.start > node.start:
+        return unit.node_text(options)
+    initialisers = variable.expressions()
+    if len(initialisers) != 1:
+        return unit.node_text(options)
+    for reference in unit.references_to(variable):
+        if not _reads_options(reference):
+            return unit.node_text(options)
+    return unit.node_text(initialisers[0])
+
+
+def _copied(node: Node) -> Node:
+    """What `node` copies: through implicit conversions and the copy constructor an argument passed by value
+    calls (`CALL_EXPR TensorOptions` over `opts`)."""
+    while True:
+        inner = [child for child in node.expressions()]
+        if len(inner) != 1 or not _is_copy_of(node, inner[0]):
+            return node
+        node = inner[0]
+
+
+def _is_copy_of(outer: Node, inner: Node) -> bool:
+    return outer.kind in ("UNEXPOSED_EXPR", "CALL_EXPR") and (outer.start, outer.end) == (inner.start, inner.end)
+
+
+def _reads_options(reference: Node) -> bool:
+    """A use of an options variable that cannot change it: the object of a const method, or a from_blob argument."""
+    node = reference
+    while node.parent is not None and _is_copy_of(node.parent, node):
+        node = node.parent
+    parent = node.parent
+    if parent is None:
+        return False
+    if parent.kind == "MEMBER_REF_EXPR":
+        return parent.spelling in _OPTIONS_READERS and parent.parent is not None and parent.parent.kind == "CALL_EXPR"
+    return parent.kind == "CALL_EXPR" and parent.spelling == "from_blob"
+
+
 def _chained_copy(from_blob: Node) -> Node | None:
     """The `.to(...)` or `.cuda()` call made directly on the from_blob result."""
     node = from_blob.parent
@@ -525,11 +582,13 @@ def _site(unit: CppUnit, from_blob: Node, to_call: Node, function: Node) -> Site
     buffer, pointer_name = _pageable_buffer(unit, pointer, function)
     size_texts = _sizes(unit, sizes)
     options_text = " ".join(unit.node_text(options).split())
-    compact = options_text.replace(" ", "")
+    compact = _options_value(unit, options, function).replace(" ", "")
     for pattern, form in _OPTIONS_FORMS:
         match = pattern.match(compact)
         if match:
             name = match.group("k") or match.group("s")
+            if compact != options_text.replace(" ", ""):
+                form = "options"  # a variable of options: `opts.device(d)` keeps its dtype
             element = _ELEMENT_TYPES.get(name)
             if element is None:
                 raise NotRewritable(f"element type of `{options_text}` is not known to optpatch", KeepCategory.UNKNOWN_SIZE)
@@ -662,7 +721,7 @@ def _device(unit: CppUnit, to_call: Node) -> tuple[str, bool]:
             raise NotRewritable(f"`.to({text})` is not a CUDA device", KeepCategory.NOT_A_DEVICE)
         return text, True
     if not _is_pure_device(unwrap(device)):
-        raise NotRewritable(f"device `{text}` is not a variable or `x.device()`: it would be evaluated twice")
+        raise NotRewritable(f"device `{text}` is not a variable, `x.device()` or a `Device(...)` of names and literals: it would be evaluated twice")
     return text, False
 
 
