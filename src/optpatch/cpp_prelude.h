@@ -113,9 +113,36 @@ size_t strlen(const char* text);
 void* malloc(size_t size);
 void* calloc(size_t count, size_t size);
 void free(void* ptr);
+void* memmove(void* dst, const void* src, size_t count);
+char* strcpy(char* dst, const char* src);
+char* strncpy(char* dst, const char* src, size_t count);
+char* strcat(char* dst, const char* src);
+int strcmp(const char* a, const char* b);
+int strncmp(const char* a, const char* b, size_t count);
+const char* strchr(const char* text, int character);
+const char* strstr(const char* text, const char* part);
+int atoi(const char* text);
+long atol(const char* text);
+long strtol(const char* text, char** end, int base);
+double atof(const char* text);
+char* getenv(const char* name);
+void abort();
+void exit(int status);
+typedef struct FILE FILE;
+extern FILE* stdout;
+extern FILE* stderr;
 int printf(const char* format, ...);
-int fprintf(struct FILE* stream, const char* format, ...);
+int fprintf(FILE* stream, const char* format, ...);
+int sprintf(char* buffer, const char* format, ...);
 int snprintf(char* buffer, size_t size, const char* format, ...);
+int puts(const char* text);
+int fputs(const char* text, FILE* stream);
+int fflush(FILE* stream);
+size_t fwrite(const void* data, size_t size, size_t count, FILE* stream);
+size_t fread(void* data, size_t size, size_t count, FILE* stream);
+FILE* fopen(const char* path, const char* mode);
+int fclose(FILE* stream);
+void qsort(void* base, size_t count, size_t size, int (*compare)(const void*, const void*));
 }
 
 namespace std {
@@ -133,8 +160,28 @@ using ::intptr_t;
 using ::uintptr_t;
 using ::memcpy;
 using ::memset;
+using ::memmove;
+using ::memcmp;
+using ::strlen;
+using ::strcpy;
+using ::strncpy;
+using ::strcmp;
 using ::malloc;
 using ::free;
+using ::printf;
+using ::fprintf;
+using ::sprintf;
+using ::snprintf;
+using ::puts;
+using ::fputs;
+using ::fflush;
+using ::fwrite;
+using ::fread;
+using ::abort;
+using ::exit;
+using ::getenv;
+using ::atoi;
+using ::qsort;
 typedef decltype(nullptr) nullptr_t;
 
 template <class E>
@@ -232,6 +279,29 @@ class shared_ptr {
 };
 template <class T>
 T&& move(T& value);
+// Algorithms a buffer is filled, copied or reduced with (`std::fill(buf, buf + n, 0)`).
+template <class It, class T>
+void fill(It first, It last, const T& value);
+template <class It, class N, class T>
+It fill_n(It first, N count, const T& value);
+template <class In, class Out>
+Out copy(In first, In last, Out out);
+template <class In, class N, class Out>
+Out copy_n(In first, N count, Out out);
+template <class It>
+void sort(It first, It last);
+template <class It, class Compare>
+void sort(It first, It last, Compare compare);
+template <class It, class T>
+T accumulate(It first, It last, T init);
+template <class It, class T>
+void iota(It first, It last, T value);
+template <class It>
+It max_element(It first, It last);
+template <class It>
+It min_element(It first, It last);
+template <class T>
+void swap(T& a, T& b);
 template <class T>
 constexpr const T& min(const T& a, const T& b);
 template <class T>
@@ -464,3 +534,21 @@ void check(const A&...);
 #define C10_CUDA_CHECK(expression) ::optpatch_prelude::check(expression)
 #define AT_CUDA_CHECK(expression) ::optpatch_prelude::check(expression)
 #define C10_CUDA_KERNEL_LAUNCH_CHECK() ::optpatch_prelude::check(0)
+
+// ATen's dtype dispatch, as it expands: the lambda runs once, where `scalar_t` names the element type (here
+// always float: enough to resolve the body; optpatch writes types as the code spells them).
+#define OPTPATCH_DISPATCH_AS(TYPE, NAME, ...) \
+  [&] { (void)(TYPE); (void)(NAME); using scalar_t = float; (void)sizeof(scalar_t); return __VA_ARGS__(); }()
+#define AT_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_FLOATING_TYPES_AND_HALF(TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_REDUCED_FLOATING_TYPES(TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES(TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_ALL_TYPES(TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_INTEGRAL_TYPES(TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_FLOATING_TYPES_AND(S1, TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_FLOATING_TYPES_AND2(S1, S2, TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_FLOATING_TYPES_AND3(S1, S2, S3, TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_ALL_TYPES_AND(S1, TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_ALL_TYPES_AND2(S1, S2, TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_ALL_TYPES_AND3(S1, S2, S3, TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
+#define AT_DISPATCH_INTEGRAL_TYPES_AND(S1, TYPE, NAME, ...) OPTPATCH_DISPATCH_AS(TYPE, NAME, __VA_ARGS__)
