@@ -131,7 +131,9 @@ class VlaToVector(Rule):
     a loop, in a lambda handed to a call that may run it per element or tile
     (`at::parallel_for`, `std::for_each`; not a dtype dispatch, which runs
     it once), or in a function this file calls inside a loop or hands to
-    another call as a callback. `std::vector` allocates on the heap every
+    another call as a callback (not a registration: pybind11's `m.def` or
+    the torch library's `m.impl` hands it to Python, which calls it once
+    per call). `std::vector` allocates on the heap every
     time; PyTorch reverted such a change on a hot path (pytorch #134140).
 
     Kept, with the reason: `sizeof(name)` or `decltype(name)`, `&name` (the
@@ -150,8 +152,8 @@ class VlaToVector(Rule):
     again with its headers where that leaves a question (a finding, or a
     declaration the parse dropped; docs/cpp-frontend.md, "Header modes").
     Where the headers cannot be found, an array whose element type or bound
-    comes from them (`scalar_t` inside `AT_DISPATCH_...`, a `constexpr`
-    from a header) is kept or not seen: a false negative, never a wrong
+    comes from them (a project's own dispatch macro, a `constexpr` from a
+    header) is kept or not seen: a false negative, never a wrong
     rewrite. A per-element caller in another file is not seen: the fix is
     then `safe` although the function may run per tile.
 

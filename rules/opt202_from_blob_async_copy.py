@@ -513,28 +513,25 @@ _OPTIONS_READERS = frozenset({
 })
 
 
-def _options_value(unit: CppUnit, options: Node, function: Node) -> str:
-    """The options' text; for a local variable of this function that nothing can change after its declaration
-    (each other use reads it through a const method, `opts.device(d)`, or hands it to from_blob), the text of
-    its initialiser: `auto opts = torch::TensorOptions().dtype(torch::kInt64);`."""
+def _options_initialiser(unit: CppUnit, options: Node, function: Node) -> Node | None:
+    """The initialiser of the options when they are a local variable of this function that nothing can change
+    after its declaration (each other use reads it through a const method, `opts.device(d)`, or hands it to
+    from_blob): `torch::TensorOptions().dtype(torch::kInt64)` in `auto opts = ...;`. None otherwise."""
     node = _copied(options)
     variable = _local_variable(unit, node, function)
     if variable is None or variable.kind != "VAR_DECL" or variable.start > node.start:
-        return unit.node_text(options)
+        return None
     initialisers = variable.expressions()
-    if len(initialisers) != 1:
-        return unit.node_text(options)
-    for reference in unit.references_to(variable):
-        if not _reads_options(reference):
-            return unit.node_text(options)
-    return unit.node_text(initialisers[0])
+    if len(initialisers) != 1 or not all(_reads_options(r) for r in unit.references_to(variable)):
+        return None
+    return initialisers[0]
 
 
 def _copied(node: Node) -> Node:
     """What `node` copies: through implicit conversions and the copy constructor an argument passed by value
     calls (`CALL_EXPR TensorOptions` over `opts`)."""
     while True:
-        inner = [child for child in node.expressions()]
+        inner = node.expressions()
         if len(inner) != 1 or not _is_copy_of(node, inner[0]):
             return node
         node = inner[0]
@@ -582,12 +579,13 @@ def _site(unit: CppUnit, from_blob: Node, to_call: Node, function: Node) -> Site
     buffer, pointer_name = _pageable_buffer(unit, pointer, function)
     size_texts = _sizes(unit, sizes)
     options_text = " ".join(unit.node_text(options).split())
-    compact = _options_value(unit, options, function).replace(" ", "")
+    held = _options_initialiser(unit, options, function)
+    compact = "".join((unit.node_text(held) if held is not None else options_text).split())
     for pattern, form in _OPTIONS_FORMS:
         match = pattern.match(compact)
         if match:
             name = match.group("k") or match.group("s")
-            if compact != options_text.replace(" ", ""):
+            if held is not None:
                 form = "options"  # a variable of options: `opts.device(d)` keeps its dtype
             element = _ELEMENT_TYPES.get(name)
             if element is None:

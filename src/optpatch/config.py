@@ -158,20 +158,15 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
             if not isinstance(values[name], bool):
                 raise ConfigError(f"{origin}: {name.replace('_', '-')} must be true or false")
             settings = replace(settings, **{name: values[name]})
-    if "validate_command" in values:
-        if not trust_config:
-            raise ConfigError(
-                f"{origin}: sets validate-command, which would run a command from the scanned "
-                "repository; pass --trust-config to allow it, or --validate CMD yourself"
-            )
-        settings = replace(settings, validate_command=str(values["validate_command"]))
-    if "format_command" in values:
-        if not trust_config:
-            raise ConfigError(
-                f"{origin}: sets format-command, which would run a command from the scanned "
-                "repository; pass --trust-config to allow it, or --format-command CMD yourself"
-            )
-        settings = replace(settings, format_command=str(values["format_command"]))
+    # Settings that run a command from the scanned repository, and the command-line option that is the safe way.
+    for name, option in (("validate_command", "--validate"), ("format_command", "--format-command")):
+        if name in values:
+            if not trust_config:
+                raise ConfigError(
+                    f"{origin}: sets {name.replace('_', '-')}, which would run a command from the scanned "
+                    f"repository; pass --trust-config to allow it, or {option} CMD yourself"
+                )
+            settings = replace(settings, **{name: str(values[name])})
     return settings
 
 

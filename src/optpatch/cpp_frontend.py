@@ -996,11 +996,12 @@ def _parse_with_headers(source: SourceFile, main: str, flags: HeaderFlags, pream
     the parse cannot stand (an #include not found, libclang failing)."""
     arguments = _header_arguments(flags)
     text = source.text
-    missing = _missing_local_include(text, main, flags)
+    local = _local_headers(main, flags)
+    missing = _missing_local_include(text, local)
     if missing:  # said before any header is parsed: building a precompiled header first would cost seconds
         raise HeaderParseError(f"'{missing}' file not found (included from {main})")
     if preamble is None or not preamble.fits(text):
-        preamble = file_preamble(text, main, flags)
+        preamble = preamble_of(text, local)
     header = None
     if preamble is not None:
         try:
@@ -1037,12 +1038,15 @@ def _quoted_include_folders(flags: HeaderFlags) -> tuple[str, ...]:
 def file_preamble(text: str, main: str, flags: HeaderFlags) -> Preamble | None:
     """The precompiled part of the file at `main` parsed with `flags`: its leading includes up to the last that
     reaches a heavy library, directly or through the project's own headers."""
-    return preamble_of(text, LocalHeaders(os.path.dirname(main), _quoted_include_folders(flags)))
+    return preamble_of(text, _local_headers(main, flags))
 
 
-def _missing_local_include(text: str, main: str, flags: HeaderFlags) -> str | None:
+def _local_headers(main: str, flags: HeaderFlags) -> LocalHeaders:
+    return LocalHeaders(os.path.dirname(main), _quoted_include_folders(flags))
+
+
+def _missing_local_include(text: str, local: LocalHeaders) -> str | None:
     """A `#include "..."` outside any #if that neither the file's folder nor an include folder of the flags holds."""
-    folders = [os.path.dirname(main), *_quoted_include_folders(flags)]
     depth = 0
     for line in text.splitlines():
         if _CONDITIONAL_OPEN.match(line):
@@ -1051,7 +1055,7 @@ def _missing_local_include(text: str, main: str, flags: HeaderFlags) -> str | No
             depth -= 1
         elif depth == 0:
             match = _QUOTED_INCLUDE.match(line)
-            if match and not any(os.path.isfile(os.path.join(folder, match.group(1))) for folder in folders):
+            if match and local.find(match.group(1)) is None:
                 return match.group(1)
     return None
 

@@ -60,7 +60,6 @@ _HEAVY = re.compile(
     r"^(?:(?:torch|ATen|c10|caffe2|pybind11|cub|thrust|cuda|cutlass|cute|cooperative_groups|nv)/"
     r"|(?:cuda|cublas|cusparse|cusolver|curand|cufft|cudnn|nccl|Python|mma)\w*\.h$|\w*intrin\.h$)"
 )
-_ANY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\r\n]+)[>"]', re.M)
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"][ \t]*(?://.*)?\r?\n?$')
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b")
 _GUARD_OPEN = re.compile(r"^[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\r?\n?$")
@@ -158,11 +157,12 @@ class LocalHeaders:
         self._read = 0
 
     def heavy(self, name: str) -> bool:
-        path = self._find(name, self.folder)
+        path = self.find(name)
         return path is not None and self._reaches_heavy(path, set())
 
-    def _find(self, name: str, folder: str) -> str | None:
-        for candidate in (folder, *self.folders):
+    def find(self, name: str, folder: str | None = None) -> str | None:
+        """The real path of `#include "name"` written in a file of `folder` (the scanned file's by default)."""
+        for candidate in (folder or self.folder, *self.folders):
             path = os.path.join(candidate, name)
             if os.path.isfile(path):
                 return os.path.realpath(path)
@@ -180,11 +180,15 @@ class LocalHeaders:
         except OSError:
             text = ""
         heavy = False
-        for bracket, name in _ANY_INCLUDE.findall(text):
-            if bracket == "<" and _HEAVY.match(name.strip()):
-                heavy = True
-            elif bracket == '"':
-                found = self._find(name.strip(), os.path.dirname(path))
+        for line in _lines(text):
+            match = _INCLUDE.match(line)
+            if match is None:
+                continue
+            bracket, name = match.group(1), match.group(2).strip()
+            if bracket == "<":
+                heavy = bool(_HEAVY.match(name))
+            else:
+                found = self.find(name, os.path.dirname(path))
                 heavy = found is not None and self._reaches_heavy(found, visiting)
             if heavy:
                 break
