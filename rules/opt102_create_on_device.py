@@ -5,16 +5,19 @@ from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
 import libcst as cst
+from libcst.metadata import Assignment
 
 from optpatch.planner import preview
 from optpatch.python_edits import FormattedEdits, string_literal
 from optpatch.python_frontend import SCOPE_NODES, PythonModule, walk
-from optpatch.python_screen import CallIndex, callee_name
+from optpatch.python_screen import CallIndex, callee_name, called_functions
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 from optpatch.analysis.exception_contexts import expected_exception
 from optpatch.analysis.torch_api import (
     CONSTANT_FACTORIES,
     DATA_FACTORIES,
+    LEGACY_TENSOR_TYPES,
+    FACTORIES,
     LIKE_FACTORIES,
     RANDOM_FACTORIES,
     ZERO_ONE_FACTORIES,
@@ -27,11 +30,13 @@ from optpatch.analysis.torch_values import (
     Kind,
     Move,
     Step,
+    Values,
     classify,
     convert,
     factory_elements,
     factory_name,
     factory_numel,
+    list_data,
     method_chain,
     move_method,
     on_cpu,
@@ -305,7 +310,7 @@ class CreateOnDevice(Rule):
     default_tier = "safe"
     tags = ("performance", "transfer")
     version = 2  # chains, an explicit CPU device, any `*_like` template, side-effect keeps, advice for no gain
-    trigger_words = (".to(", ".cuda(")
+    trigger_words = (".to(", ".cuda(", "arange(")
 
     VALID = [
         # A dtype conversion, not a device.
@@ -400,7 +405,7 @@ class CreateOnDevice(Rule):
             elif isinstance(receiver, ast.Name) and calls.assigned_to(move) == receiver.id:
                 if any(_may_start_a_site(calls, source) for source in calls.calls_assigned(receiver.id)):
                     moves.append(move)
-        return moves
+        return moves + called_functions(calls.tree, moves) + _index_candidates(calls)
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
         # One finding per factory. `module.calls()` gives the outermost call of a chain first, so the move at the
@@ -410,6 +415,9 @@ class CreateOnDevice(Rule):
         reads = FunctionReads(module)
         for call in module.calls():
             if move_method(call) is None:
+                index = self._index(module, call, reads)
+                if index is not None:
+                    judged[id(call)] = index
                 continue
             receiver = call.func.value
             if isinstance(receiver, cst.Call):
@@ -442,7 +450,7 @@ class CreateOnDevice(Rule):
                         KeepCategory.DELIBERATE))
             return None
         site = Site(root, move_call, callee, parse_move(module, move_call), ops=tuple(ops))
-        if factory is None and callee != "torch.from_numpy":
+        if factory is None and callee not in _HOST_DATA_CLASSES:
             if ops or site.move.blocker is not None or not _is_function(callee):
                 return None  # a conversion of some other tensor, or a module or legacy class: not this rule's business
             return root, self._keep(module, site, Kept(
@@ -484,6 +492,29 @@ class CreateOnDevice(Rule):
                 blocker = _intervening_blocker(module, statement, device_names)
         return None
 
+    def _index(self, module: PythonModule, call: cst.Call, reads: FunctionReads) -> Finding | None:
+        """`idx = torch.arange(n)` read only as an index of one tensor `t` (`t[idx]`, `t[:, idx] = v`): each use
+        copies the index to `t`'s device, so it is created there, `device=t.device`."""
+        found = _index_uses(module, call, reads)
+        if found is None:
+            return None
+        name, tables = found
+        at, context = module.start(call), module.context(call)
+        kept = _index_blocker(module, call, name, tables)
+        if isinstance(kept, Kept):
+            return self.keep(module, at, reason=kept.reason, category=kept.category, context=context)
+        tier, evidence = kept
+        table = module.text(tables[0])
+        edits = _keyword_edits(module, call, {"device": f"{table}.device"}).edits()
+        impact, basis = (Impact.LOW, ONCE_BASIS) if context is Context.ONCE else _arange_impact(module, call)
+        start, end = module.span(call)
+        proof = [f"`{name}` is read only as an index of `{table}` ({len(tables)} use(s)), which copies it to "
+                 f"`{table}`'s device each time", evidence, "arange with integer start and step: the same integers on "
+                 "every device", f"`{table}` is bound before `{name}` and not rebound after it"]
+        reason = f"`{name} = torch.arange(...)` indexes `{table}`: create it on `{table}.device`; " + "; ".join(proof)
+        return self.fix(module, at, reason=reason, tier=tier, edits=edits, context=context, impact=impact, basis=basis,
+                        replacement=preview(module.source.text, start, end, edits), proof=proof)
+
     # -- the verdict ----------------------------------------------------------------------------
 
     def _judge(self, module: PythonModule, site: Site, reads: FunctionReads) -> Finding:
@@ -505,7 +536,8 @@ class CreateOnDevice(Rule):
         if no_gain is not None:
             return self._advice(module, site, *no_gain)
         tier, reasons = device.tier, [device.reason]
-        for check in (_chain_casts, _dtype_merge, _value_tier, _autograd_tier, _subclass_tier, _evaluation_order):
+        for check in (_chain_casts, _legacy_casts, _dtype_merge, _value_tier, _autograd_tier, _subclass_tier,
+                      _evaluation_order):
             outcome = check(module, site)
             if isinstance(outcome, Kept):
                 return self._keep(module, site, outcome)
@@ -553,8 +585,10 @@ class Kept(NamedTuple):
 
 # -- what a site is -----------------------------------------------------------------------------------
 
-_ALL_SOURCES = CONSTANT_FACTORIES | LIKE_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES | {
-    "torch.arange", "torch.linspace", "torch.logspace", "torch.from_numpy"}
+# Host data that is not a factory: a NumPy array's memory, and the legacy constructors' lists (`torch.LongTensor(ids)`).
+_HOST_DATA_CLASSES = frozenset({"torch.from_numpy", *LEGACY_TENSOR_TYPES})
+_ALL_SOURCES = CONSTANT_FACTORIES | LIKE_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES | _HOST_DATA_CLASSES | {
+    "torch.arange", "torch.linspace", "torch.logspace"}
 # The last names of those, for the `ast` screen: a chain is a site only when it starts from one of them.
 _SOURCE_NAMES = frozenset(name.rsplit(".", 1)[1] for name in _ALL_SOURCES)
 
@@ -722,6 +756,11 @@ class FunctionReads:
         names, dynamic = self._of(function)
         return not dynamic and all(read is own for read in names.get(name, ()))
 
+    def of(self, function: cst.FunctionDef, name: str) -> list[cst.Name] | None:
+        """Every read of `name` in `function`; None when the function may read names dynamically."""
+        names, dynamic = self._of(function)
+        return None if dynamic else names.get(name, [])
+
     def _of(self, function: cst.FunctionDef) -> tuple[dict[str, list[cst.Name]], bool]:
         found = self._reads.get(id(function))
         if found is None:
@@ -780,6 +819,20 @@ def _factory_blocker(module: PythonModule, site: Site) -> Kept | None:
         return Kept("`as_tensor` with positional dtype or device arguments", KeepCategory.CANNOT_SPELL)
     if site.callee == "torch.from_numpy" and (len(call.args) != 1 or positional != list(call.args)):
         return Kept("`from_numpy` with other than one positional argument", KeepCategory.CANNOT_SPELL)
+    if site.callee in LEGACY_TENSOR_TYPES:
+        return _legacy_data(module, site)
+    return None
+
+
+def _legacy_data(module: PythonModule, site: Site) -> Kept | None:
+    """`torch.LongTensor(data)` is host data only where `data` is provably a list or tuple."""
+    call = site.factory
+    evidence = list_data(module, call.args[0].value) if len(call.args) == 1 and call.args[0].keyword is None \
+        and not call.args[0].star else None
+    if evidence is None:
+        return Kept(f"`{module.text(call)}` copies data only from a list or tuple, which its argument is not provably: "
+                    "with an integer it makes an uninitialised tensor of that size, with a tensor it shares it",
+                    KeepCategory.OTHER)
     return None
 
 
@@ -796,7 +849,7 @@ def _no_gain(module: PythonModule, site: Site, device: DeviceSpelling) -> tuple[
     if device.device_type == "cpu":
         rest = "the move can go" if site.move.dtype is None else "only the dtype conversion is left of the move"
         return f"moves to the CPU, where the tensor already is: `device=` would save nothing; {rest}", CPU_BASIS
-    if site.callee in DATA_FACTORIES | {"torch.from_numpy"}:
+    if site.callee in DATA_FACTORIES | _HOST_DATA_CLASSES:
         if not site.ops and device.device_type == "cuda":
             return Kept(f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured); OPT103 "
                         "(pinned-async-h2d) reports this copy (docs/rules/OPT103.md)", KeepCategory.NO_GAIN)
@@ -805,9 +858,10 @@ def _no_gain(module: PythonModule, site: Site, device: DeviceSpelling) -> tuple[
                     "memory either way (measured within noise). What helps on CUDA is a pinned copy: "
                     "`torch.from_numpy(a).pin_memory().to(d, non_blocking=True)`, which stops the copy from waiting "
                     "for queued GPU work", FROM_NUMPY_BASIS)
+        pin = "pin it with `.pin_memory()`" if site.callee in LEGACY_TENSOR_TYPES else "create it with `pin_memory=True`"
         return (f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured). To stop the copy "
-                "from waiting for queued GPU work, create it with `pin_memory=True` and move it with "
-                "`.to(device, non_blocking=True)` (measured 17x with 5 ms of GPU work queued)", DATA_BASIS)
+                f"from waiting for queued GPU work, {pin} and move it with `.to(device, non_blocking=True)` (measured "
+                "17x with 5 ms of GPU work queued)", DATA_BASIS)
     template = _template(site)
     if template is not None and isinstance(site.move.device, cst.Attribute) and site.move.device.attr.value == "device" \
             and module.text(site.move.device.value) == module.text(template):
@@ -841,6 +895,42 @@ def _chain_casts(module: PythonModule, site: Site):
             tier = Tier.VALIDATE
         reasons.append(f"`{_op_text(module, op)}`: {outcome.reason}")
     return tier, "; ".join(reasons)
+
+
+def _legacy_casts(module: PythonModule, site: Site):
+    """`.type(torch.IntTensor)` converts and moves to the CPU: after `device=` it is written as its dtype,
+    `.type(torch.int32)`, which keeps the device; alone after a 0/1 factory, as the factory's `dtype=`."""
+    legacy = [op for op in site.ops if op.legacy is not None]
+    if not legacy:
+        return None
+    for op in legacy:
+        if _legacy_dtype_text(module, op) is None:
+            return Kept(f"`{_op_text(module, op)}` also moves to the CPU, and its dtype cannot be spelled from "
+                        f"`{module.text(op.call.args[0].value)}`", KeepCategory.CANNOT_SPELL)
+    merged = _merged_legacy(module, site)
+    if merged is not None:
+        return Tier.SAFE, (f"`{_op_text(module, merged)}` converts to {merged.dtype} and moves to the CPU: it becomes "
+                           f"`dtype={_legacy_dtype_text(module, merged)}` of a factory whose every value is 0 or 1")
+    texts = ", ".join(f"`{_op_text(module, op)}` -> `.type({_legacy_dtype_text(module, op)})`" for op in legacy)
+    return Tier.SAFE, f"a legacy type converts and moves to the CPU, a dtype keeps the device: {texts}"
+
+
+def _legacy_dtype_text(module: PythonModule, op: ChainOp) -> str | None:
+    """`torch.int32` for `.type(torch.IntTensor)`, with the module's own spelling of torch."""
+    target = op.call.args[0].value
+    if not isinstance(target, cst.Attribute) or op.dtype is None:
+        return None
+    return f"{module.text(target.value)}.{op.dtype.removeprefix('torch.')}"
+
+
+def _merged_legacy(module: PythonModule, site: Site) -> ChainOp | None:
+    """The chain's one op, a legacy `.type(...)` after a 0/1 factory without `dtype=`: it goes into the factory."""
+    if len(site.ops) != 1 or site.ops[0].legacy is None or site.move.dtype is not None or site.callee not in FACTORIES:
+        return None
+    if keyword_arg(site.factory, "dtype") is not None:
+        return None
+    elements = factory_elements(module, site.factory, site.callee)
+    return site.ops[0] if elements.values is Values.ZERO_ONE else None
 
 
 def _dtype_merge(module: PythonModule, site: Site):
@@ -962,6 +1052,133 @@ def _is_false(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "False"
 
 
+# -- index tensors ------------------------------------------------------------------------------------
+
+
+def _index_candidates(calls: CallIndex) -> list[ast.AST]:
+    """`needs` for the index form: `name = torch.arange(...)` without `device=`, in a function that indexes with
+    `name` (`t[name]`, `t[:, name]`)."""
+    found = []
+    for call in calls.named("arange"):
+        name = calls.assigned_to(call)
+        function = calls.outermost_function(call) if name is not None and calls.calls_torch(call) else None
+        if function is None or any(keyword.arg in (None, "device") for keyword in call.keywords):
+            continue
+        if any(isinstance(node, ast.Subscript) and _ast_indexes_with(node.slice, name) for node in ast.walk(function)):
+            found.append(call)
+    return found
+
+
+def _ast_indexes_with(index: ast.expr, name: str) -> bool:
+    elements = index.elts if isinstance(index, ast.Tuple) else [index]
+    return any(isinstance(element, ast.Name) and element.id == name for element in elements)
+
+
+def _index_uses(module: PythonModule, call: cst.Call, reads: FunctionReads) -> tuple[str, list[cst.BaseExpression]] | None:
+    """(`name`, the indexed expression of each use) for `name = torch.arange(...)` alone on its line in a function,
+    bound nowhere else, every read of which is a plain index element; None for anything else."""
+    if factory_name(module, call) != "torch.arange" or any(arg.star or arg.keyword is not None and arg.keyword.value in (
+            "device", "out", "requires_grad", "pin_memory") for arg in call.args):
+        return None
+    assign = module.parent(call)
+    if not (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)):
+        return None
+    target = assign.targets[0].target
+    function = module.enclosing_function(assign)
+    if function is None or module.enclosing(assign, SCOPE_NODES) is not function or len(module.bindings(target) or ()) != 1:
+        return None
+    uses = reads.of(function, target.value)
+    if not uses:
+        return None
+    tables = []
+    for use in uses:
+        table = _indexed(module, use)
+        if table is None or module.enclosing(use, SCOPE_NODES) is not function:
+            return None
+        tables.append(table)
+    return target.value, tables
+
+
+def _indexed(module: PythonModule, use: cst.Name) -> cst.BaseExpression | None:
+    """`t` in `t[use]` / `t[:, use, None]`, where the other elements are slices, integers, `None` or `...`."""
+    index = module.parent(use)
+    element = module.parent(index) if isinstance(index, cst.Index) else None
+    subscript = module.parent(element) if isinstance(element, cst.SubscriptElement) else None
+    if not isinstance(subscript, cst.Subscript) or subscript.value is use:
+        return None
+    for other in subscript.slice:
+        if other is element:
+            continue
+        value = other.slice.value if isinstance(other.slice, cst.Index) else None
+        if not (isinstance(other.slice, cst.Slice) or isinstance(value, (cst.Integer, cst.Ellipsis))
+                or isinstance(value, cst.Name) and value.value == "None"):
+            return None
+    return subscript.value
+
+
+def _index_blocker(module: PythonModule, call: cst.Call, name: str, tables: list[cst.BaseExpression]):
+    """(tier, evidence that the indexed tensor is one), or why the index stays where it is."""
+    texts = {module.text(table) for table in tables}
+    if len(texts) > 1:
+        return Kept(f"`{name}` indexes {', '.join(f'`{t}`' for t in sorted(texts))}, which may be on different devices",
+                    KeepCategory.OTHER)
+    table = tables[0]
+    if not isinstance(table, cst.Name):
+        return Kept(f"`{module.text(table)}` is not a local name: what it holds at each use is not known here",
+                    KeepCategory.OTHER)
+    fractional = _fractional_arange_argument(module, call)
+    if fractional is not None:
+        return Kept(f"arange with a start or step `{fractional}` that may be fractional is no index", KeepCategory.OTHER)
+    start, end = module.span(module.parent(call))
+    for binding in module.bindings(table) or ():
+        node = binding.node if isinstance(binding, Assignment) else None
+        if not isinstance(node, (cst.Name, cst.Param)) or module.span(node)[0] >= start:
+            return Kept(f"`{table.value}` may be bound after `{name}` is created: `device={table.value}.device` would "
+                        "read another tensor", KeepCategory.OTHER)
+    if not module.bindings(table) or any(module.span(use)[0] < end for use in tables):
+        return Kept(f"`{name}` or `{table.value}` is read before `{name}` is created", KeepCategory.OTHER)
+    cpu = on_cpu(module, table)
+    if cpu is not None:
+        return Kept(f"`{table.value}` is on the CPU ({cpu}): the index is already where it is used", KeepCategory.NO_GAIN)
+    evidence = _tensor_evidence(module, table)
+    if evidence is not None:
+        return Tier.SAFE, f"`{table.value}` is a tensor: {evidence}"
+    return Tier.VALIDATE, (f"`{table.value}` is indexed like a tensor, but nothing here shows it is one: "
+                           f"`{table.value}.device` raises for a list, a tuple or a module")
+
+
+def _tensor_evidence(module: PythonModule, name: cst.Name) -> str | None:
+    """Evidence that every binding of `name` is a tensor: a parameter annotated `torch.Tensor`, or a torch factory's
+    result (other torch functions may return tuples, modules or numbers)."""
+    evidence = []
+    for binding in module.bindings(name) or ():
+        node = binding.node if isinstance(binding, Assignment) else None
+        if isinstance(node, cst.Param):
+            value = classify(module, node.name)
+            if value.kind is not Kind.TENSOR or not value.proven:
+                return None
+            evidence.append(value.evidence)
+            continue
+        statement = module.parent(module.parent(node)) if isinstance(node, cst.Name) else None
+        value = _factory_assignment(module.parent(statement), name.value) if statement is not None else None
+        if value is None or factory_name(module, value) is None:
+            return None
+        evidence.append(f"`{name.value}` = `{module.text(value.func)}(...)` (L{module.start(node)[0]})")
+    return "; ".join(evidence) or None
+
+
+def _arange_impact(module: PythonModule, call: cst.Call) -> tuple[Impact, str]:
+    """What creating the index on the device saves: the host `arange` and its copy, as `arange(n).to(d)` measured."""
+    figures = MEASURED["arange"]
+    numel = factory_numel(module, call, "torch.arange")
+    measured = max(figures) if numel is None else min((size for size in figures if size >= numel), default=max(figures))
+    impact = Impact.HIGH if numel is None or numel > MEDIUM_SIZE else Impact.MEDIUM if numel > SMALL else Impact.LOW
+    size = "size not known here" if numel is None else f"{numel:,} element(s)"
+    return impact, (f"{size}; `arange` at {measured:,}: {_figure(figures, measured)} on an H100 (docs/benchmarks.md), "
+                    f"for a host index copied at each use; {QUEUED}")
+
+
 # -- the edits ----------------------------------------------------------------------------------------
 
 
@@ -970,10 +1187,17 @@ def _edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edi
     call = site.factory
     if call.lpar:
         return Kept("the factory call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
-    keywords = {"device": device.text}
+    merged = _merged_legacy(module, site)
+    keywords = {"dtype": _legacy_dtype_text(module, merged)} if merged is not None else {}
+    keywords["device"] = device.text
     if site.move.dtype is not None:
         keywords["dtype"] = module.text(site.move.dtype)
     edits = _keyword_edits(module, call, keywords)
+    for op in site.ops:
+        if op is merged:
+            edits.add(_move_deletion(module, op.call))
+        elif op.legacy is not None:
+            edits.add(module.replace(op.call.args[0].value, _legacy_dtype_text(module, op)))
     edits.add(_move_deletion(module, site.move_call) if site.second is None else _delete_line(module, site.second))
     return edits.edits()
 

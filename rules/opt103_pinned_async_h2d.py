@@ -12,10 +12,19 @@ from optpatch.formatter_config import PythonFormatter
 from optpatch.planner import preview
 from optpatch.python_edits import FormattedEdits, keyword_edit
 from optpatch.python_frontend import SCOPE_NODES, LOOP_NODES, PythonModule, walk
-from optpatch.python_screen import CallIndex, callee_name
+from optpatch.python_screen import CallIndex, callee_name, called_functions
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
-from optpatch.analysis.torch_api import CONSTANT_FACTORIES, DEVICE_CALLS, is_true, keyword_arg
-from optpatch.analysis.torch_values import Kind, Move, classify, factory_name, move_method, parse_move, torch_callee
+from optpatch.analysis.torch_api import CONSTANT_FACTORIES, DEVICE_CALLS, LEGACY_TENSOR_TYPES, is_true, keyword_arg
+from optpatch.analysis.torch_values import (
+    Kind,
+    Move,
+    classify,
+    factory_name,
+    list_data,
+    move_method,
+    parse_move,
+    torch_callee,
+)
 
 LIST_BASIS = (
     "removes a host stall, not copy time: with 5 ms of GPU work queued a 16-element list's copy went 5,013 -> 24 us "
@@ -231,9 +240,9 @@ class PinnedAsyncH2D(Rule):
     language = "python"
     default_tier = "safe"
     tags = ("performance", "transfer")
-    # Every site is a move (`.to(`, `.cuda(`) or `torch.tensor(..., device=d)` with `d` provably CUDA, which
-    # takes a CUDA string in the file ("tensor(" is in three times as many files of NeMo).
-    trigger_words = (".to(", ".cuda(", '"cuda', "'cuda")
+    # Every site is a move (`.to(`, `.cuda(`) or `torch.tensor(..., device=d)` ("tensor(" is in three times as many
+    # files of NeMo).
+    trigger_words = (".to(", ".cuda(", "device=")
 
     VALID = [
         # OPT102's: the values need no host data, so create them on the device.
@@ -294,8 +303,10 @@ class PinnedAsyncH2D(Rule):
         """The copies `check` judges: `<call>(...).to(...)` / `.cuda(...)` where the inner call is a torch
         function or `pin_memory()`; `t.to(...)` where `t` is assigned a torch call or a `pin_memory()` call
         somewhere in the module (`check` reads that assignment in the same function); and `tensor(...,
-        device=...)` through an import of torch. Everything `check` reads lies in the function holding the
-        copy (the source, the result's uses, the stream blocks) or at module level (device names).
+        device=...)` through an import of torch, for any device but a literal host. Everything `check` reads
+        lies in the function holding the copy (the source, the result's uses, the stream blocks), at module
+        level (device names), or in a module-level function the copy's arguments call (its returns may be
+        devices).
         """
         found: list[ast.AST] = []
         for move in calls.named("to", "cuda"):
@@ -310,12 +321,11 @@ class PinnedAsyncH2D(Rule):
                            if _may_construct(calls, source, _NAMED_CONSTRUCTORS)]
                 if sources and _in_the_same_function(calls, move, sources):
                     found.append(move)
-        cuda_names: dict[int, set[str]] = {}  # id(scope) -> the names an assignment there may make CUDA
         for call in calls.named("tensor"):
             device = next((keyword.value for keyword in call.keywords if keyword.arg == "device"), None)
-            if device is not None and calls.calls_torch(call) and _may_name_cuda(calls, call, device, cuda_names):
+            if device is not None and calls.calls_torch(call) and not _names_the_host(device):
                 found.append(call)
-        return found
+        return found + called_functions(calls.tree, found)
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
         functions = _Functions(module)
@@ -352,7 +362,7 @@ class PinnedAsyncH2D(Rule):
 
 
 # The last names of the constructors `_constructor` accepts, for the `ast` screen.
-_CHAINED_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "from_numpy"})
+_CHAINED_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "from_numpy", *(n.rsplit(".", 1)[1] for n in LEGACY_TENSOR_TYPES)})
 _NAMED_CONSTRUCTORS = _CHAINED_CONSTRUCTORS | {name.rsplit(".", 1)[1] for name in _FILLED_FACTORIES}
 
 
@@ -371,56 +381,9 @@ def _in_the_same_function(calls: CallIndex, move: ast.Call, sources: list[ast.Ca
     return any(first <= source.lineno <= function.end_lineno for source in sources)
 
 
-def _may_name_cuda(calls: CallIndex, call: ast.Call, device: ast.expr, cuda_names: dict[int, set[str]]) -> bool:
-    """Whether `device=` may be provably CUDA: a CUDA literal, or a name some assignment in the call's
-    function or at module level gives a CUDA literal or another name (`classify` needs one of those).
-    `cuda_names` caches those names by scope, for the other calls of the file."""
-    if _is_cuda_literal(device):
-        return True
-    if not isinstance(device, ast.Name):
-        return False
-    function = calls.outermost_function(call)
-    scopes = [(calls.tree, _module_statements(calls.tree.body))]
-    if function is not None:
-        scopes.append((function, ast.walk(function)))
-    for scope, nodes in scopes:
-        if id(scope) not in cuda_names:
-            cuda_names[id(scope)] = {name for node in nodes for name in _names_made_cuda(node)}
-        if device.id in cuda_names[id(scope)]:
-            return True
-    return False
-
-
-def _is_cuda_literal(node: ast.expr) -> bool:
-    """`"cuda:0"`, `f"cuda:{i}"`, `torch.device("cuda", i)`."""
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, str) and node.value.startswith("cuda")
-    if isinstance(node, ast.JoinedStr):
-        return bool(node.values) and _is_cuda_literal(node.values[0])
-    if isinstance(node, ast.Call) and callee_name(node) == "device" and node.args:
-        return _is_cuda_literal(node.args[0])
-    return False
-
-
-def _names_made_cuda(node: ast.AST) -> list[str]:
-    """The names an assignment binds when its value holds a CUDA literal or is a name; none for other nodes."""
-    if isinstance(node, ast.Assign):
-        targets, value = node.targets, node.value
-    elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-        targets, value = [node.target], node.value
-    else:
-        return []
-    if not (isinstance(value, ast.Name) or any(_is_cuda_literal(n) for n in ast.walk(value) if isinstance(n, ast.expr))):
-        return []
-    return [n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)]
-
-
-def _module_statements(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """The module's statements and everything in them, except inside functions and classes."""
-    for statement in body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        yield from ast.walk(statement)
+def _names_the_host(device: ast.expr) -> bool:
+    """`device="cpu"` or `device=None`, spelled as a literal: nothing moves."""
+    return isinstance(device, ast.Constant) and (device.value is None or device.value == "cpu")
 
 
 class Kept(NamedTuple):
@@ -513,6 +476,8 @@ def _constructor(module: PythonModule, call: cst.Call, named: bool) -> Source | 
     callee = factory_name(module, call) or torch_callee(module, call)
     if callee in _DATA:
         return Source(call, callee, keyword_pins=_takes_pin_keyword(module, call))
+    if callee in LEGACY_TENSOR_TYPES:
+        return Source(call, callee, keyword_pins=False)  # no `pin_memory=` keyword: pinned by a copy at the move
     if callee in _SHARING or (named and callee in _FILLED_FACTORIES):
         return Source(call, callee)
     return None
@@ -589,8 +554,8 @@ def _device_keyword_site(module: PythonModule, call: cst.Call, functions: "_Func
     if isinstance(parent, cst.Attribute) and parent.value is call and move_method(module.parent(parent) or call):
         return None
     value = classify(module, keyword_arg(call, "device").value)
-    if not (value.kind is Kind.DEVICE and value.device_type == "cuda" and value.proven):
-        return None  # the host, or a device not provably CUDA: nothing moves that this rule would pin
+    if value.kind is Kind.NONE or value.kind is Kind.DEVICE and value.device_type == "cpu":
+        return None  # the host: nothing moves
     return Site(Source(call, "torch.tensor", keyword_pins=_takes_pin_keyword(module, call)), call, None,
                 functions.around(call))
 
@@ -810,6 +775,10 @@ def _data_verdict(module: PythonModule, source: Source) -> tuple[Tier, str, Host
         return Tier.SAFE, "`torch.from_numpy` wraps a NumPy array: host memory", HostData("a NumPy array", array=True)
     if source.callee in _FILLED_FACTORIES:
         return Tier.SAFE, f"`{source.callee}` without `device=` makes a CPU tensor, filled on the host here", None
+    if source.callee in LEGACY_TENSOR_TYPES:
+        kept = _legacy_data(module, source.call)
+        if kept is not None:
+            return kept
     data = _data_argument(source.call)
     found = _host_data(module, data, 0) if data is not None else None
     if found is None:
@@ -821,6 +790,16 @@ def _data_verdict(module: PythonModule, source: Source) -> tuple[Tier, str, Host
         return Kept(f"a list of {size} elements ({found.evidence}): converting the list dominates, so pinning buys "
                     "nothing (65,536 elements take 9 ms either way)", KeepCategory.NO_GAIN)
     return Tier.SAFE, f"the data is host memory: {found.evidence}", found
+
+
+def _legacy_data(module: PythonModule, call: cst.Call) -> Kept | None:
+    """`torch.LongTensor(data)` copies host data only where `data` is provably a list or tuple, its one argument."""
+    only = call.args[0] if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star else None
+    if only is None or list_data(module, only.value) is None:
+        return Kept(f"`{module.text(call)}` copies data only from a list or tuple, which its argument is not provably: "
+                    "with an integer it makes an uninitialised tensor of that size, with a tensor it shares it",
+                    KeepCategory.OTHER)
+    return None
 
 
 def _data_argument(call: cst.Call) -> cst.BaseExpression | None:

@@ -278,3 +278,14 @@ def callee_name(call: ast.Call) -> str | None:
     """The last name of a call's callee: "to" for `a.b.to(...)`, "zeros" for `zeros(...)`; None for `f()(...)`."""
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def called_functions(tree: ast.Module, nodes: list[ast.AST]) -> list[ast.stmt]:
+    """The first statement of each module-level `def` that `nodes` call by name: what a rule that follows those
+    functions' returns (torch_values.classify) needs kept whole by the outline."""
+    called = {node.func.id for root in nodes for node in ast.walk(root)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    if not called:
+        return []
+    return [statement.body[0] for statement in tree.body
+            if isinstance(statement, ast.FunctionDef) and statement.name in called]

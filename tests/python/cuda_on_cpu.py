@@ -9,7 +9,7 @@ device, index 0 here); ops on such a tensor (views, conversions) give
 results on the same emulated device. Comparing `emulated_device` before
 and after a rewrite checks that `.cuda(1)` and `device="cuda:1"` agree. A
 copy of such a tensor to the CPU (`.cpu()`, `.to("cpu")`) gives an ordinary
-CPU tensor.
+CPU tensor, as does a conversion to a legacy CPU type (`.type(torch.IntTensor)`).
 
 `host_copies` counts the host-to-device copies a run made (`.cuda()`,
 `.to()` of a tensor not yet on a CUDA device): on a GPU each one waits for
@@ -228,7 +228,7 @@ class CudaOnCpu(TorchFunctionMode):
             return self._cuda(args, kwargs)
         if func is torch.Tensor.to:
             return self._to(func, args, kwargs)
-        if func is torch.Tensor.cpu:
+        if func is torch.Tensor.cpu or func is torch.Tensor.type and _legacy_host_type(args[1:], kwargs):
             return self._to_host(func(*args, **kwargs))
         if func is torch.Tensor.pin_memory:
             return self._pin(args[0])
@@ -318,6 +318,14 @@ class CudaOnCpu(TorchFunctionMode):
             _poison(result)
             self.copies.append(_QueuedCopy(source, result, self.current_stream))
         return _tag(result, device)
+
+
+def _legacy_host_type(rest, kwargs) -> bool:
+    """`t.type(torch.IntTensor)` / `t.type("torch.IntTensor")`: a legacy CPU type, which moves a tensor to the host
+    (`t.type(torch.int32)` keeps its device)."""
+    target = rest[0] if rest else kwargs.get("dtype")
+    name = target if isinstance(target, str) else getattr(target, "__module__", "") + "." + getattr(target, "__name__", "")
+    return isinstance(target, (str, type)) and name.startswith("torch.") and not name.startswith("torch.cuda.")
 
 
 def _writes_in_place(name: str) -> bool:

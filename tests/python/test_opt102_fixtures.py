@@ -114,3 +114,15 @@ def test_forcing_a_broadcast_view_onto_the_device_changes_what_a_write_does(monk
         assert not isinstance(before["case_broadcast_view"][0], Raised)
         assert isinstance(after["case_broadcast_view"][0], Raised)
         assert {case for case in before if _differ(before[case][0], after[case][0])} == {"case_broadcast_view"}
+
+
+def test_forcing_a_legacy_type_to_stay_after_the_device_moves_the_result_back_to_the_host(monkeypatch):
+    """`.type(torch.IntTensor)` moves to the CPU: kept as written after `device=`, the result would land on the host.
+    The emulation tells, so the dtype spelling is what keeps dtype_chains.py's results on their devices."""
+    path = FIXTURE_DIR / "dtype_chains.py"
+    forced = _forced(path, monkeypatch, _merged_legacy=lambda module, site: None,
+                     _legacy_dtype_text=lambda module, op: module.text(op.call.args[0].value))
+    before, after = _outcomes(path.read_text(), "before", MODES[0]), _outcomes(forced, "after", MODES[0])
+    changed = {case for case in before if _differ(before[case][0], after[case][0])}
+    assert changed == {"case_point_counts", "case_legacy_after_a_view", "case_legacy_with_a_factory_dtype",
+                       "case_two_statements", "case_legacy_float_of_integers", "case_imported_legacy_type"}

@@ -65,6 +65,15 @@ RANDOM_FACTORIES = frozenset(
 # Values copied from host data.
 DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
 FACTORIES = CONSTANT_FACTORIES | RANGE_FACTORIES | LIKE_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES
+# The legacy CPU tensor types and their dtypes. `torch.LongTensor(list)` copies a list into a CPU tensor of
+# that dtype, as `torch.tensor` does (with an integer it makes an uninitialised tensor of that size instead, and
+# with a tensor it shares it); `x.type(torch.IntTensor)` converts to the dtype and moves to the CPU.
+LEGACY_TENSOR_TYPES = {
+    "torch.FloatTensor": "torch.float32", "torch.DoubleTensor": "torch.float64", "torch.HalfTensor": "torch.float16",
+    "torch.BFloat16Tensor": "torch.bfloat16", "torch.ByteTensor": "torch.uint8", "torch.CharTensor": "torch.int8",
+    "torch.ShortTensor": "torch.int16", "torch.IntTensor": "torch.int32", "torch.LongTensor": "torch.int64",
+    "torch.BoolTensor": "torch.bool",
+}
 # Factories whose every element is 0, 1 or uninitialised: exact in any dtype.
 ZERO_ONE_FACTORIES = frozenset(
     f"torch.{name}" for name in ("zeros", "ones", "empty", "eye", "zeros_like", "ones_like", "empty_like")

@@ -37,6 +37,7 @@ from optpatch.analysis.torch_api import (
     DTYPES,
     FACTORIES,
     INDEX_CALLS,
+    LEGACY_TENSOR_TYPES,
     MEMORY_FORMATS,
     PYTHON_SCALAR_DTYPES,
     VIEW_METHODS,
@@ -229,7 +230,9 @@ def _is_builtin(module: PythonModule, node: cst.CSTNode) -> bool:
 def _attribute(node: cst.Attribute, spelled: str) -> Value:
     attribute = node.attr.value
     if attribute == "device":
-        return Value(Kind.DEVICE, f"`{spelled}`")
+        # Any `.device` is read as a device by its name (a tensor's, a module's, a config's): it proves no device type.
+        return Value(Kind.DEVICE, f"`{spelled}`, an attribute named `device`, read as a device by its name "
+                                  "(`.to()` and `device=` read whatever it holds the same way); its type is not known")
     if attribute == "dtype":
         return Value(Kind.DTYPE, f"`{spelled}`")
     if attribute == "ndim":
@@ -404,7 +407,77 @@ def _call(module: PythonModule, call: cst.Call, depth: int) -> Value:
         return _by_name(method, spelled)
     if callee.startswith("torch.") and callee not in DEVICE_CALLS:
         return Value(Kind.TENSOR, f"{spelled} returns a tensor")
+    if isinstance(call.func, cst.Name):
+        return _returned(module, call.func, depth)
     return UNKNOWN
+
+
+def _returned(module: PythonModule, name: cst.Name, depth: int) -> Value:
+    """What a function of this file returns: its return annotation (read as a parameter's is), or else the one kind
+    of value every `return` of its body gives, on a body that cannot end without one (`get_current_device()` whose
+    every return is `torch.device(...)`). A decorated, asynchronous or generator function is not followed."""
+    function = _function_of(module, name)
+    if function is None:
+        return UNKNOWN
+    spelled, line = f"`{name.value}()`", module.start(function)[0]
+    if function.returns is not None:
+        found = _annotation(module, function.returns.annotation)
+        if found is None:
+            return UNKNOWN
+        return Value(found.kind, f"{spelled} is annotated to return {found.evidence} (L{line})", found.proven, found.dtype,
+                     found.device_type)
+    returns = _returns(function)
+    if not returns or not _always_returns(function.body.body):
+        return UNKNOWN
+    values = [classify(module, node.value, depth + 1) for node in returns]
+    first = values[0]
+    if first.kind not in (Kind.DEVICE, Kind.INTEGER) or any(v.kind is not first.kind for v in values):
+        return UNKNOWN
+    device_types = {v.device_type for v in values}
+    evidence = "; ".join(dict.fromkeys(v.evidence for v in values))
+    return Value(first.kind, f"{spelled} (L{line}) returns {first.kind.value}s on every path: {evidence}",
+                 all(v.proven for v in values), device_type=device_types.pop() if len(device_types) == 1 else None)
+
+
+def _function_of(module: PythonModule, name: cst.Name) -> cst.FunctionDef | None:
+    """The plain `def` that every binding of `name` is."""
+    bindings = module.bindings(name)
+    if not bindings or len(bindings) != 1:
+        return None
+    (binding,) = bindings
+    node = binding.node if isinstance(binding, Assignment) else None
+    if not isinstance(node, cst.FunctionDef) or node.decorators or node.asynchronous is not None:
+        return None
+    return node
+
+
+def _returns(function: cst.FunctionDef) -> list[cst.Return] | None:
+    """The function's own `return value`s; None when it yields or returns nothing somewhere."""
+    found: list[cst.Return] = []
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, (cst.Yield, cst.Await)) or isinstance(node, cst.Return) and node.value is None:
+            return None
+        if isinstance(node, cst.Return):
+            found.append(node)
+        stack.extend(node.children)
+    return found
+
+
+def _always_returns(body) -> bool:
+    """The block cannot fall off its end: it ends in `return` or `raise`, or in an `if` all of whose branches do."""
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(small, (cst.Return, cst.Raise)) for small in last.body)
+    if isinstance(last, cst.If):
+        orelse = last.orelse
+        if orelse is None or not _always_returns(last.body.body):
+            return False
+        return _always_returns([orelse] if isinstance(orelse, cst.If) else orelse.body.body)
+    return False
 
 
 def _subscript(module: PythonModule, node: cst.Subscript, depth: int) -> Value:
@@ -457,6 +530,50 @@ def on_cpu(module: PythonModule, node: cst.BaseExpression, depth: int = 0) -> st
             evidence.append(f"`{node.value}` = {found} (L{module.start(binding.node)[0]})")
         return "; ".join(evidence)
     return None
+
+
+def list_data(module: PythonModule, node: cst.BaseExpression, depth: int = 0) -> str | None:
+    """Evidence that `node` is a Python list or tuple, else None: what a legacy constructor (`torch.LongTensor(...)`)
+    copies as data, where an integer would be a size and a tensor would be shared.
+
+    A list or tuple display, a comprehension, `[v] * n`, `list(...)`, `tuple(...)`, `sorted(...)`, `.tolist()`, a
+    parameter annotated `list`/`tuple`, or a name every binding of which is one of these.
+    """
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return "a list display"
+    if isinstance(node, cst.ListComp):
+        return "a list comprehension"
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply) and any(
+            isinstance(side, (cst.List, cst.Tuple)) for side in (node.left, node.right)):
+        return "a repeated list display"
+    if isinstance(node, cst.Call):
+        if module.refers_to(node.func, {"builtins.list", "builtins.tuple", "builtins.sorted"}) is not None:
+            return f"`{module.text(node.func)}(...)` builds a list"
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "tolist" and not node.args:
+            return "`.tolist()` returns a list"
+        return None
+    if not isinstance(node, cst.Name):
+        return None
+    bindings = module.bindings(node)
+    evidence = []
+    for binding in bindings or ():
+        target = binding.node if isinstance(binding, Assignment) else None
+        if isinstance(target, cst.Param):
+            annotation = target.annotation.annotation if target.annotation is not None else None
+            base = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+            if base is None or not module.qualified_names(base) & {"builtins.list", "builtins.tuple", "typing.List",
+                                                                  "typing.Tuple"}:
+                return None
+            evidence.append(f"the parameter `{node.value}` is annotated `{module.text(annotation)}`")
+            continue
+        value = _assigned_value(module, target) if isinstance(target, cst.Name) else None
+        found = list_data(module, value, depth + 1) if value is not None else None
+        if found is None:
+            return None
+        evidence.append(f"`{node.value}` = {found} (L{module.start(target)[0]})")
+    return "; ".join(evidence) or None
 
 
 def _like_template(name: str) -> bool:
@@ -572,6 +689,7 @@ class ChainOp:
     step: Step
     dtype: str | None = None  # CAST: the dtype converted to, when known exactly
     dtype_evidence: str = ""  # CAST: what says it is that dtype
+    legacy: str | None = None  # CAST by a legacy type, `.type(torch.IntTensor)`: that type, which also moves to the CPU
 
 
 def method_chain(module: PythonModule, receiver: cst.BaseExpression) -> tuple[cst.BaseExpression, list[ChainOp]]:
@@ -604,7 +722,26 @@ def chain_op(module: PythonModule, call: cst.Call) -> ChainOp:
     target = cast_dtype(module, call) if method == "to" else None
     if target is not None:
         return ChainOp(call, method, Step.CAST, target.dtype, target.evidence)
+    if method == "type":
+        return _type_op(module, call)
     return ChainOp(call, method, Step.OTHER)
+
+
+def _type_op(module: PythonModule, call: cst.Call) -> ChainOp:
+    """`.type(torch.float16)` converts as `.to(torch.float16)` does, on the tensor's device. `.type(torch.IntTensor)`
+    converts to int32 and moves to the CPU (`legacy`). `.type()` answers a string, and `.type("torch.cuda.IntTensor")`
+    or `.type(torch.cuda.IntTensor)` moves to CUDA: other."""
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return ChainOp(call, "type", Step.OTHER)
+    target = call.args[0].value
+    legacy = module.refers_to(target, LEGACY_TENSOR_TYPES) if isinstance(target, (cst.Name, cst.Attribute)) else None
+    if legacy is not None:
+        dtype = LEGACY_TENSOR_TYPES[legacy]
+        return ChainOp(call, "type", Step.CAST, dtype, f"`{legacy}` is {dtype} on the CPU", legacy=legacy)
+    value = classify(module, target)
+    if value.kind is Kind.DTYPE and value.proven:
+        return ChainOp(call, "type", Step.CAST, value.dtype, value.evidence)
+    return ChainOp(call, "type", Step.OTHER)
 
 
 def cast_dtype(module: PythonModule, call: cst.Call) -> Value | None:
