@@ -112,13 +112,38 @@ class CreateOnDevice(Rule):
     `torch.zeros_like(x, device=d)`, whatever device `x` is on.
 
     `d` must be a device: a device string (`"cuda:0"`), an f-string,
-    `torch.device(...)`, `x.device`, an integer index, or a name whose every
+    `torch.device(...)`, `x.device`, an integer index, a name whose every
     binding in scope is one of those or whose annotation says so
-    (`torch.device`, `str`, `int`, their `Optional`/`Union`). `.cuda()`
+    (`torch.device`, `str`, `int`, their `Optional`/`Union`), or a call of a
+    plain function of this file whose return annotation says so or whose
+    every `return` gives one of those on a body that cannot end without one
+    (`get_current_device()` returning `torch.device("cuda", rank)`). The
+    proof states which; where only a name says it (a parameter `device`,
+    any `.device` attribute), it says so. `.cuda()`
     becomes `device="cuda"` (the current CUDA device, as `.cuda()` means),
     `.cuda(0)` becomes `device="cuda:0"`, `.cuda(i)` for an integer
     expression `device=f"cuda:{i}"`. `.to(d, dtype)` merges the dtype too
     (`device=d, dtype=dtype`) when the conversion is exact.
+
+    A dtype conversion in the chain may be spelled `.type(torch.float16)`
+    (as `.to(torch.float16)`) or with a legacy CPU type,
+    `.type(torch.IntTensor)`, which converts and also moves to the CPU: on
+    the device it is written as its dtype, `.type(torch.int32)`, or, alone
+    after a factory whose values are 0 or 1, as the factory's `dtype=`:
+    `torch.zeros(b, n).type(torch.IntTensor).to(d)` becomes
+    `torch.zeros(b, n, dtype=torch.int32, device=d)`. A `.type(...)` with
+    no move after it is left alone: it puts the tensor on the CPU as asked.
+
+    An index tensor built on the host for a tensor on a device,
+    `idx = torch.arange(n)` read only as an index of one tensor `t`
+    (`t[idx]`, `t[:, idx] = v`), is copied to `t`'s device at each use; it
+    becomes `idx = torch.arange(n, device=t.device)`.
+
+    Host data created for a device is examined in every spelling:
+    `torch.tensor(data)`, `torch.as_tensor(data)`, `torch.from_numpy(a)` and
+    the legacy constructors of a list (`torch.LongTensor(ids)`,
+    `torch.FloatTensor(vals)`), each followed by a move; they get advice or
+    are OPT103's (see below).
 
     Every factory-then-move site it examines is reported, kept ones with
     the reason (`-v`, the JSON report).
@@ -168,10 +193,18 @@ class CreateOnDevice(Rule):
     them within its exact integers (2048 for float16, 256 for bfloat16,
     2**24 for float32); a float to a wider float. The two-statement form also
     needs the statements between the two to leave `t`, the names in `d` and
-    the current device alone (no calls in between).
+    the current device alone (no calls in between). The index form needs
+    `idx` bound once, by an `arange` of integer start and step without
+    `device=`; every read of `idx` in the function an element of a subscript
+    of the same local name `t`, whose other elements are slices, integers,
+    `None` or `...`; every binding of `t` before `idx` is created and every
+    use after it; and `t` a tensor: a parameter annotated `torch.Tensor` or
+    a torch factory's result.
 
     `validate`: the target is a device only by its name (a parameter called
-    `device` with no annotation, `get_accelerator().device_name()`);
+    `device` with no annotation, `get_accelerator().device_name()`); an
+    index tensor's `t` that nothing shows to be a tensor (`t.device` raises
+    for a list, a tuple or a module);
     `.cuda(x)` with an `x` that may not name a CUDA device (`.cuda(x)`
     raises there, `device=x` would not); `linspace`, whose device kernel was
     measured bit-identical on an H100 and an H200 but is not proven to be;
@@ -190,7 +223,15 @@ class CreateOnDevice(Rule):
     whereas `device=` makes the result itself the leaf that receives `.grad`.
 
     Kept, with the reason: a factory that already has a `device=` other than
-    the CPU (never a second one); a call that is not a factory
+    the CPU (never a second one); a legacy constructor whose argument is not
+    provably a list or tuple (`torch.FloatTensor(n)` with an integer makes
+    an uninitialised tensor of size n, `torch.LongTensor(t)` shares the
+    tensor `t`); a legacy `.type(...)` whose type is not spelled
+    `torch.<Type>` (its dtype cannot be written), a type string, or a CUDA
+    type (`.type(torch.cuda.FloatTensor)`, a move of its own); an index
+    tensor that indexes several tensors (they may be on different devices),
+    an attribute (`self.table`, which a call may rebind), a `t` bound after
+    the index is created, or a `t` on the CPU (nothing to gain); a call that is not a factory
     (`torch.cat(...).to(d)`); a method between the factory and the move that
     computes new values (`.sum()`, `.fill_(v)`), an `expand` that repeats
     elements with no copy after it, or a dtype conversion that
@@ -243,8 +284,13 @@ class CreateOnDevice(Rule):
     - `torch.randn(...).half().cuda()` is kept: the values are real numbers,
       and converting them to float16 is not proven exact (it is correctly
       rounded on both devices, but the numbers differ anyway).
-    - Legacy constructors (`torch.LongTensor(...)`, `torch.Tensor([...])`)
-      and `nn.Module`s are not factories and are not reported.
+    - `nn.Module`s and `torch.Tensor(...)` (whose dtype follows the default
+      tensor type) are not factories and are not reported; the legacy
+      constructors of a list are host data (advice, or OPT103's).
+    - A device returned by a function of another module
+      (`from .utils import get_current_device`) is not followed: the site is
+      kept. An index tensor read in any other way (`idx + 1`, passed to a
+      call) is no index site and is not reported.
     - `device, dims = x.device, x.size(1)` is followed element by element;
       other unpacking (`device, dims = f()`) is not.
     - In the two-statement form, an exception raised between the two
@@ -309,7 +355,7 @@ class CreateOnDevice(Rule):
     language = "python"
     default_tier = "safe"
     tags = ("performance", "transfer")
-    version = 2  # chains, an explicit CPU device, any `*_like` template, side-effect keeps, advice for no gain
+    version = 3  # `.type(...)` in chains, legacy constructors, devices from project functions, index tensors
     trigger_words = (".to(", ".cuda(", "arange(")
 
     VALID = [
@@ -331,6 +377,8 @@ class CreateOnDevice(Rule):
         "import torch\ndef f(d: torch.device):\n    return torch.full((4,), 0.1).to(d, torch.float64)\n",
         # A method between that computes new values.
         "import torch\ndef f(n):\n    return torch.arange(n).cumsum(0).cuda()\n",
+        # A legacy type without a move: the tensor goes to the CPU, as asked.
+        "import torch\ndef f(n):\n    return torch.zeros(n).type(torch.IntTensor)\n",
         # A probe: the blocking copy is the point.
         "import torch\ndef probe():\n    torch.zeros((2, 2)).cuda()\n",
         # The exception is what the test checks.
@@ -364,6 +412,14 @@ class CreateOnDevice(Rule):
         Example(
             "import torch\ndef f(c, d: torch.device):\n    return torch.zeros_like(c).float().to(d)\n",
             "import torch\ndef f(c, d: torch.device):\n    return torch.zeros_like(c, device=d).float()\n",
+        ),
+        Example(
+            "import torch\ndef f(b, n, d: torch.device):\n    return torch.zeros(b, n).type(torch.IntTensor).to(d)\n",
+            "import torch\ndef f(b, n, d: torch.device):\n    return torch.zeros(b, n, dtype=torch.int32, device=d)\n",
+        ),
+        Example(
+            "import torch\ndef f(t: torch.Tensor, n):\n    idx = torch.arange(n)\n    return t[idx]\n",
+            "import torch\ndef f(t: torch.Tensor, n):\n    idx = torch.arange(n, device=t.device)\n    return t[idx]\n",
         ),
         Example(
             "import torch\ndef f(n, device):\n    return torch.zeros(n).to(device)\n",

@@ -90,9 +90,19 @@ class PinnedAsyncH2D(Rule):
 
     - `torch.tensor(data).to(d)` / `.cuda()` ->
       `torch.tensor(data, pin_memory=True).to(d, non_blocking=True)`;
-    - `torch.tensor(data, device=d)` where `d` is provably CUDA ->
-      `torch.tensor(data, pin_memory=True).to(d, non_blocking=True)` (any
-      other `device=` is left alone);
+    - `torch.tensor(data, device=d)` ->
+      `torch.tensor(data, pin_memory=True).to(d, non_blocking=True)`, under
+      the same obligations and tiers as `torch.tensor(data).to(d)`: `safe`
+      where `d` is provably CUDA, `validate` where it is a device only by
+      its name (`device=self.device`); a `device=` that names the host is
+      left alone;
+    - the legacy constructors of a list, `torch.LongTensor(ids).to(d)`,
+      `torch.FloatTensor(vals).cuda()` (and bound to a name, then moved):
+      they take no `pin_memory=`, so the copy is pinned at the move,
+      `torch.LongTensor(ids).pin_memory().to(d, non_blocking=True)`. Only a
+      provable list or tuple is data (`torch.FloatTensor(n)` with an integer
+      makes an uninitialised tensor of size n, `torch.LongTensor(t)` shares
+      the tensor `t`): anything else is kept;
     - where `data` is not provably Python data (a NumPy array, a tensor, or
       unknown), `pin_memory=True` would raise ("Can't pin tensor constructed
       from numpy", "... from a variable"), so the tensor is pinned by a copy
@@ -144,7 +154,9 @@ class PinnedAsyncH2D(Rule):
 
     - the target is provably a CUDA device: `.cuda()`, `.cuda(i)`, `"cuda"`,
       `"cuda:N"`, an f-string starting with `cuda`, `torch.device("cuda"...)`,
-      or a name bound to one of those. `pin_memory=True` raises on a machine
+      a name bound to one of those, or a call of a function of this file
+      every return of which is one of those (OPT102's device evidence). A
+      device known only by its name never makes this tier. `pin_memory=True` raises on a machine
       without CUDA and means nothing for other accelerators;
     - the copy is host to device: the data is provably host data (a list or
       tuple display, a comprehension, a number, `.tolist()`, a NumPy array, a
@@ -233,6 +245,7 @@ class PinnedAsyncH2D(Rule):
 
     code = "OPT103"
     name = "pinned-async-h2d"
+    version = 2  # every device of `torch.tensor(data, device=d)`, legacy constructors, devices from project functions
     summary = (
         "torch.tensor(data).to(d) -> torch.tensor(data, pin_memory=True).to(d, non_blocking=True) where d is provably "
         "CUDA and the result is read on the copy's stream"
@@ -551,7 +564,8 @@ def _is_tensor_with_device(module: PythonModule, call: cst.Call) -> bool:
 def _device_keyword_site(module: PythonModule, call: cst.Call, functions: "_Functions") -> Site | None:
     """`torch.tensor(data, device=d)` not itself moved (a move of it is judged as the move)."""
     parent = module.parent(call)
-    if isinstance(parent, cst.Attribute) and parent.value is call and move_method(module.parent(parent) or call):
+    grand = module.parent(parent) if isinstance(parent, cst.Attribute) and parent.value is call else None
+    if isinstance(grand, cst.Call) and grand.func is parent and move_method(grand):
         return None
     value = classify(module, keyword_arg(call, "device").value)
     if value.kind is Kind.NONE or value.kind is Kind.DEVICE and value.device_type == "cpu":
