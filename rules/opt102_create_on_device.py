@@ -9,7 +9,7 @@ from libcst.metadata import Assignment
 
 from optpatch.planner import preview
 from optpatch.python_edits import FormattedEdits, string_literal
-from optpatch.python_frontend import SCOPE_NODES, PythonModule, walk
+from optpatch.python_frontend import SCOPE_NODES, PythonModule, dotted_name, walk
 from optpatch.python_screen import CallIndex, callee_name, called_functions
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 from optpatch.analysis.exception_contexts import expected_exception
@@ -195,8 +195,8 @@ class CreateOnDevice(Rule):
     needs the statements between the two to leave `t`, the names in `d` and
     the current device alone (no calls in between). The index form needs
     `idx` bound once, by an `arange` of integer start and step without
-    `device=`; every read of `idx` in the function an element of a subscript
-    of the same local name `t`, whose other elements are slices, integers,
+    `device=`; every read of `idx` in the function, after it, an element of a
+    subscript of the same local name `t`, whose other elements are slices, integers,
     `None` or `...`; every binding of `t` before `idx` is created and every
     use after it; and `t` a tensor: a parameter annotated `torch.Tensor` or
     a torch factory's result.
@@ -204,7 +204,8 @@ class CreateOnDevice(Rule):
     `validate`: the target is a device only by its name (a parameter called
     `device` with no annotation, `get_accelerator().device_name()`); an
     index tensor's `t` that nothing shows to be a tensor (`t.device` raises
-    for a list, a tuple or a module);
+    for a list, a tuple or a module), or that is an attribute
+    (`self.table[idx]`: a call between may rebind it);
     `.cuda(x)` with an `x` that may not name a CUDA device (`.cuda(x)`
     raises there, `device=x` would not); `linspace`, whose device kernel was
     measured bit-identical on an H100 and an H200 but is not proven to be;
@@ -230,8 +231,9 @@ class CreateOnDevice(Rule):
     `torch.<Type>` (its dtype cannot be written), a type string, or a CUDA
     type (`.type(torch.cuda.FloatTensor)`, a move of its own); an index
     tensor that indexes several tensors (they may be on different devices),
-    an attribute (`self.table`, which a call may rebind), a `t` bound after
-    the index is created, or a `t` on the CPU (nothing to gain); a call that is not a factory
+    is read before it is created (a loop's earlier pass), or indexes a `t`
+    bound after it is created (an attribute the function assigns included)
+    or on the CPU (nothing to gain); a call that is not a factory
     (`torch.cat(...).to(d)`); a method between the factory and the move that
     computes new values (`.sum()`, `.fill_(v)`), an `expand` that repeats
     elements with no copy after it, or a dtype conversion that
@@ -566,7 +568,9 @@ class CreateOnDevice(Rule):
         start, end = module.span(call)
         proof = [f"`{name}` is read only as an index of `{table}` ({len(tables)} use(s)), which copies it to "
                  f"`{table}`'s device each time", evidence, "arange with integer start and step: the same integers on "
-                 "every device", f"`{table}` is bound before `{name}` and not rebound after it"]
+                 "every device"]
+        if isinstance(tables[0], cst.Name):
+            proof.append(f"`{table}` is bound before `{name}` and not rebound after it")
         reason = f"`{name} = torch.arange(...)` indexes `{table}`: create it on `{table}.device`; " + "; ".join(proof)
         return self.fix(module, at, reason=reason, tier=tier, edits=edits, context=context, impact=impact, basis=basis,
                         replacement=preview(module.source.text, start, end, edits), proof=proof)
@@ -1179,21 +1183,25 @@ def _index_blocker(module: PythonModule, call: cst.Call, name: str, tables: list
     if len(texts) > 1:
         return Kept(f"`{name}` indexes {', '.join(f'`{t}`' for t in sorted(texts))}, which may be on different devices",
                     KeepCategory.OTHER)
-    table = tables[0]
-    if not isinstance(table, cst.Name):
-        return Kept(f"`{module.text(table)}` is not a local name: what it holds at each use is not known here",
-                    KeepCategory.OTHER)
     fractional = _fractional_arange_argument(module, call)
     if fractional is not None:
         return Kept(f"arange with a start or step `{fractional}` that may be fractional is no index", KeepCategory.OTHER)
     start, end = module.span(module.parent(call))
+    if any(module.span(use)[0] < end for use in tables):
+        return Kept(f"`{name}` is read before it is created (a loop's earlier pass)", KeepCategory.OTHER)
+    table = tables[0]
+    if isinstance(table, cst.Attribute):
+        return _attribute_table(module, call, table)
+    if not isinstance(table, cst.Name):
+        return Kept(f"`{module.text(table)}` is not a name: what it holds at each use is not known here",
+                    KeepCategory.OTHER)
     for binding in module.bindings(table) or ():
         node = binding.node if isinstance(binding, Assignment) else None
         if not isinstance(node, (cst.Name, cst.Param)) or module.span(node)[0] >= start:
             return Kept(f"`{table.value}` may be bound after `{name}` is created: `device={table.value}.device` would "
                         "read another tensor", KeepCategory.OTHER)
-    if not module.bindings(table) or any(module.span(use)[0] < end for use in tables):
-        return Kept(f"`{name}` or `{table.value}` is read before `{name}` is created", KeepCategory.OTHER)
+    if not module.bindings(table):
+        return Kept(f"`{table.value}` is bound nowhere this file shows", KeepCategory.OTHER)
     cpu = on_cpu(module, table)
     if cpu is not None:
         return Kept(f"`{table.value}` is on the CPU ({cpu}): the index is already where it is used", KeepCategory.NO_GAIN)
@@ -1202,6 +1210,23 @@ def _index_blocker(module: PythonModule, call: cst.Call, name: str, tables: list
         return Tier.SAFE, f"`{table.value}` is a tensor: {evidence}"
     return Tier.VALIDATE, (f"`{table.value}` is indexed like a tensor, but nothing here shows it is one: "
                            f"`{table.value}.device` raises for a list, a tuple or a module")
+
+
+def _attribute_table(module: PythonModule, call: cst.Call, table: cst.Attribute):
+    """`self.table[idx]`: validate at best, since a call between may rebind the attribute and nothing here shows
+    it holds a tensor; kept where the function itself assigns it."""
+    spelled = dotted_name(table)
+    if spelled is None:
+        return Kept(f"`{module.text(table)}` is not a name: what it holds at each use is not known here",
+                    KeepCategory.OTHER)
+    function = module.enclosing_function(call)
+    for node in walk(function.body):
+        targets = node.targets if isinstance(node, cst.Assign) else [node] if isinstance(node, (cst.AnnAssign, cst.AugAssign)) else []
+        if any(dotted_name(t.target) == spelled or dotted_name(t.target) == spelled.split(".", 1)[0] for t in targets):
+            return Kept(f"`{spelled}` is assigned in this function: `device={spelled}.device` may read another tensor",
+                        KeepCategory.OTHER)
+    return Tier.VALIDATE, (f"`{spelled}` is an attribute: nothing here shows it holds a tensor (`.device` raises for a "
+                           "list or a module), or that no call between rebinds it")
 
 
 def _tensor_evidence(module: PythonModule, name: cst.Name) -> str | None:
