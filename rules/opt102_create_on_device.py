@@ -463,7 +463,8 @@ class CreateOnDevice(Rule):
             elif isinstance(receiver, ast.Name) and calls.assigned_to(move) == receiver.id:
                 if any(_may_start_a_site(calls, source) for source in calls.calls_assigned(receiver.id)):
                     moves.append(move)
-        return moves + called_functions(calls.tree, moves) + _index_candidates(calls)
+        arguments = [a for move in moves for a in (*move.args, *(keyword.value for keyword in move.keywords))]
+        return moves + called_functions(calls.tree, arguments) + _index_candidates(calls)
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
         # One finding per factory. `module.calls()` gives the outermost call of a chain first, so the move at the

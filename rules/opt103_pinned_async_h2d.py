@@ -338,7 +338,8 @@ class PinnedAsyncH2D(Rule):
             device = next((keyword.value for keyword in call.keywords if keyword.arg == "device"), None)
             if device is not None and calls.calls_torch(call) and not _names_the_host(device):
                 found.append(call)
-        return found + called_functions(calls.tree, found)
+        arguments = [a for call in found for a in (*call.args, *(keyword.value for keyword in call.keywords))]
+        return found + called_functions(calls.tree, arguments)
 
     def check(self, module: PythonModule) -> Iterator[Finding]:
         functions = _Functions(module)

@@ -281,8 +281,8 @@ def callee_name(call: ast.Call) -> str | None:
 
 
 def called_functions(tree: ast.Module, nodes: list[ast.AST]) -> list[ast.stmt]:
-    """The first statement of each module-level `def` that `nodes` call by name: what a rule that follows those
-    functions' returns (torch_values.classify) needs kept whole by the outline."""
+    """The first statement of each module-level `def` that `nodes` (a move's arguments, say) call by name: what a
+    rule that follows those functions' returns (torch_values.classify) needs kept whole by the outline."""
     called = {node.func.id for root in nodes for node in ast.walk(root)
               if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     if not called:
