@@ -228,8 +228,10 @@ class CreateOnDevice(Rule):
     provably a list or tuple (`torch.FloatTensor(n)` with an integer makes
     an uninitialised tensor of size n, `torch.LongTensor(t)` shares the
     tensor `t`); a legacy `.type(...)` whose type is not spelled
-    `torch.<Type>` (its dtype cannot be written), a type string, or a CUDA
-    type (`.type(torch.cuda.FloatTensor)`, a move of its own); an index
+    `torch.<Type>` (its dtype cannot be written), a type string, a CUDA
+    type (`.type(torch.cuda.FloatTensor)`, a move of its own), or a value
+    that is not a dtype known exactly (`.type(self.dtype)`, which old code
+    sets to a legacy type, CUDA ones included); an index
     tensor that indexes several tensors (they may be on different devices),
     is read before it is created (a loop's earlier pass), or indexes a `t`
     bound after it is created (an attribute the function assigns included)

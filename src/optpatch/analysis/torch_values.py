@@ -738,8 +738,10 @@ def _type_op(module: PythonModule, call: cst.Call) -> ChainOp:
     if legacy is not None:
         dtype = LEGACY_TENSOR_TYPES[legacy]
         return ChainOp(call, "type", Step.CAST, dtype, f"`{legacy}` is {dtype} on the CPU", legacy=legacy)
+    # Only a dtype known exactly: `.type(self.dtype)` may hold a legacy CUDA type (`torch.cuda.FloatTensor`),
+    # which moves the tensor as well.
     value = classify(module, target)
-    if value.kind is Kind.DTYPE and value.proven:
+    if value.kind is Kind.DTYPE and value.proven and value.dtype is not None:
         return ChainOp(call, "type", Step.CAST, value.dtype, value.evidence)
     return ChainOp(call, "type", Step.OTHER)
 
