@@ -12,9 +12,16 @@ from optpatch.formatter_config import PythonFormatter
 from optpatch.planner import preview
 from optpatch.python_edits import FormattedEdits, keyword_edit
 from optpatch.python_frontend import SCOPE_NODES, LOOP_NODES, PythonModule, walk
-from optpatch.python_screen import CallIndex, callee_name, called_functions
+from optpatch.python_screen import CallIndex, ast_dotted_name, callee_name, called_functions
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
-from optpatch.analysis.torch_api import CONSTANT_FACTORIES, DEVICE_CALLS, LEGACY_TENSOR_TYPES, is_true, keyword_arg
+from optpatch.analysis.torch_api import (
+    CONSTANT_FACTORIES,
+    CUDA_LEGACY_TENSOR_TYPES,
+    DEVICE_CALLS,
+    LEGACY_TENSOR_TYPES,
+    is_true,
+    keyword_arg,
+)
 from optpatch.analysis.torch_values import (
     Kind,
     Move,
@@ -103,6 +110,9 @@ class PinnedAsyncH2D(Rule):
       provable list or tuple is data (`torch.FloatTensor(n)` with an integer
       makes an uninitialised tensor of size n, `torch.LongTensor(t)` shares
       the tensor `t`): anything else is kept;
+    - the legacy CUDA constructors of a list, `torch.cuda.LongTensor(ids)`,
+      which convert the list on the host and copy it to the current CUDA
+      device -> `torch.LongTensor(ids).pin_memory().cuda(non_blocking=True)`;
     - where `data` is not provably Python data (a NumPy array, a tensor, or
       unknown), `pin_memory=True` would raise ("Can't pin tensor constructed
       from numpy", "... from a variable"), so the tensor is pinned by a copy
@@ -245,7 +255,7 @@ class PinnedAsyncH2D(Rule):
 
     code = "OPT103"
     name = "pinned-async-h2d"
-    version = 2  # every device of `torch.tensor(data, device=d)`, legacy constructors, devices from project functions
+    version = 2  # every device of `torch.tensor(data, device=d)`, legacy (CUDA) constructors, devices from functions
     summary = (
         "torch.tensor(data).to(d) -> torch.tensor(data, pin_memory=True).to(d, non_blocking=True) where d is provably "
         "CUDA and the result is read on the copy's stream"
@@ -253,9 +263,9 @@ class PinnedAsyncH2D(Rule):
     language = "python"
     default_tier = "safe"
     tags = ("performance", "transfer")
-    # Every site is a move (`.to(`, `.cuda(`) or `torch.tensor(..., device=d)` ("tensor(" is in three times as many
-    # files of NeMo).
-    trigger_words = (".to(", ".cuda(", "device=")
+    # Every site is a move (`.to(`, `.cuda(`), `torch.tensor(..., device=d)` ("tensor(" is in three times as many
+    # files of NeMo) or a legacy CUDA constructor (`torch.cuda.LongTensor(`).
+    trigger_words = (".to(", ".cuda(", "device=", *(f"cuda.{name.rsplit('.', 1)[1]}(" for name in LEGACY_TENSOR_TYPES))
 
     VALID = [
         # OPT102's: the values need no host data, so create them on the device.
@@ -338,6 +348,9 @@ class PinnedAsyncH2D(Rule):
             device = next((keyword.value for keyword in call.keywords if keyword.arg == "device"), None)
             if device is not None and calls.calls_torch(call) and not _names_the_host(device):
                 found.append(call)
+        for call in calls.named(*_LEGACY_NAMES):
+            if calls.calls_torch(call) and (ast_dotted_name(call.func) or "").rpartition(".")[0].endswith("cuda"):
+                found.append(call)
         arguments = [a for call in found for a in (*call.args, *(keyword.value for keyword in call.keywords))]
         return found + called_functions(calls.tree, arguments)
 
@@ -348,6 +361,9 @@ class PinnedAsyncH2D(Rule):
                 site = _move_site(module, call, functions)
             elif _is_tensor_with_device(module, call):
                 site = _device_keyword_site(module, call, functions)
+            elif torch_callee(module, call) in CUDA_LEGACY_TENSOR_TYPES:
+                site = Site(Source(call, torch_callee(module, call), keyword_pins=False), call, None,
+                            functions.around(call))
             else:
                 site = None
             if site is not None:
@@ -376,7 +392,8 @@ class PinnedAsyncH2D(Rule):
 
 
 # The last names of the constructors `_constructor` accepts, for the `ast` screen.
-_CHAINED_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "from_numpy", *(n.rsplit(".", 1)[1] for n in LEGACY_TENSOR_TYPES)})
+_LEGACY_NAMES = frozenset(name.rsplit(".", 1)[1] for name in LEGACY_TENSOR_TYPES)
+_CHAINED_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "from_numpy", *_LEGACY_NAMES})
 _NAMED_CONSTRUCTORS = _CHAINED_CONSTRUCTORS | {name.rsplit(".", 1)[1] for name in _FILLED_FACTORIES}
 
 
@@ -677,6 +694,8 @@ def _target(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept:
     move = site.move
     if move is not None and move.blocker is not None:
         return Kept(move.blocker, move.blocker_category)
+    if site.source.callee in CUDA_LEGACY_TENSOR_TYPES:
+        return Tier.SAFE, f"`{site.source.callee}` copies to the current CUDA device, as `.cuda()` does"
     source_device = _source_device(module, site.source) if move is not None else None
     if move is not None and move.method == "cuda":
         if source_device is not None:
@@ -727,7 +746,7 @@ def _source_blocker(module: PythonModule, site: Site) -> Kept | None:
     if pinned is not None and not is_true(pinned.value):
         return Kept(f"`pin_memory={module.text(pinned.value)}` is written out: pinning is chosen, kept as written",
                     KeepCategory.DELIBERATE)
-    if site.move is None:
+    if site.move is None and site.source.callee not in CUDA_LEGACY_TENSOR_TYPES:
         requires_grad = keyword_arg(call, "requires_grad")
         if requires_grad is not None and not _is_false(requires_grad.value):
             return Kept("`requires_grad=`: with a move, the device copy would no longer be the leaf that receives "
@@ -790,7 +809,7 @@ def _data_verdict(module: PythonModule, source: Source) -> tuple[Tier, str, Host
         return Tier.SAFE, "`torch.from_numpy` wraps a NumPy array: host memory", HostData("a NumPy array", array=True)
     if source.callee in _FILLED_FACTORIES:
         return Tier.SAFE, f"`{source.callee}` without `device=` makes a CPU tensor, filled on the host here", None
-    if source.callee in LEGACY_TENSOR_TYPES:
+    if source.callee in LEGACY_TENSOR_TYPES or source.callee in CUDA_LEGACY_TENSOR_TYPES:
         kept = _legacy_data(module, source.call)
         if kept is not None:
             return kept
@@ -1384,6 +1403,8 @@ def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
     # Under black or ruff, laid out as they would (docs/formatting.md); otherwise appended where they go, the
     # statement's layout kept.
     formatted = FormattedEdits(module) if module.style.formatter in _RESHAPING_FORMATTERS else None
+    if site.move is None and source.callee in CUDA_LEGACY_TENSOR_TYPES:
+        return _cuda_legacy_edits(module, site)
     if site.move is None:
         return _device_keyword_edits(module, site, formatted)
     if not source.pinned:
@@ -1443,6 +1464,21 @@ def _device_keyword_edits(module: PythonModule, site: Site, formatted: Formatted
     return _shaped(formatted.add(removal, move))
 
 
+def _cuda_legacy_edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
+    """`torch.cuda.LongTensor(ids)` -> `torch.LongTensor(ids).pin_memory().cuda(non_blocking=True)`: built on the
+    host as before, pinned by a copy, copied to the current CUDA device."""
+    call = site.copy
+    func = call.func
+    if call.lpar:
+        return _IN_PARENTHESES
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) and func.value.attr.value == "cuda"):
+        return Kept(f"`{module.text(func)}` is not spelled `torch.cuda.<Type>`: the host type cannot be written from it",
+                    KeepCategory.CANNOT_SPELL)
+    _, end = module.span(call)
+    return [module.replace(func, f"{module.text(func.value.value)}.{func.attr.value}"),
+            Edit(end, end, ".pin_memory().cuda(non_blocking=True)")]
+
+
 _IN_PARENTHESES = Kept("the call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
 
 
@@ -1464,6 +1500,9 @@ def _describe(module: PythonModule, site: Site) -> str:
     """What the copy does now, and what the fix changes."""
     source = site.source
     constructor = "`x.pin_memory()`" if source.callee == "pin_memory" else f"`{source.callee}(...)`"
+    if site.move is None and source.callee in CUDA_LEGACY_TENSOR_TYPES:
+        return (f"{constructor} converts the list in pageable host memory and copies it to the current CUDA device, "
+                "which waits for queued GPU work: build it on the host, pin it and copy with `non_blocking=True`")
     if site.move is None:
         return (f"{constructor} with `device=` converts the data in pageable host memory and copies it, which waits for "
                 "queued GPU work: pin the data and copy with `non_blocking=True`")

@@ -43,6 +43,8 @@ them, with these semantics:
   under CUDA's stream semantics gives the same result as with blocking copies.
 - A non-blocking copy from pageable memory is performed at once (CUDA stages
   pageable memory before returning), as is every blocking copy.
+- The legacy CUDA constructors (`torch.cuda.LongTensor(data)`) build the
+  CPU type's tensor and tag it with the current CUDA device (a host copy).
 - Streams: for the block, `torch.cuda.Stream`, `torch.cuda.stream`,
   `torch.cuda.current_stream`, `torch.cuda.default_stream`,
   `torch.cuda.set_stream` and `torch.cuda.synchronize` are replaced by
@@ -151,6 +153,8 @@ class _QueuedCopy:
     landed: bool = False
 
 
+_LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor", "ShortTensor",
+                 "IntTensor", "LongTensor", "BoolTensor")
 # Reading values on the host waits for the current stream.
 _HOST_READS = frozenset({"item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__"})
 
@@ -176,7 +180,8 @@ class CudaOnCpu(TorchFunctionMode):
                             ("current_stream", lambda device=None: self.current_stream),
                             ("default_stream", lambda device=None: self.default_stream),
                             ("set_stream", self._set_stream),
-                            ("synchronize", lambda device=None: self.synchronise_host(None))):
+                            ("synchronize", lambda device=None: self.synchronise_host(None)),
+                            *((name, self._legacy_constructor(name)) for name in _LEGACY_TYPES)):
             self._patches.enter_context(_patched(cuda, name, value))
         return super().__enter__()
 
@@ -199,6 +204,16 @@ class CudaOnCpu(TorchFunctionMode):
 
     def _set_stream(self, stream) -> None:
         self.current_stream = stream
+
+    def _legacy_constructor(self, name: str):
+        """`torch.cuda.LongTensor(data)`: the CPU type's tensor, copied to the current CUDA device (a host copy)."""
+        host_type = getattr(torch, name)
+
+        def construct(*args, **kwargs):
+            self.host_copies += 1
+            return _tag(host_type(*args, **kwargs), torch.device("cuda", CURRENT_DEVICE))
+
+        return construct
 
     def land(self, stream: EmulatedStream | None) -> None:
         """Perform the queued copies of `stream` (of every stream for None), in the order they were queued."""

@@ -74,6 +74,8 @@ LEGACY_TENSOR_TYPES = {
     "torch.ShortTensor": "torch.int16", "torch.IntTensor": "torch.int32", "torch.LongTensor": "torch.int64",
     "torch.BoolTensor": "torch.bool",
 }
+# `torch.cuda.LongTensor(list)`: the list converted on the host, then copied to the current CUDA device.
+CUDA_LEGACY_TENSOR_TYPES = {f"torch.cuda.{name.removeprefix('torch.')}": name for name in LEGACY_TENSOR_TYPES}
 # Factories whose every element is 0, 1 or uninitialised: exact in any dtype.
 ZERO_ONE_FACTORIES = frozenset(
     f"torch.{name}" for name in ("zeros", "ones", "empty", "eye", "zeros_like", "ones_like", "empty_like")
