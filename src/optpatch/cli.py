@@ -112,15 +112,21 @@ def header_options(function):
     return function
 
 
+VALIDATE_COMMAND = click.option(
+    "--validate", "validate_command", metavar="CMD",
+    help="Run CMD on a temporary copy of the tree, first unchanged, then with the fixes, with "
+         "uninitialised memory poisoned; back out every fix that makes it fail.")
+VALIDATE_TIMEOUT = click.option(
+    "--validate-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+    help="With --validate: stop one run of CMD after this long (default: 1800).")
+
+
 def validation_options(function):
     """--validate CMD and its companions (apply and check)."""
     return _add_options(function, [
-        click.option("--validate", "validate_command", metavar="CMD",
-                     help="Run CMD on a temporary copy of the tree, first unchanged, then with the fixes, with "
-                          "uninitialised memory poisoned; back out every fix that makes it fail."),
+        VALIDATE_COMMAND,
         click.option("--build", "build_command", metavar="CMD", help="With --validate: rebuild C++ extensions before the tests when C++ files changed."),
-        click.option("--validate-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
-                     help="With --validate: stop one run of CMD after this long (default: 1800)."),
+        VALIDATE_TIMEOUT,
     ])
 
 
@@ -653,14 +659,17 @@ def _run_format_command(session: Session, result) -> None:
                              markup=False, soft_wrap=True)
 
 
-def _run_validation(session: Session, paths: list[Path] | None = None):
-    """The outcome of --validate CMD (or of a trusted config's validate-command); None when not asked for."""
+def _run_validation(session: Session, paths: list[Path] | None = None, build_stands_alone: bool = False):
+    """The outcome of --validate CMD (or of a trusted config's validate-command); None when not asked for.
+
+    BUILD_STANDS_ALONE: --build has a use of its own in this command (bench builds every tree).
+    """
     options = session.options
     if options["validate_command"] is not None and not options["validate_command"].strip():
         raise CommandError("--validate needs a command, e.g. --validate \"python -m pytest -q\"")
     command = options["validate_command"] or session.settings.validate_command
     if not command:
-        if options["build_command"]:
+        if options["build_command"] and not build_stands_alone:
             raise CommandError("--build CMD needs --validate CMD: the build runs only before validation runs")
         return None
 
@@ -883,4 +892,141 @@ def validate(output_format: str, workdir: Path | None, plot_path: Path | None, s
     except ReportError as error:
         click.echo(f"optpatch validate --from-report: {error}", err=True)
         status = EXIT_USAGE
+    sys.exit(status)
+
+
+@main.command()
+@click.argument("command", metavar="CMD")
+@click.option("--repo", type=click.Path(path_type=Path, exists=True, file_okay=False), default=".", show_default=True,
+              help="The git repository to patch and bench; CMD starts in its copy of this folder.")
+@click.option("--rounds", type=click.IntRange(min=2), default=None, metavar="N",
+              help="Measured rounds, each running CMD once in every tree (default: 10; with --time, at most N).")
+@click.option("--time", "time_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Run rounds until SECONDS have passed (at least 2 rounds).")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, metavar="K",
+              help="Rounds run first and discarded (caches, compilation, clocks).")
+@click.option("--metric", metavar="REGEX",
+              help="Read each run's value from CMD's output: the first group of REGEX's last match (default: wall time).")
+@click.option("--higher-is-better", is_flag=True, help="With --metric: a higher value is better (tokens/s, not ms/step).")
+@click.option("--build", "build_command", metavar="CMD",
+              help="Run CMD in each tree before the rounds (e.g. build the C++ extensions); with --validate, also before its tests.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Stop one run of CMD or of the build after this long; the bench fails (default: 1800).")
+@click.option("--per-rule", is_flag=True, help="Also a tree per rule with fixes, and its speedup alone.")
+@click.option("--require-speedup", type=click.FloatRange(min=0, min_open=True), metavar="X",
+              help="Exit 1 when the patch's 95% interval reaches below X (e.g. 1.0: no proven gain).")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), callback=_plot_path, metavar="FILE",
+              help="Draw every tree's values, SVG or PNG by FILE's suffix (needs matplotlib).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (docs/bench.md) instead of text.")
+@selection_options
+@header_options
+@VALIDATE_COMMAND
+@VALIDATE_TIMEOUT
+def bench(command: str, repo: Path, rounds: int | None, time_s: float | None, warmup: int, metric: str | None,
+          higher_is_better: bool, timeout_s: float | None, per_rule: bool, require_speedup: float | None,
+          plot_path: Path | None, as_json: bool, **options) -> None:
+    """Run CMD on the original and the patched tree in alternating rounds; report the speedup with its 95% interval.
+
+    \b
+    The patched tree is what `optpatch apply REPO` would write (same options).
+    Exit status: 0 measured; 1 --require-speedup not met; 2 usage error, or
+    CMD fails on the original tree; 4 CMD passes on the original tree and
+    fails on a patched one, or --validate failed.
+    """
+    from optpatch.bench import Metric, Schedule, statistics_missing
+
+    if not command.strip():
+        raise CommandError('optpatch bench needs a command, e.g. optpatch bench "python serve_step.py"')
+    if missing := statistics_missing():
+        raise CommandError(missing)
+    if plot_path is not None:
+        from optpatch.kernel_chart import ChartUnavailable, require_matplotlib
+
+        try:
+            require_matplotlib()
+        except ChartUnavailable as unavailable:
+            raise CommandError(f"--plot: {unavailable}") from None
+    try:
+        chosen_metric = Metric.parse(metric, higher_is_better)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    schedule = Schedule(warmup, rounds if rounds is not None or time_s is not None else Schedule.rounds, time_s)
+    session = Session(repo, options, config_start=repo)
+    variants = _bench_variants(session, per_rule)
+    _bench_and_report(session, command, variants, chosen_metric, schedule, timeout_s, require_speedup, plot_path, as_json)
+
+
+def _bench_variants(session: Session, per_rule: bool) -> list:
+    """The patched versions to bench: `apply`'s patch (after --validate, when given), then one per rule with --per-rule."""
+    from optpatch.bench import Variant
+    from optpatch.poisoned_tests import render_validation
+
+    validation = _run_validation(session, build_stands_alone=True)
+    if validation is not None and (validation.failed or not session.options["quiet"]):
+        render_validation(validation, session.stderr)
+    result = session.run() if validation is None else validation.result
+    if result is None:
+        session.stderr.print("No patch to bench.")
+        sys.exit(EXIT_VALIDATION)
+    for error in result.errors:
+        session.stderr.print(f"warning {error.location()}: {error.reason}; not analysed", markup=False, soft_wrap=True)
+    applied = [finding for finding in result.findings if finding.applied]
+    variants = [Variant("patched", tuple(result.changes), len(applied))]
+    codes = sorted({finding.code for finding in applied})
+    if per_rule and len(codes) > 1:
+        variants += [_rule_variant(session, code, [f for f in applied if f.code == code]) for code in codes]
+    elif per_rule:
+        session.stderr.print(f"--per-rule: only {codes[0] if codes else 'no rule'} has fixes; its tree is the patched one",
+                             markup=False, soft_wrap=True)
+    return variants
+
+
+def _rule_variant(session: Session, code: str, fixes: list):
+    """The tree of one rule's fixes alone: the same run, with only those fixes chosen."""
+    from optpatch.bench import Variant
+    from optpatch.engine import run
+    from optpatch.poisoned_tests import ChosenFixes
+    from optpatch.policy import fix_id
+
+    settings = session.settings
+    policy = ChosenFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, chosen=frozenset(map(fix_id, fixes)))
+    result = run(session.root, settings, policy, None, session.options["jobs"], use_cache=not session.options["no_cache"])
+    return Variant(code, tuple(result.changes), sum(1 for finding in result.findings if finding.applied))
+
+
+def _bench_and_report(session: Session, command: str, variants: list, metric, schedule, timeout_s: float | None,
+                      require_speedup: float | None, plot_path: Path | None, as_json: bool) -> None:
+    import json
+
+    from optpatch.bench import BenchReport, run_bench
+    from optpatch.bench_report import exit_status, payload, render_text
+    from optpatch.bench_trees import TreeSetupError
+    from optpatch.poisoned_tests import DEFAULT_TIMEOUT_S
+
+    def progress(message: str) -> None:
+        if not session.options["quiet"]:
+            session.stderr.print(message, style="dim", markup=False, soft_wrap=True)
+
+    report = BenchReport(command, str(session.root), metric, schedule, variants, session.options["build_command"])
+    try:
+        run_bench(session.root, report, timeout_s or DEFAULT_TIMEOUT_S, progress)
+    except TreeSetupError as error:
+        raise CommandError(str(error)) from None
+    except KeyboardInterrupt as interrupt:
+        session.stderr.print(f"Interrupted: stopped `{command}` and removed the temporary trees; {session.root} is unchanged.",
+                             markup=False, soft_wrap=True)
+        sys.exit(EXIT_TERMINATED if isinstance(interrupt, Terminated) else EXIT_INTERRUPTED)
+    if as_json:
+        click.echo(json.dumps(payload(report, require_speedup), indent=2))
+    else:
+        click.echo(render_text(report, require_speedup), nl=False)
+    status = exit_status(report, require_speedup)
+    if plot_path is not None and report.comparisons:
+        from optpatch.bench_chart import draw_chart
+
+        try:
+            draw_chart(report, plot_path)
+        except OSError as error:
+            raise CommandError(f"--plot {plot_path}: cannot be written: {error.strerror or error}") from None
+        progress(f"bench: chart written to {plot_path}")
     sys.exit(status)

@@ -151,6 +151,7 @@ def run_command(command: str, cwd: Path, env: dict[str, str], timeout_s: float, 
         )
         try:
             process.wait(timeout=timeout_s)
+            ended = time.monotonic()  # before the clean-up below: `optpatch bench` times the command alone
         except subprocess.TimeoutExpired:
             timed_out = True
             _stop_group(process)
@@ -160,7 +161,8 @@ def run_command(command: str, cwd: Path, env: dict[str, str], timeout_s: float, 
         finally:
             _signal_group(process.pid, signal.SIGKILL)  # daemons the tests left behind would hold the tree
     tail, failing = _read_tail(log_path)
-    return CommandRun(label, mode, process.returncode, timed_out, time.monotonic() - started, timeout_s, tail, failing)
+    seconds = (time.monotonic() if timed_out else ended) - started
+    return CommandRun(label, mode, process.returncode, timed_out, seconds, timeout_s, tail, failing)
 
 
 def _stop_group(process: subprocess.Popen) -> None:
