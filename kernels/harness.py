@@ -60,7 +60,23 @@ class Timing:
     kernel: str
     shape: str
     measure: str
-    microseconds: float
+    microseconds: float  # the median
+    q1: float  # the first and third quartiles: the spread of the samples, `optpatch validate`'s noise
+    q3: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Quartiles:
+    q1: float
+    median: float
+    q3: float
+
+    @classmethod
+    def of(cls, samples: list[float]) -> "Quartiles":
+        if len(samples) < 2:
+            return cls(samples[0], samples[0], samples[0])
+        q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+        return cls(q1, median, q3)
 
 
 @contextlib.contextmanager
@@ -194,17 +210,17 @@ def queued_return_samples(call: Callable[[], None], repeats: int, sleep_cycles: 
     return samples
 
 
-def interleaved_medians(
+def interleaved_quartiles(
     calls: dict[str, Callable[[], None]], sampler: Callable[[Callable[[], None], int], list[float]], repeats: int
-) -> dict[str, float]:
-    """Median per variant, sampled in TIMING_ROUNDS alternating rounds
-    (A B, B A, ...) so that clock ramps and drift hit every variant alike."""
+) -> dict[str, Quartiles]:
+    """Median and quartiles per variant, sampled in TIMING_ROUNDS alternating
+    rounds (A B, B A, ...) so that clock ramps and drift hit every variant alike."""
     samples: dict[str, list[float]] = {label: [] for label in calls}
     labels = list(calls)
     for round_index in range(TIMING_ROUNDS):
         for label in labels if round_index % 2 == 0 else reversed(labels):
             samples[label] += sampler(calls[label], max(1, repeats // TIMING_ROUNDS))
-    return {label: statistics.median(values) for label, values in samples.items()}
+    return {label: Quartiles.of(values) for label, values in samples.items()}
 
 
 def time_workload(variants: dict, workload: cases.Workload, device: torch.device, sleep_cycles: int) -> list[Timing]:
@@ -221,8 +237,8 @@ def time_workload(variants: dict, workload: cases.Workload, device: torch.device
         measures.append((f"us to return, {QUEUED_GPU_MILLISECONDS:g} ms queued", queued, QUEUED_REPEATS))
     timings = []
     for measure, sampler, repeats in measures:
-        for label, median in interleaved_medians(calls, sampler, repeats).items():
-            timings.append(Timing(label, workload.kernel, workload.shape, measure, median))
+        for label, spread in interleaved_quartiles(calls, sampler, repeats).items():
+            timings.append(Timing(label, workload.kernel, workload.shape, measure, spread.median, spread.q1, spread.q3))
     return timings
 
 

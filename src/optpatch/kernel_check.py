@@ -41,11 +41,15 @@ import tempfile
 from pathlib import Path
 from typing import Callable, TextIO
 
+from optpatch.kernel_changes import changed_kernels
 from optpatch.kernel_report import (
     EXIT_VALIDATION_FAILED,
     ComparisonRow,
+    Reading,
     ValidationReport,
+    noise_bands,
     read_report,
+    reading,
     report_payload,
 )
 
@@ -341,9 +345,12 @@ def time_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport)
     return json.loads(result_file.read_text())
 
 
-def compare_versions(checks: dict[str, dict], timings: list[dict], report: ValidationReport) -> None:
-    """One row per (kernel, shape, measure); a shape is correct when every
-    dtype passed in both versions."""
+def compare_versions(checks: dict[str, dict], timings: list[dict], report: ValidationReport,
+                     changed: dict[str, bool] | None = None) -> None:
+    """One row per (kernel, shape, measure), with each build's median and
+    quartiles; a shape is correct when every dtype passed in both versions.
+    CHANGED (kernel_changes.changed_kernels) says which kernels' host code
+    the rewrite changed; a kernel it does not name is not known either way."""
     correct_shapes: dict[tuple[str, str], bool] = {}
     for version, result in checks.items():
         for check in result["checks"]:
@@ -353,16 +360,20 @@ def compare_versions(checks: dict[str, dict], timings: list[dict], report: Valid
                 report.failures.append(
                     f"{version}: {check['kernel']} {check['shape']} {check['dtype']}: {check['detail']}")
         report.passed.append(f"{version}: {len(result['checks'])} bit-exact checks ran")
-    by_measure: dict[tuple[str, str, str], dict[str, float]] = {}
+    by_measure: dict[tuple[str, str, str], dict[str, dict]] = {}
     for timing in timings:
         key = (timing["kernel"], timing["shape"], timing["measure"])
-        by_measure.setdefault(key, {})[timing["variant"]] = timing["microseconds"]
+        by_measure.setdefault(key, {})[timing["variant"]] = timing
     both_checked = len(checks) == len(VERSIONS)
+    changed = changed or {}
     for (kernel, shape, measure), by_version in by_measure.items():
-        original, patched = by_version.get("original"), by_version.get("patched")
-        speedup = original / patched if original and patched else None
+        original, patched = by_version.get("original", {}), by_version.get("patched", {})
+        before, after = original.get("microseconds"), patched.get("microseconds")
+        speedup = before / after if before and after else None
         correct = both_checked and correct_shapes.get((kernel, shape), False)
-        report.rows.append(ComparisonRow(kernel, shape, measure, original, patched, speedup, correct))
+        report.rows.append(ComparisonRow(
+            kernel, shape, measure, before, after, speedup, correct,
+            original.get("q1"), original.get("q3"), patched.get("q1"), patched.get("q3"), changed.get(kernel)))
 
 
 def evaluate_targets(report: ValidationReport, targets: list[Target]) -> None:
@@ -386,7 +397,11 @@ def validate_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationRep
     if timings is not None:
         report.environment.update(timings["environment"])
         report.environment.pop("tree", None)
-    compare_versions(checks, timings["timings"] if timings else [], report)
+    timed = timings["timings"] if timings else []
+    kernels = {timing["kernel"] for timing in timed}
+    csrc = {version: tree / "kernels" / "csrc" for version, tree in trees.items()}
+    changed = changed_kernels(csrc["original"], csrc["patched"], kernels)
+    compare_versions(checks, timed, report, changed)
     evaluate_targets(report, targets)
 
 
@@ -438,28 +453,62 @@ def _format_us(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
 
 
+def _with_spread(median: float | None, q1: float | None, q3: float | None) -> str:
+    """`32.1 (31.5-33.0)`: the median and its interquartile range, when recorded."""
+    if median is None or q1 is None or q3 is None:
+        return _format_us(median)
+    return f"{_format_us(median)} ({_format_us(q1)}-{_format_us(q3)})"
+
+
+def _speedup_cell(row: ComparisonRow) -> str:
+    if row.speedup is None:
+        return "-"
+    spread = row.speedup_range
+    return f"{row.speedup:.2f}x" + ("" if spread is None else f" ({spread[0]:.2f}-{spread[1]:.2f})")
+
+
+READING_STYLE = {Reading.FASTER: "green", Reading.SLOWER: "red", Reading.WITHIN_NOISE: "dim", Reading.UNCHANGED: "dim"}
+
+
+def noise_lines(report: ValidationReport) -> list[str]:
+    """What the readings mean, and each measure's noise band, under the table."""
+    bands = noise_bands(report.rows)
+    lines = [f"noise of {measure}: {low:.2f}x-{high:.2f}x, the ratios of the kernels whose code is unchanged"
+             for measure, (low, high) in bands.items()]
+    if any(row.speedup_range is not None for row in report.rows):
+        lines.append("in brackets: the interquartile range of each build's samples, and the ratio's range from them; a "
+                     "ratio whose range contains 1.0, or inside its measure's noise, is within noise, not a difference")
+    return lines
+
+
 def print_text(report: ValidationReport, file: TextIO | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    # Off a terminal rich would wrap the table at 80 columns.
+    # Off a terminal rich would wrap the table at 80 columns; the spreads make it about 190 wide.
     on_terminal = file is None and sys.stdout.isatty()
-    console = Console(file=file, width=None if on_terminal else 160)
+    console = Console(file=file, width=None if on_terminal else 200)
     if report.environment:
         env = report.environment
         console.print(f"{env.get('device')}, torch {env.get('torch')}, CUDA {env.get('cuda')}, {env.get('date')}")
     if report.rows:
-        table = Table(title="bundled kernels before and after optpatch (median, microseconds)")
+        table = Table(title="bundled kernels before and after optpatch (median and interquartile range, microseconds)")
         for column in ("kernel", "shape", "measure"):
             table.add_column(column)
         for column in ("original", "patched", "speedup"):
             table.add_column(column, justify="right")
+        table.add_column("reading")
         table.add_column("correct")
+        bands = noise_bands(report.rows)
         for row in report.rows:
-            speedup = "-" if row.speedup is None else f"{row.speedup:.2f}x"
-            table.add_row(row.kernel, row.shape, row.measure, _format_us(row.original_us),
-                          _format_us(row.patched_us), speedup, "yes" if row.correct else "[red]NO[/red]")
+            judged = reading(row, bands)
+            table.add_row(row.kernel, row.shape, row.measure, _with_spread(row.original_us, row.original_q1, row.original_q3),
+                          _with_spread(row.patched_us, row.patched_q1, row.patched_q3), _speedup_cell(row),
+                          f"[{READING_STYLE[judged]}]{judged.value}[/]" if judged in READING_STYLE else judged.value,
+                          "yes" if row.correct else "[red]NO[/red]")
         console.print(table)
+        for line in noise_lines(report):
+            console.print(line, markup=False, highlight=False)
     sections = (
         ("rewritten files", report.changed_files),
         ("passed", report.passed),

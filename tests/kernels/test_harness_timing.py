@@ -44,6 +44,7 @@ def test_every_variant_gets_every_measure(cpu_as_cuda):
     queued = [t for t in timings if t.measure.startswith("us to return")]
     assert queued and {t.kernel for t in queued} == {"copy_blocks"}
     assert all(t.microseconds == pytest.approx(250.0) for t in timings if t.measure == "gpu us/call")
+    assert all(t.q1 <= t.microseconds <= t.q3 for t in timings)
 
 
 def test_rounds_alternate_the_order_of_the_variants():
@@ -53,9 +54,14 @@ def test_rounds_alternate_the_order_of_the_variants():
         order.append(call())
         return [1.0] * repeats
 
-    medians = harness.interleaved_medians({"a": lambda: "a", "b": lambda: "b"}, sampler, repeats=40)
+    spreads = harness.interleaved_quartiles({"a": lambda: "a", "b": lambda: "b"}, sampler, repeats=40)
     assert order == ["a", "b", "b", "a"] * (harness.TIMING_ROUNDS // 2)
-    assert medians == {"a": 1.0, "b": 1.0}
+    assert spreads == {"a": harness.Quartiles(1.0, 1.0, 1.0), "b": harness.Quartiles(1.0, 1.0, 1.0)}
+
+
+def test_each_timing_carries_its_quartiles_beside_its_median():
+    assert harness.Quartiles.of([1.0, 2.0, 3.0, 4.0, 100.0]) == harness.Quartiles(2.0, 3.0, 4.0)
+    assert harness.Quartiles.of([7.0]) == harness.Quartiles(7.0, 7.0, 7.0)
 
 
 def test_sleep_is_calibrated_from_the_measured_rate(cpu_as_cuda):
