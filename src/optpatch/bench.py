@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from optpatch.poisoned_tests import CommandRun, run_command
+from optpatch.results import FileChange
 
 CONFIDENCE = 0.95
 RESAMPLES = 9999
@@ -168,18 +169,16 @@ def run_rounds(trees: Sequence[Tree], runner: CommandRunner, metric: Metric, sch
     """Every tree's values, one a round, after the warm-up rounds; RunFailed stops it."""
     for number in range(1, schedule.warmup + 1):
         for tree in _round_order(trees, number - 1):
-            run, output = runner.run(tree, f"warm-up {number}")
-            _value(tree, run, output, metric)  # a warm-up run that gives no metric fails now, not after the rounds
+            _measure(runner, tree, f"warm-up {number}", metric)  # a warm-up run without the metric fails now
         progress(f"bench: warm-up round {number} of {schedule.warmup} done")
     values: dict[str, list[float]] = {tree.label: [] for tree in trees}
     started, done = time.monotonic(), 0
     while schedule.more(done, time.monotonic() - started):
         for tree in _round_order(trees, done):
-            run, output = runner.run(tree, f"round {done + 1}")
-            values[tree.label].append(_value(tree, run, output, metric))
+            values[tree.label].append(_measure(runner, tree, f"round {done + 1}", metric))
         done += 1
-        progress(f"bench: round {done}" + (f" of {schedule.rounds}" if schedule.rounds and schedule.time_s is None else "")
-                 + ": " + ", ".join(f"{label} {vals[-1]:.4g}" for label, vals in values.items()))
+        latest = ", ".join(f"{label} {values[label][-1]:.4g}" for label in values)
+        progress(f"bench: round {done}: {latest}")
     return values
 
 
@@ -188,11 +187,12 @@ def _round_order(trees: Sequence[Tree], index: int) -> list[Tree]:
     return list(trees) if index % 2 == 0 else list(reversed(trees))
 
 
-def _value(tree: Tree, run: CommandRun, output: str, metric: Metric) -> float:
+def _measure(runner: CommandRunner, tree: Tree, label: str, metric: Metric) -> float:
+    run, output = runner.run(tree, label)
     try:
         return metric.value(run, output)
     except MetricMissing as missing:
-        raise RunFailed(tree, run, f"{missing} (the {tree.label} tree, {run.label.split(', ')[-1]})") from None
+        raise RunFailed(tree, run, f"{missing} (the {tree.label} tree, {label})") from None
 
 
 # -- the statistics ---------------------------------------------------------------------------
@@ -267,7 +267,7 @@ class Variant:
     """A patched version to bench: its label ("patched", or a rule's code), the files it rewrites, its fix count."""
 
     label: str
-    changes: tuple  # FileChange: what the tree holds beyond the original
+    changes: tuple[FileChange, ...]  # what the tree holds beyond the original
     fixes: int
 
 
@@ -292,13 +292,12 @@ class BenchReport:
         return not any(variant.changes for variant in self.variants)
 
 
-def run_bench(repo: Path, report: BenchReport, timeout_s: float, progress: Progress,
-              env: dict[str, str] | None = None) -> BenchReport:
+def run_bench(repo: Path, report: BenchReport, timeout_s: float, progress: Progress) -> BenchReport:
     """Make the trees, build them, run the rounds and compare each variant with the original; the trees are removed on any exit."""
     from optpatch.bench_trees import BenchTrees
 
     started = time.monotonic()
-    environment = dict(env if env is not None else os.environ)
+    environment = dict(os.environ)
     with BenchTrees(repo) as made:
         progress(f"bench: making {1 + len(report.variants)} trees in {made.base}")
         trees = [Tree(ORIGINAL, made.add(ORIGINAL, []))]

@@ -143,3 +143,11 @@ def test_a_failing_build_or_command_claims_no_result(tmp_path, build, command, s
     assert report.comparisons is None and exit_status(report, None) == status
     text = render_text(report)
     assert "No result." in text and "interval" not in text
+
+
+def test_without_scipy_bench_says_how_to_install_it_before_any_work(tmp_path):
+    from conftest import run_cli_hooked
+
+    result = run_cli_hooked("import sys\nsys.modules['scipy'] = None\n", "bench", "--repo", str(tmp_path), "true")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "pip install 'optpatch[bench]'" in result.stderr and result.stderr.count("\n") == 1

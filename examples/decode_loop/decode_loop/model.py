@@ -6,10 +6,10 @@ import torch
 class TinyDecoder(torch.nn.Module):
     def __init__(self, vocab: int, hidden: int, layers: int, device: torch.device, dtype: torch.dtype):
         super().__init__()
-        generator = torch.Generator(device="cpu").manual_seed(0)
+        generator = torch.Generator(device=device).manual_seed(0)  # made where it is used: a GPU run starts in a second
 
         def weight(*shape: int) -> torch.Tensor:
-            return (torch.randn(*shape, generator=generator) / shape[-1] ** 0.5).to(device=device, dtype=dtype)
+            return torch.randn(*shape, generator=generator, device=device, dtype=dtype) / shape[-1] ** 0.5
 
         self.embedding = weight(vocab, hidden)
         self.blocks = [weight(hidden, hidden) for _ in range(layers)]
