@@ -146,8 +146,11 @@ def run_bench_phases(args, env: dict[str, str], facts: dict, seconds_left: float
 
 
 def make_example_repo(path: Path) -> Path:
-    """examples/decode_loop as a git repository of its own: `optpatch bench` clones what is committed plus the working state."""
+    """examples/decode_loop as a git repository of its own, as a user's would be (without git: a folder, copied whole)."""
     shutil.copytree(EXAMPLE, path, ignore=shutil.ignore_patterns("__pycache__"))
+    if shutil.which("git") is None:
+        log("no git on this machine: optpatch bench copies the folder whole")
+        return path
     identity = ["-c", "user.name=gpu_bench", "-c", "user.email=gpu_bench@example.com"]
     for git in (["init", "-q"], [*identity, "add", "-A"], [*identity, "commit", "-q", "-m", "decode_loop"]):
         subprocess.run(["git", *git], cwd=path, check=True)

@@ -1,6 +1,6 @@
 """The trees `optpatch bench` runs the user's command in: the original, and each patched version.
 
-Every tree is a fresh clone of REPO's git repository in one temporary
+In a git repository, every tree is a fresh clone of it in one temporary
 folder (`git clone --shared`: REPO's objects are read, never copied or
 written), checked out at REPO's HEAD, with the working tree's state laid
 over it: files changed, added (untracked, not ignored) or deleted since
@@ -12,7 +12,9 @@ written, not even by a build.
 
 Files git ignores (build outputs, data, virtual environments) are not in
 the trees: `--build CMD` builds each tree, and CMD reads data from where it
-lies. Submodules are not checked out.
+lies. Submodules are not checked out. A folder with no commit to clone (not
+in a repository, a repository without a commit, or no git) is copied whole
+instead, as `--validate` copies it.
 
 `BenchTrees` is a context manager: the temporary folder goes on any exit,
 Ctrl-C and SIGTERM included (the command line turns SIGTERM into
@@ -27,7 +29,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from optpatch.poisoned_tests import _remove_tree
+from optpatch.poisoned_tests import ValidationSetupError, _copy_tree, _remove_tree
 from optpatch.results import FileChange
 
 GIT_TIMEOUT_S = 600
@@ -38,15 +40,13 @@ class TreeSetupError(Exception):
 
 
 class BenchTrees:
-    """A temporary folder of clones of REPO's repository; `add` makes one tree, `close` removes them all."""
+    """A temporary folder of clones (or copies) of REPO; `add` makes one tree, `close` removes them all."""
 
     def __init__(self, repo: Path):
         self.repo = repo.resolve()
-        self.top = _git_toplevel(self.repo)
+        self.top, self.head = _git_head(self.repo) or (self.repo, None)  # no commit to clone: copy REPO whole
         self.offset = self.repo.relative_to(self.top)  # REPO within its repository: where CMD starts in a tree
-        self.head = _git(self.top, "rev-parse", "--verify", "-q", "HEAD", what="find REPO's HEAD commit",
-                         hint="commit the code first (git add -A && git commit)").strip()
-        self.overlay = _working_tree_changes(self.top)
+        self.overlay = _working_tree_changes(self.top) if self.head else []
         temporary = Path(tempfile.gettempdir()).resolve()
         if temporary == self.top or self.top in temporary.parents:
             raise TreeSetupError(f"the temporary directory {temporary} is inside {self.top}, which optpatch must not "
@@ -68,16 +68,22 @@ class BenchTrees:
     def add(self, name: str, changes: list[FileChange]) -> Path:
         """A tree named NAME holding REPO's working state with CHANGES written; the folder CMD starts in."""
         tree = self.base / name
+        if self.head is None:
+            _copy_whole(self.top, tree)
+        else:
+            self._clone(tree)
+        folder = tree / self.offset
+        for change in changes:
+            (folder / change.rel).write_bytes(change.new)
+        return folder
+
+    def _clone(self, tree: Path) -> None:
         _git(self.base, "clone", "--quiet", "--shared", "--no-checkout", "--", str(self.top), str(tree),
              what=f"clone {self.top}")
         _git(tree, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", self.head,
              what=f"check out {self.head[:12]}")
         for rel in self.overlay:
             _copy_entry(self.top / rel, tree / rel)
-        folder = tree / self.offset
-        for change in changes:
-            (folder / change.rel).write_bytes(change.new)
-        return folder
 
     def rewrite_path(self, value: str, tree_folder: Path) -> str:
         """A PATH-like variable's entries inside REPO pointed at the tree, so that CMD imports the tree's code."""
@@ -104,10 +110,22 @@ def _git(cwd: Path, *arguments: str, what: str, hint: str = "") -> str:
     return completed.stdout
 
 
-def _git_toplevel(repo: Path) -> Path:
-    top = _git(repo, "rev-parse", "--show-toplevel", what=f"bench {repo}",
-               hint="optpatch bench works on a git repository (git init && git add -A && git commit)")
-    return Path(top.strip()).resolve()
+def _git_head(repo: Path) -> tuple[Path, str] | None:
+    """REPO's repository folder and HEAD commit; None when there is none (not a repository, no commit, no git)."""
+    try:
+        top = _git(repo, "rev-parse", "--show-toplevel", what="find REPO's repository")
+        head = _git(repo, "rev-parse", "--verify", "-q", "HEAD", what="find REPO's HEAD commit")
+    except TreeSetupError:
+        return None
+    return Path(top.strip()).resolve(), head.strip()
+
+
+def _copy_whole(source: Path, target: Path) -> None:
+    """Outside git: the whole folder, as --validate copies it (links into it pointed at the copy)."""
+    try:
+        _copy_tree(source, target)
+    except ValidationSetupError as error:
+        raise TreeSetupError(str(error)) from None
 
 
 def _working_tree_changes(top: Path) -> list[str]:

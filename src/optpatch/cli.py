@@ -898,7 +898,7 @@ def validate(output_format: str, workdir: Path | None, plot_path: Path | None, s
 @main.command()
 @click.argument("command", metavar="CMD")
 @click.option("--repo", type=click.Path(path_type=Path, exists=True, file_okay=False), default=".", show_default=True,
-              help="The git repository to patch and bench; CMD starts in its copy of this folder.")
+              help="The folder (in a git repository: cloned, else copied) to patch and bench; CMD starts in its copy.")
 @click.option("--rounds", type=click.IntRange(min=2), default=None, metavar="N",
               help="Measured rounds, each running CMD once in every tree (default: 10; with --time, at most N).")
 @click.option("--time", "time_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from optpatch.bench import (
     BenchReport, Comparison, Difference, Direction, Metric, MetricMissing, Schedule, Tree, Variant, compare, run_bench,
 )
 from optpatch.bench_report import exit_status, render_text
-from optpatch.bench_trees import BenchTrees, TreeSetupError
+from optpatch.bench_trees import BenchTrees
 from optpatch.poisoned_tests import CommandRun
 from optpatch.results import FileChange
 
@@ -124,9 +125,18 @@ def test_the_trees_hold_the_working_tree_and_the_changes_and_are_removed(tmp_pat
     assert (repo / "lib" / "alloc.py").read_text().endswith("# edited\n")
 
 
-def test_a_folder_outside_git_cannot_be_benched(tmp_path):
-    with pytest.raises(TreeSetupError, match="works on a git repository"):
-        BenchTrees(tmp_path)
+@pytest.mark.parametrize("git_init", [False, True])
+def test_a_folder_with_no_commit_to_clone_is_copied_whole(tmp_path, git_init):
+    plain = tmp_path / "plain"
+    (plain / "lib").mkdir(parents=True)
+    (plain / "lib" / "alloc.py").write_text(OPT101_SITE)
+    (plain / "lib" / "alias.py").symlink_to(plain / "lib" / "alloc.py")
+    if git_init:  # a repository without a commit: nothing to clone either
+        subprocess.run(["git", "init", "-q"], cwd=plain, check=True)
+    with BenchTrees(plain) as trees:
+        copy = trees.add("original", [])
+        assert (copy / "lib" / "alloc.py").read_text() == OPT101_SITE
+        assert (copy / "lib" / "alias.py").resolve() == copy / "lib" / "alloc.py"  # not a way back into REPO
 
 
 @pytest.mark.parametrize(("build", "command", "status", "where"), [
