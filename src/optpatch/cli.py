@@ -1,8 +1,10 @@
-"""The `optpatch` command line: apply, check, rules, explain, validate (README.md, "Using it").
+"""The `optpatch` command line: apply, check, rules, explain, validate, bench (README.md, "Using it"; docs/bench.md).
 
-Exit status: 0 ran to the end; 1 `check` found fixable findings; 2 usage or
-configuration error (nothing written); 3 some files could not be analysed
-(the rest was processed); 4 a validation failed.
+Exit status: 0 ran to the end; 1 `check` found fixable findings (`bench`:
+--require-speedup not met); 2 usage or configuration error (nothing written;
+`bench`: also CMD failing on the original tree); 3 some files could not be
+analysed (the rest was processed); 4 a validation failed (`bench`: also CMD
+passing on the original tree and failing on a patched one).
 
 The options follow ruff's where ruff has one: `--output-format` (`--format`
 too), `--statistics`, `--show-fixes`, `--exit-zero`, `--extend-select`,
