@@ -1,4 +1,4 @@
-"""`optpatch bench --plot FILE`: every tree's values, one dot a round, beside a box of its quartiles.
+"""`optpatch bench --plot FILE`: every tree's values, one dot a round, over a band of its quartiles and its median.
 
 The title gives the speedup and its interval in words (bench_report.headline),
 so the picture never says more than the statistics do. Drawn on the Agg
@@ -13,11 +13,29 @@ import textwrap
 from pathlib import Path
 
 from optpatch.bench import ORIGINAL, BenchReport
-from optpatch.bench_report import headline
+from optpatch.bench_report import headline, speedup_text
 from optpatch.kernel_chart import PNG_DPI, VERSION_COLOURS, chart_format
 from optpatch.writer import write_atomically
 
 TITLE_WIDTH = 90
+
+
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    import statistics
+
+    if len(values) < 2:
+        return values[0], values[0], values[0]
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, median, q3
+
+
+def _tree_label(report: BenchReport, label: str) -> str:
+    """A tree's name, and for a patched one its speedup and interval."""
+    comparison = next((c for c in report.comparisons if c.label == label), None)
+    if comparison is None:
+        return label
+    return (f"{label}\n{speedup_text(comparison.speedup)} "
+            f"({speedup_text(comparison.low)}-{speedup_text(comparison.high)})")
 
 
 def draw_chart(report: BenchReport, path: Path) -> None:
@@ -35,14 +53,16 @@ def draw_chart(report: BenchReport, path: Path) -> None:
         figure = Figure(figsize=(7.0, 1.6 + 0.55 * len(labels)), layout="constrained")
         FigureCanvasAgg(figure)
         ax = figure.subplots()
-        values = [report.values[label] for label in labels]
-        ax.boxplot(values, vert=False, widths=0.5, showfliers=False, medianprops={"color": "black"})
-        for index, (label, points) in enumerate(zip(labels, values), start=1):
+        for index, label in enumerate(labels, start=1):
+            points = report.values[label]
             colour = VERSION_COLOURS["original" if label == ORIGINAL else "patched"]
-            offsets = [index + 0.18 * ((n % 5) - 2) / 2 for n in range(len(points))]
-            ax.scatter(points, offsets, s=14, color=colour, zorder=3, label=None)
-        ax.set_yticks(range(1, len(labels) + 1), labels)
-        ax.invert_yaxis()
+            q1, median, q3 = _quartiles(points)
+            ax.barh(index, q3 - q1, left=q1, height=0.5, color=colour, alpha=0.25, linewidth=0)
+            ax.vlines(median, index - 0.25, index + 0.25, color="black", linewidth=1.2)
+            offsets = [index + 0.09 * ((n % 5) - 2) for n in range(len(points))]  # spread out, so equal values show
+            ax.scatter(points, offsets, s=14, color=colour, zorder=3).set_gid(f"values-{index}")
+        ax.set_yticks(range(1, len(labels) + 1), [_tree_label(report, label) for label in labels])
+        ax.set_ylim(len(labels) + 0.6, 0.4)
         ax.set_xlabel(report.metric.describe())
         ax.grid(axis="x", color="#e0e0e0", linewidth=0.6)
         ax.set_axisbelow(True)

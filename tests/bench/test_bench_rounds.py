@@ -161,3 +161,21 @@ def test_without_scipy_bench_says_how_to_install_it_before_any_work(tmp_path):
     result = run_cli_hooked("import sys\nsys.modules['scipy'] = None\n", "bench", "--repo", str(tmp_path), "true")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "pip install 'optpatch[bench]'" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_the_chart_draws_every_round_of_every_tree_under_the_result_in_words(tmp_path):
+    import xml.etree.ElementTree as ElementTree
+
+    from optpatch.bench_chart import draw_chart
+
+    report = report_with(compare("patched", [2.0, 2.1, 1.9], [1.0, 1.1, 0.9], Direction.LOWER_IS_BETTER))
+    report.values = {"original": [2.0, 2.1, 1.9], "patched": [1.0, 1.1, 0.9]}
+    chart = tmp_path / "bench.svg"
+    draw_chart(report, chart)
+    root = ElementTree.parse(chart).getroot()
+    text = " ".join("".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text"))
+    assert "the patch is 2.00x faster" in text and "which excludes 1.0" in text
+    assert "original" in text and "patched" in text and "3 rounds" in text
+    groups = {g.get("id"): g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("id")}
+    for tree in ("values-1", "values-2"):  # a marker a round
+        assert len(list(groups[tree].iter("{http://www.w3.org/2000/svg}use"))) == 3
