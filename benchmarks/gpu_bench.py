@@ -1,17 +1,18 @@
 """`optpatch bench` on examples/decode_loop and `optpatch validate` with its spreads, on a GPU machine (issue 31).
 
-    python3 benchmarks/gpu_bench.py [--out DIR] [--rounds N] [--per-rule-seconds S] [--skip-bench] [--skip-validate] [--cpu]
+    python3 benchmarks/gpu_bench.py [--out DIR] [--rounds N] [--no-per-rule] [--skip-bench] [--skip-validate] [--cpu]
 
 1. Installs the wheels in ./.whl into /tmp/site, as kernels/gpu_check.sh
    does (no network), and puts ./src first on PYTHONPATH.
 2. bench: copies examples/decode_loop into a temporary git repository and
    runs `optpatch bench "<python> serve.py --steps 500" --metric "decode:
    ([\\d,.]+) tokens/s" --higher-is-better --rounds N --json --plot` there
-   (CUDA, as serve.py picks it). With --per-rule-seconds S > 0, then
-   `--per-rule --time S` (rounds until S seconds have passed).
+   (CUDA, as serve.py picks it).
 3. validate: `optpatch validate --format json --plot`, then the same report
    as text (`--from-report`).
-4. Writes to DIR (default ./gpu-bench-out): bench.json, bench.svg,
+4. When the time left holds it (foreseen from the bench's own length):
+   `optpatch bench --per-rule --rounds 5`.
+5. Writes to DIR (default ./gpu-bench-out): bench.json, bench.svg,
    bench-per-rule.json, validate.json, validate.svg, validate.txt, and
    gpu-bench.md, the tables for docs/benchmarks.md; prints gpu-bench.md.
 
@@ -40,7 +41,9 @@ EXAMPLE = REPO / "examples" / "decode_loop"
 METRIC = r"decode: ([\d,.]+) tokens/s"
 SITE = Path("/tmp/site")
 DEADLINE_S = 420  # the whole script, inside the 8 minutes it may take on the GPU machine (wheels and start-up aside)
-VALIDATE_LIMIT_S = 300
+VALIDATE_LIMIT_S = 240  # its rewrite, two extension builds in parallel, the checks and the timings
+BENCH_LIMIT_S = 200  # 10 rounds and a warm-up of two trees: 22 runs of serve.py, a few seconds each
+PER_RULE_ROUNDS = 5  # the fewest `optpatch bench` takes
 STEPS = 500
 sys.path.insert(0, str(REPO / "src"))  # kernel_report, for the tables: the standard library only
 
@@ -49,7 +52,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "gpu-bench-out")
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--per-rule-seconds", type=float, default=75.0, help="0: no per-rule bench")
+    parser.add_argument("--no-per-rule", dest="per_rule", action="store_false",
+                        help="no `bench --per-rule` (it runs only when the time left holds it anyway)")
     parser.add_argument("--skip-bench", action="store_true")
     parser.add_argument("--skip-validate", action="store_true")
     parser.add_argument("--cpu", action="store_true", help="bench without CUDA too: a dry run of the flow")
@@ -59,12 +63,18 @@ def main() -> int:
     env = environment_with_wheels()
     facts = machine_facts()
     log(f"{facts}")
+    deadline = started + DEADLINE_S
     phases: dict[str, dict] = {}
-    if not args.skip_validate:  # first: its builds take a fixed time, the bench's per-rule rounds fill what is left
-        phases["validate"] = run_validate(args.out, env, facts)
-    if not args.skip_bench:
-        left = DEADLINE_S - (time.monotonic() - started)
-        phases.update(run_bench_phases(args, env, facts, left))
+    skip = None if args.skip_bench else bench_skip_reason(args, env, facts)
+    with tempfile.TemporaryDirectory(prefix="decode-loop-") as scratch:
+        repo = make_example_repo(Path(scratch) / "decode_loop")
+        if not args.skip_bench:  # first: the acceptance's figure; validate next; the per-rule rounds fill what is left
+            phases["bench"] = {"skipped": skip} if skip else bench(args, env, repo, [
+                "--rounds", str(args.rounds), "--plot", str(args.out / "bench.svg")], "bench.json", BENCH_LIMIT_S)
+        if not args.skip_validate:
+            phases["validate"] = run_validate(args.out, env, facts, min(VALIDATE_LIMIT_S, deadline - time.monotonic() - 30))
+        if not args.skip_bench and not skip and args.per_rule:
+            phases["bench-per-rule"] = per_rule_bench(args, env, repo, phases["bench"], deadline)
     summary = {"machine": facts, "phases": phases, "seconds": round(time.monotonic() - started, 1)}
     (args.out / "gpu-bench-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     markdown = render_markdown(args.out, summary)
@@ -119,30 +129,36 @@ def importable(module: str, env: dict[str, str]) -> bool:
 # -- bench ------------------------------------------------------------------------------------
 
 
-def run_bench_phases(args, env: dict[str, str], facts: dict, seconds_left: float) -> dict[str, dict]:
+def bench_skip_reason(args, env: dict[str, str], facts: dict) -> str | None:
     if facts.get("device") is None and not args.cpu:
-        return {"bench": {"skipped": "no CUDA device: the decode loop would run its small CPU size"}}
+        return "no CUDA device: the decode loop would run its small CPU size"
     if not importable("scipy.stats", env):
-        return {"bench": {"skipped": "scipy is not importable: add its cp312 wheel to ./.whl (pip download scipy "
-                                     "--only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 "
-                                     "--no-deps -d .whl)"}}
-    with tempfile.TemporaryDirectory(prefix="decode-loop-") as scratch:
-        repo = make_example_repo(Path(scratch) / "decode_loop")
-        command = f"{sys.executable} serve.py --steps {STEPS}"
-        common = ["bench", command, "--repo", str(repo), "--metric", METRIC, "--higher-is-better", "--json"]
-        started = time.monotonic()
-        phases = {"bench": optpatch_json(
-            [*common, "--rounds", str(args.rounds), "--plot", str(args.out / "bench.svg")],
-            args.out / "bench.json", env, timeout=max(60.0, seconds_left - 30))}
-        left = seconds_left - (time.monotonic() - started)
-        per_rule = min(args.per_rule_seconds, left - 60)  # the per-rule trees' build and a round's tail
-        if args.per_rule_seconds > 0 and per_rule >= 30:
-            phases["bench-per-rule"] = optpatch_json(
-                [*common, "--per-rule", "--time", f"{per_rule:.0f}", "--rounds", str(args.rounds)],
-                args.out / "bench-per-rule.json", env, timeout=per_rule + 120)
-        elif args.per_rule_seconds > 0:
-            phases["bench-per-rule"] = {"skipped": f"{left:.0f} s left of the {DEADLINE_S} s budget"}
-    return phases
+        return ("scipy is not importable: add its cp312 wheel to ./.whl (pip download scipy --only-binary=:all: "
+                "--python-version 3.12 --platform manylinux_2_28_x86_64 --no-deps -d .whl)")
+    return None
+
+
+def bench(args, env: dict[str, str], repo: Path, options: list[str], name: str, limit_s: float) -> dict:
+    """`optpatch bench` of serve.py in REPO with OPTIONS; its JSON in args.out / NAME."""
+    command = f"{sys.executable} serve.py --steps {STEPS}"
+    arguments = ["bench", command, "--repo", str(repo), "--metric", METRIC, "--higher-is-better", "--json", *options]
+    return optpatch_json(arguments, args.out / name, env, timeout=limit_s)
+
+
+def per_rule_bench(args, env: dict[str, str], repo: Path, main_bench: dict, deadline: float) -> dict:
+    """`bench --per-rule --rounds 5` (five trees: original, patched, one per rule), when the time left holds it.
+
+    Its length is foreseen from the main bench's: that one ran (rounds + 1
+    warm-up) x 2 runs; this one runs (5 + 1) x 5, and a third more for safety.
+    """
+    if main_bench.get("status") != 0:
+        return {"skipped": "the main bench did not pass"}
+    per_run = main_bench["seconds"] / ((args.rounds + 1) * 2)
+    needed = (PER_RULE_ROUNDS + 1) * 5 * per_run * 1.33 + 20
+    left = deadline - time.monotonic()
+    if needed > left:
+        return {"skipped": f"it would take about {needed:.0f} s and {left:.0f} s are left of the {DEADLINE_S} s budget"}
+    return bench(args, env, repo, ["--per-rule", "--rounds", str(PER_RULE_ROUNDS)], "bench-per-rule.json", left)
 
 
 def make_example_repo(path: Path) -> Path:
@@ -161,29 +177,31 @@ def optpatch_json(arguments: list[str], out: Path, env: dict[str, str], timeout:
     """Run `python -m optpatch ARGUMENTS`, keep its JSON in OUT; the phase's record."""
     log(f"optpatch {' '.join(arguments[:2])} ... (limit {timeout:.0f} s)")
     started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-m", "optpatch", *arguments], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
     try:
-        completed = subprocess.run([sys.executable, "-m", "optpatch", *arguments], env=env, capture_output=True,
-                                   text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as expired:
-        tail = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) else expired.stderr or ""
-        return {"status": "timeout", "seconds": round(time.monotonic() - started, 1), "stderr_tail": tail[-3000:]}
-    out.write_text(completed.stdout)
-    sys.stderr.write(completed.stderr[-4000:])
-    return {"status": completed.returncode, "seconds": round(time.monotonic() - started, 1), "file": out.name,
-            "stderr_tail": completed.stderr[-3000:]}
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.terminate()  # SIGTERM: optpatch stops its command's process group and removes its trees
+        _, stderr = process.communicate(timeout=60)
+        return {"status": "timeout", "seconds": round(time.monotonic() - started, 1), "stderr_tail": stderr[-3000:]}
+    out.write_text(stdout)
+    sys.stderr.write(stderr[-4000:])
+    return {"status": process.returncode, "seconds": round(time.monotonic() - started, 1), "file": out.name,
+            "stderr_tail": stderr[-3000:]}
 
 
 # -- validate ---------------------------------------------------------------------------------
 
 
-def run_validate(out: Path, env: dict[str, str], facts: dict) -> dict:
+def run_validate(out: Path, env: dict[str, str], facts: dict, limit_s: float) -> dict:
     if facts.get("device") is None:
         return {"skipped": "no CUDA device: validate would only compile and check the reference"}
     if not importable("clang.cindex", env):
         return {"skipped": "libclang is not importable: its wheel (libclang-ng) belongs in ./.whl"}
     report = out / "validate.json"
     phase = optpatch_json(["validate", "--format", "json", "--plot", str(out / "validate.svg")], report, env,
-                          timeout=VALIDATE_LIMIT_S)
+                          timeout=limit_s)
     if report.exists() and report.stat().st_size:
         text = subprocess.run([sys.executable, "-m", "optpatch", "validate", "--from-report", str(report)], env=env,
                               capture_output=True, text=True, timeout=120)

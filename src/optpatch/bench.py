@@ -36,6 +36,7 @@ from typing import Callable, Sequence
 from optpatch.poisoned_tests import CommandRun, run_command
 from optpatch.results import FileChange
 
+MIN_ROUNDS = 5  # below it a bootstrap of medians has too few distinct resamples to mean anything (cli.py's --rounds)
 CONFIDENCE = 0.95
 RESAMPLES = 9999
 SEED = 20261127  # one set of values gives one interval, run after run
@@ -114,7 +115,7 @@ class Schedule:
     warmup: int = 1
     rounds: int | None = 10
     time_s: float | None = None
-    min_rounds: int = 2  # a median and an interval need two values a tree
+    min_rounds: int = MIN_ROUNDS
 
     def more(self, done: int, elapsed: float) -> bool:
         if self.rounds is not None and done >= self.rounds:

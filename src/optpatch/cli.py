@@ -901,10 +901,11 @@ def validate(output_format: str, workdir: Path | None, plot_path: Path | None, s
 @click.argument("command", metavar="CMD")
 @click.option("--repo", type=click.Path(path_type=Path, exists=True, file_okay=False), default=".", show_default=True,
               help="The folder (in a git repository: cloned, else copied) to patch and bench; CMD starts in its copy.")
-@click.option("--rounds", type=click.IntRange(min=2), default=None, metavar="N",
-              help="Measured rounds, each running CMD once in every tree (default: 10; with --time, at most N).")
+@click.option("--rounds", type=click.IntRange(min=5), default=None, metavar="N",  # bench.MIN_ROUNDS
+              help="Measured rounds, each running CMD once in every tree (default: 10; at least 5: fewer give an "
+                   "interval that means nothing; with --time, at most N).")
 @click.option("--time", "time_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
-              help="Run rounds until SECONDS have passed (at least 2 rounds).")
+              help="Run rounds until SECONDS have passed (at least 5 rounds).")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, metavar="K",
               help="Rounds run first and discarded (caches, compilation, clocks).")
 @click.option("--metric", metavar="REGEX",

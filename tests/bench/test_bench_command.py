@@ -57,7 +57,7 @@ def test_an_unchanged_repository_gives_an_interval_that_contains_one(tmp_path):
 
 def test_a_command_that_fails_on_the_patched_tree_is_a_failure_with_no_result(tmp_path):
     repo = git_repo(tmp_path / "repo", {"lib/alloc.py": OPT101_SITE})
-    completed = bench(repo, tmp_path / "tmp", "grep -q torch.zeros lib/alloc.py", "--rounds", "2")
+    completed = bench(repo, tmp_path / "tmp", "grep -q torch.zeros lib/alloc.py", "--rounds", "5")
     assert completed.returncode == 4, completed.stdout + completed.stderr
     assert "fails on the patched tree: the patch breaks this workload" in completed.stdout
     assert "No result." in completed.stdout and "speedup" not in completed.stdout
@@ -68,11 +68,11 @@ def test_metric_reads_a_tokens_per_second_line_and_select_reaches_the_patched_tr
     repo = git_repo(tmp_path / "repo", {"lib/alloc.py": OPT101_SITE, "lib/place.py": OPT102_SITE})
     command = ('echo "step 1: 99 tokens/s"; if grep -q torch.zeros lib/alloc.py; then echo "decode: 1,000.0 tokens/s"; '
                'else echo "decode: 1,500.0 tokens/s"; fi')
-    completed = bench(repo, tmp_path / "tmp", command, "--rounds", "3", "--warmup", "0", "--json", "--select", "OPT101",
+    completed = bench(repo, tmp_path / "tmp", command, "--rounds", "5", "--warmup", "0", "--json", "--select", "OPT101",
                       "--metric", r"decode: ([\d,.]+) tokens/s", "--higher-is-better")
     assert completed.returncode == 0, completed.stderr
     result = json.loads(completed.stdout)
-    assert result["values"] == {"original": [1000.0] * 3, "patched": [1500.0] * 3}
+    assert result["values"] == {"original": [1000.0] * 5, "patched": [1500.0] * 5}
     (patched,) = result["comparisons"]
     assert (patched["speedup"], patched["low"], patched["high"]) == (1.5, 1.5, 1.5)
     assert result["metric"]["higher_is_better"] is True
@@ -83,7 +83,7 @@ def test_per_rule_gives_a_speedup_row_for_each_rule_with_fixes(tmp_path):
     repo = git_repo(tmp_path / "repo", {"lib/alloc.py": OPT101_SITE, "lib/place.py": OPT102_SITE})
     command = ("v=100; grep -q torch.zeros lib/alloc.py || v=$((v + 50)); grep -q '.cuda()' lib/place.py || v=$((v + 25)); "
                'echo "tok/s: $v"')
-    completed = bench(repo, tmp_path / "tmp", command, "--per-rule", "--rounds", "2", "--warmup", "0", "--json",
+    completed = bench(repo, tmp_path / "tmp", command, "--per-rule", "--rounds", "5", "--warmup", "0", "--json",
                       "--metric", r"tok/s: (\d+)", "--higher-is-better")
     assert completed.returncode == 0, completed.stderr
     result = json.loads(completed.stdout)

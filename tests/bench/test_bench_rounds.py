@@ -68,9 +68,9 @@ def test_rounds_alternate_abba_after_discarded_warm_up_rounds():
     assert values == {"A": [10.0] * 3, "B": [20.0] * 3}
 
 
-def test_a_time_budget_stops_after_it_has_passed_but_never_below_two_rounds():
-    assert Schedule(rounds=None, time_s=0.001).more(1, elapsed=5.0)
-    assert not Schedule(rounds=None, time_s=0.001).more(2, elapsed=5.0)
+def test_a_time_budget_stops_after_it_has_passed_but_never_below_five_rounds():
+    assert Schedule(rounds=None, time_s=0.001).more(4, elapsed=5.0)
+    assert not Schedule(rounds=None, time_s=0.001).more(5, elapsed=5.0)
     assert Schedule(rounds=None, time_s=60).more(50, elapsed=1.0)
     assert not Schedule(rounds=4, time_s=60).more(4, elapsed=1.0)
 
