@@ -967,10 +967,10 @@ def _bench_variants(session: Session, per_rule: bool) -> list:
     validation = _run_validation(session, build_stands_alone=True)
     if validation is not None and (validation.failed or not session.options["quiet"]):
         render_validation(validation, session.stderr)
-    result = session.run() if validation is None else validation.result
-    if result is None:
-        session.stderr.print("No patch to bench.")
+    if validation is not None and validation.failed:  # as `apply`: exit 4, and no tree is timed
+        session.stderr.print("No patch to bench: --validate failed.")
         sys.exit(EXIT_VALIDATION)
+    result = session.run() if validation is None else validation.result
     for error in result.errors:
         session.stderr.print(f"warning {error.location()}: {error.reason}; not analysed", markup=False, soft_wrap=True)
     applied = [finding for finding in result.findings if finding.applied]

@@ -108,3 +108,11 @@ def test_ctrl_c_stops_the_command_and_removes_the_trees(tmp_path):
     assert process.returncode == 130, stderr
     assert "removed the temporary trees" in stderr
     assert not list(tmp.iterdir())
+
+
+def test_a_failed_validate_is_exit_4_and_times_nothing(tmp_path):
+    repo = git_repo(tmp_path / "repo", {"lib/alloc.py": OPT101_SITE})
+    marker = tmp_path / "ran"
+    completed = bench(repo, tmp_path / "tmp", f"touch {marker}", "--validate", "exit 1")
+    assert completed.returncode == 4, completed.stdout + completed.stderr
+    assert "No patch to bench: --validate failed." in completed.stderr and not marker.exists()
