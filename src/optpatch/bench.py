@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from optpatch.poisoned_tests import CommandRun, run_command
-from optpatch.results import FileChange
+from optpatch.config import Settings
+from optpatch.poisoned_tests import ChosenFixes, CommandRun, run_command
+from optpatch.policy import FixPolicy, fix_id
+from optpatch.results import FileChange, RunResult
 
 MIN_ROUNDS = 5  # below it a bootstrap of medians has too few distinct resamples to mean anything (cli.py's --rounds)
 CONFIDENCE = 0.95
@@ -270,6 +272,26 @@ class Variant:
     label: str
     changes: tuple[FileChange, ...]  # what the tree holds beyond the original
     fixes: int
+
+
+def variants_of(result: RunResult, per_rule: bool, settings: Settings,
+                rerun: Callable[[FixPolicy], RunResult]) -> list[Variant]:
+    """RESULT's patch as the "patched" variant; with PER_RULE and two rules or more with fixes, one variant per rule.
+
+    A rule's tree holds exactly the fixes of that rule RESULT applied: the
+    run again (RERUN, with those fixes chosen), so that fixes applied over
+    several passes come out as a normal run would write them.
+    """
+    applied = [finding for finding in result.findings if finding.applied]
+    variants = [Variant("patched", tuple(result.changes), len(applied))]
+    codes = sorted({finding.code for finding in applied})
+    if not per_rule or len(codes) < 2:
+        return variants
+    for code in codes:
+        chosen = frozenset(fix_id(finding) for finding in applied if finding.code == code)
+        alone = rerun(ChosenFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, chosen=chosen))
+        variants.append(Variant(code, tuple(alone.changes), sum(1 for finding in alone.findings if finding.applied)))
+    return variants
 
 
 @dataclass

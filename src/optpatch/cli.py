@@ -961,7 +961,8 @@ def bench(command: str, repo: Path, rounds: int | None, time_s: float | None, wa
 
 def _bench_variants(session: Session, per_rule: bool) -> list:
     """The patched versions to bench: `apply`'s patch (after --validate, when given), then one per rule with --per-rule."""
-    from optpatch.bench import Variant
+    from optpatch.bench import variants_of
+    from optpatch.engine import run
     from optpatch.poisoned_tests import render_validation
 
     validation = _run_validation(session, build_stands_alone=True)
@@ -973,28 +974,16 @@ def _bench_variants(session: Session, per_rule: bool) -> list:
     result = session.run() if validation is None else validation.result
     for error in result.errors:
         session.stderr.print(f"warning {error.location()}: {error.reason}; not analysed", markup=False, soft_wrap=True)
-    applied = [finding for finding in result.findings if finding.applied]
-    variants = [Variant("patched", tuple(result.changes), len(applied))]
-    codes = sorted({finding.code for finding in applied})
-    if per_rule and len(codes) > 1:
-        variants += [_rule_variant(session, code, [f for f in applied if f.code == code]) for code in codes]
-    elif per_rule:
-        session.stderr.print(f"--per-rule: only {codes[0] if codes else 'no rule'} has fixes; its tree is the patched one",
+
+    def rerun(policy):
+        return run(session.root, session.settings, policy, None, session.options["jobs"],
+                   use_cache=not session.options["no_cache"])
+
+    variants = variants_of(result, per_rule, session.settings, rerun)
+    if per_rule and len(variants) == 1:
+        session.stderr.print("--per-rule: fewer than two rules have fixes; the patched tree is the one rule's tree",
                              markup=False, soft_wrap=True)
     return variants
-
-
-def _rule_variant(session: Session, code: str, fixes: list):
-    """The tree of one rule's fixes alone: the same run, with only those fixes chosen."""
-    from optpatch.bench import Variant
-    from optpatch.engine import run
-    from optpatch.poisoned_tests import ChosenFixes
-    from optpatch.policy import fix_id
-
-    settings = session.settings
-    policy = ChosenFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, chosen=frozenset(map(fix_id, fixes)))
-    result = run(session.root, settings, policy, None, session.options["jobs"], use_cache=not session.options["no_cache"])
-    return Variant(code, tuple(result.changes), sum(1 for finding in result.findings if finding.applied))
 
 
 def _bench_and_report(session: Session, command: str, variants: list, metric, schedule, timeout_s: float | None,
