@@ -39,14 +39,15 @@ def _value_text(value: float, report: BenchReport) -> str:
 
 
 def headline(comparison: Comparison, subject: str = "the patch") -> str:
-    """One sentence: what the interval says about SUBJECT."""
+    """One sentence: what the interval says about SUBJECT ("the patch", "OPT101 alone")."""
     interval = f"95% interval {speedup_text(comparison.low)}-{speedup_text(comparison.high)}"
+    subject = subject[:1].upper() + subject[1:]
     if comparison.difference is Difference.FASTER:
         return f"{subject} is {speedup_text(comparison.speedup)} faster ({interval}, which excludes 1.0)."
     if comparison.difference is Difference.SLOWER:
         return f"{subject} is slower: {speedup_text(comparison.speedup)} ({interval}, which excludes 1.0)."
-    return (f"no significant difference: {speedup_text(comparison.speedup)} ({interval}, which contains 1.0); "
-            f"on this workload {subject}'s effect, if any, is within the run's noise.")
+    return (f"{subject}: no significant difference, {speedup_text(comparison.speedup)} ({interval}, which contains "
+            "1.0): on this workload its effect, if any, is within the run's noise.")
 
 
 def render_text(report: BenchReport, require_speedup: float | None = None) -> str:
@@ -69,7 +70,7 @@ def render_text(report: BenchReport, require_speedup: float | None = None) -> st
     lines.append("")
     lines.append(headline(report.comparisons[0]))
     for comparison in report.comparisons[1:]:
-        lines.append(f"  {comparison.label} alone: " + headline(comparison, comparison.label))
+        lines.append("  " + headline(comparison, f"{comparison.label} alone"))
     if require_speedup is not None:
         met = report.comparisons[0].low >= require_speedup
         lines.append(f"--require-speedup {require_speedup:g}: {'met' if met else 'NOT met'} "

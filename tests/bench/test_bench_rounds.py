@@ -174,7 +174,7 @@ def test_the_chart_draws_every_round_of_every_tree_under_the_result_in_words(tmp
     draw_chart(report, chart)
     root = ElementTree.parse(chart).getroot()
     text = " ".join("".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text"))
-    assert "the patch is 2.00x faster" in text and "which excludes 1.0" in text
+    assert "The patch is 2.00x faster" in text and "which excludes 1.0" in text
     assert "original" in text and "patched" in text and "3 rounds" in text
     groups = {g.get("id"): g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("id")}
     for tree in ("values-1", "values-2"):  # a marker a round
