@@ -910,7 +910,6 @@ def _rewrite_edits(module: PythonModule, call: cst.Call, kind: str, torch_import
     ]
     if len(imports) != 1:
         return f"cannot find the one `from torch import` that binds `{func.value}`"
-    return [*add_import_name(module, imports[0], new_name), module.replace(func, new_name)]
     return [*add_import_name(module, imports[0], new_name), module.replace(func, new_name), *fill]
 
 def _fill_edit(module: PythonModule, call: cst.Call, kind: str) -> list[Edit] | str:
