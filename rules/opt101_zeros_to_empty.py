@@ -9,7 +9,9 @@ import libcst as cst
 
 from optpatch.planner import preview
 from optpatch.analysis.expected_exceptions import expecting_block
-from optpatch.analysis.overwrite import OverwriteProof, Shape, Step, Tracked, prove_full_overwrite
+from optpatch.analysis.overwrite import (
+    CHAINED_FULL_WRITES, OverwriteProof, Shape, Step, Tracked, prove_chained_overwrite, prove_full_overwrite,
+)
 from optpatch.analysis.tensor_subclasses import receiver_caution
 from optpatch.python_edits import add_import_name
 from optpatch.python_frontend import PythonModule, ast_context, dotted_name, walk
@@ -87,7 +89,13 @@ class ZerosToEmpty(Rule):
     of a synchronous collective (`all_gather_into_tensor`,
     `reduce_scatter_tensor`, `reduce_scatter`, `scatter`, `recv`,
     `all_to_all_single` without split sizes; `torch.distributed` or
-    `deepspeed.comm`, which forwards to it); any of these
+    `deepspeed.comm`, which forwards to it); the output list of a
+    synchronous `all_gather` or `all_to_all`, whether it holds fresh
+    allocations (`bufs = [torch.zeros(s) for _ in range(n)]`, followed
+    element by element: every tensor in the list is written) or views that
+    together cover a buffer (`list(buf.chunk(n))`, `list(torch.split(buf,
+    s))`, `tensor_split`, `unbind`, given to the collective at once or bound
+    to a name the very next statement gives it); any of these
     through a view of the whole buffer (`x.view(s)`, `x.t()`, `x.data`, and
     `x.reshape(-1)` or `x.flatten()` of contiguous memory); partial writes on
     one straight line of code whose regions together cover the tensor along
@@ -98,11 +106,27 @@ class ZerosToEmpty(Rule):
     own size expression, `x.shape[k]`, `len(x)`; `for i, r in
     enumerate(rows)` over `len(rows)`; a nest of such loops writing `x[i, :,
     j]`), so that a loop that runs zero times leaves nothing unwritten: the
-    tensor is then empty. Before the
+    tensor is then empty. The size the loop runs over may be a twin's:
+    `len(a)`, `a.shape[0]` or `a.size(0)` of another local `a`, bound once,
+    by an allocation earlier in the same block whose size on that axis is
+    spelled as this one's, with nothing between the two that may change
+    that size and nothing before the loop that may change `a`'s shape
+    (`a = torch.zeros(n, d)`, `b = torch.zeros(n, d)`, `for i in
+    range(len(a)): a[i] = ...; b[i] = ...` fixes both). A full-write method
+    chained on the allocation itself (`torch.zeros(n).fill_(v)`,
+    `x.new_zeros(s).normal_()`, `.random_`, `.uniform_`, `.exponential_`,
+    `.copy_`, ...; not `.zero_()`) is a full overwrite: it becomes `empty`
+    plus the same call, so the dtype stays the allocation's (`torch.full(n,
+    v)` would take it from `v`) and a random fill draws the same numbers
+    from the same generator. Before the
     write only metadata is used: `x.shape`, `x.size()`, `x.dtype`,
     `x.device`, `x.dim()`, `x.numel()`, `len(x)`, `isinstance(x, ...)`, the
     template of `torch.empty_like(x)` and the other `*_like` factories, the
-    receiver of `x.new_empty(...)` and the other `new_*` constructors.
+    receiver of `x.new_empty(...)` and the other `new_*` constructors. In
+    `__init__`, `self.register_buffer`, `register_parameter`, `add_module`
+    and `register_module` with a literal name other than the attribute's,
+    and arguments that do not name `self`, read nothing of it: they store
+    what they are given under that name.
 
     An allocation whose value nothing reads at all (a discarded result, `_ =
     t.new_zeros(n)`, a name reassigned or deleted first) is advice, not a
@@ -137,7 +161,10 @@ class ZerosToEmpty(Rule):
     or masked write that later writes do not complete, `return`/`yield`,
     storing it in an attribute or container, a write in only one branch, a
     write inside a loop that may run zero times (unless the loop runs over
-    the dimension's own size), a closure that captures it, `locals()`,
+    the dimension's own size), a list collective called with
+    `async_op=True`, `gather` (its list is written on the destination rank
+    only), a list sliced or read before its collective, a `recv` into a
+    slice, covering views used in any other way, a closure that captures it, `locals()`,
     `eval` and frame access, or a read on an exception path. Every path
     counts: `break`/`continue` (also from a `finally`), the next iteration
     (its `while` test included), a loop `else` that `break` skips, and an
@@ -202,7 +229,13 @@ class ZerosToEmpty(Rule):
     itself changes; `torch.zeros(n)` with no tensor argument is not made
     validate tier by a subclass (only a dispatch mode would see it, and
     modes are not tracked). `deepspeed.comm`'s collectives are taken to
-    behave as the `torch.distributed` ones they forward to.
+    behave as the `torch.distributed` ones they forward to (not under its
+    debugging switch `comm_off`, which turns them into no-ops). An
+    asynchronous collective is kept even when `wait()` follows at once. A
+    registration runs torch's global registration hooks
+    (`register_module_buffer_registration_hook` and the like), which are
+    assumed not to read the module's parameters, and a method a base class
+    defines under a registration's name is not seen (the class's own is).
 
     The name joins the import in sorted place when the names are sorted
     (isort, usort, ruff's `I`), otherwise last; where black or ruff format
@@ -237,6 +270,7 @@ class ZerosToEmpty(Rule):
     language = "python"
     default_tier = "safe"
     tags = ("performance", "memory")
+    version = 2  # 2: list collectives and covering views, chained writes, twin loop bounds, module registrations
     trigger_words = ("zeros", "full(", "full_like(")
 
     VALID = [
@@ -411,6 +445,15 @@ class ZerosToEmpty(Rule):
                 return name.rsplit(".", 1)[1]
         return None
 
+    def _allocated_shape(self, module: PythonModule, value: cst.BaseExpression) -> Shape | None:
+        """The shape `value` allocates when it is an allocation of this rule (moved by `.to()`/`.cuda()` or not): what
+        a twin's size is compared with (overwrite.py's `_is_twin_size`)."""
+        call = value
+        while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda"):
+            call = call.func.value
+        kind = self._allocation_kind(module, call) if isinstance(call, cst.Call) else None
+        return None if kind is None else _shape_of(module, call, kind, value)
+
     # -- the verdict ----------------------------------------------------------------------
 
     def _examine(self, module: PythonModule, call: cst.Call, kind: str) -> Finding:
@@ -421,8 +464,16 @@ class ZerosToEmpty(Rule):
         if isinstance(call.func, cst.Name) and star:
             return self._keep(module, call, context, f"`{star}` may rebind `{call.func.value}`: it may not be torch's",
                               KeepCategory.NOT_TORCH)
+        chained = prove_chained_overwrite(module, _moved_result(module, call))
+        if chained is not None:
+            return self._fix(module, call, kind, context, Tier.SAFE, f"nothing reads the zeros: {chained.summary()}",
+                             chained.steps)
         allocation, parameter = _allocated_value(module, call)
         parent = module.parent(allocation)
+        if isinstance(parent, cst.ListComp) and parent.elt is allocation and not parameter:
+            listed = _bound_target(module.parent(parent), parent)
+            if isinstance(listed, cst.Name):
+                return self._examine_elements(module, call, kind, context, module.parent(parent), listed.value)
         target = _bound_target(parent, allocation)
         if target is None:
             if isinstance(parent, cst.Expr):
@@ -433,7 +484,7 @@ class ZerosToEmpty(Rule):
             return self._examine_attribute(module, call, kind, parent, target, context, shape, parameter)
         if not isinstance(target, cst.Name):
             return self._keep(module, call, context, *UNPACKED)
-        proof = prove_full_overwrite(module, parent, Tracked(target.value), shape)
+        proof = prove_full_overwrite(module, parent, Tracked(target.value), shape, lambda value: self._allocated_shape(module, value))
         if proof.proven:
             return self._proven(module, call, kind, context, target.value, proof)
         prefix_writer = None if parameter else _prefix_copy_pattern(module, parent, target.value)
@@ -444,6 +495,14 @@ class ZerosToEmpty(Rule):
             )
             return self._fix(module, call, kind, context, Tier.VALIDATE, reason, proof.steps)
         return self._unproven(module, call, context, target.value, proof)
+
+    def _examine_elements(self, module, call, kind, context, statement, name: str) -> Finding:
+        """`name = [torch.zeros(s) for _ in range(n)]`: the proof follows every tensor in the list (the output list
+        of a synchronous `all_gather` or `all_to_all` writes them all)."""
+        proof = prove_full_overwrite(module, statement, Tracked(name, elements=True))
+        if proof.proven:
+            return self._proven(module, call, kind, context, name, proof)
+        return self._unproven(module, call, context, name, proof)
 
     def _proven(self, module, call, kind, context, name: str, proof: OverwriteProof) -> Finding:
         """A proof that the zeros are never read: a fix when some path fills the buffer, else the allocation is dead."""
@@ -631,12 +690,20 @@ def _shape_of(module: PythonModule, call: cst.Call, kind: str, value: cst.Call |
         positional = positional[:1]
     size = keyword_arg(call, "size")
     arguments = [size] if size is not None else positional
-    if not arguments or any(arg.star for arg in arguments):
+    if any(arg.star for arg in arguments):
+        # `zeros(b, *rest)`: the sizes before the star lead, the rank is unknown (and `b` may be a tuple if `rest` is empty).
+        leading = tuple(arg.value for arg in arguments[: next(i for i, arg in enumerate(arguments) if arg.star)])
+        return Shape(leading, rank_known=False, contiguous=True)
+    if not arguments:
         return Shape(contiguous=True)
     if len(arguments) == 1:
         value = arguments[0].value
-        if isinstance(value, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
-            return Shape(tuple(element.value for element in value.elements), rank_known=True, contiguous=True)
+        if isinstance(value, (cst.Tuple, cst.List)):
+            starred = [isinstance(e, cst.StarredElement) for e in value.elements]
+            if not any(starred):
+                return Shape(tuple(element.value for element in value.elements), rank_known=True, contiguous=True)
+            # `zeros((b, *rest))`: the elements before the star are the leading sizes; the rank is unknown.
+            return Shape(tuple(element.value for element in value.elements[: starred.index(True)]), contiguous=True)
         if kind in _FILLED:
             return Shape(contiguous=True)  # `full(size, 0)`: `size` is a sequence, never one integer
         return Shape((value,), rank_known=_integer_literal(value) is not None, contiguous=True)
@@ -793,7 +860,12 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
     if kind is ast.keyword or kind is ast.Starred and type(owner) is ast.Call and any(a is parent for a in owner.args):
         return _Judged(*PASSED, owner.func, ancestors) if type(owner) is ast.Call else None  # a class's keywords: no Call
     if kind is ast.Attribute:
+        if parent.attr in CHAINED_FULL_WRITES and type(owner) is ast.Call and owner.func is parent:
+            return None  # `torch.zeros(n).fill_(v)`: `prove_chained_overwrite`
         return _Judged(USED_THROUGH[0].format(parent.attr), USED_THROUGH[1], None, ancestors)
+    if kind is ast.ListComp and parent.elt is result and type(owner) is ast.Assign and len(owner.targets) == 1 \
+            and type(owner.targets[0]) is ast.Name:
+        return None  # every tensor in a list bound to a name: `_examine_elements`
     if kind in (ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) or type(owner) is ast.ClassDef:
         return None
     return _Judged(*IN_AN_EXPRESSION, None, ancestors)

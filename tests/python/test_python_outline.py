@@ -139,7 +139,7 @@ _HEAD = "import torch\nimport numpy as np\nfrom torch import zeros as z\n\ndef k
 JUDGED_ALONE = {
     "passed, returned, used at once": _HEAD + (
         "def f(g, n, y):\n    g(torch.zeros(n))\n    g(y, key=torch.zeros_like(y))\n    g(*torch.zeros(2), **torch.zeros(1))\n"
-        "    torch.zeros(n).fill_(1)\n    return torch.zeros(n).cuda()\n"
+        "    torch.zeros(n).sum()\n    return torch.zeros(n).cuda()\n"
     ),
     "stored, unpacked, several names, out=": _HEAD + (
         "class Box:\n    def put(self, other, n, y):\n        other.buf = torch.zeros(n)\n        a, b = torch.zeros(2, n)\n"

@@ -28,19 +28,27 @@ of the whole buffer count in full (`x.view(s).copy_(y)`, `x.data.normal_()`,
 `x.reshape(-1)[:] = v` where the allocation is contiguous), as do the
 `torch.nn.init` functions and `out=` of an operator that PyTorch's schemas
 say writes its whole result (out_ops.py). What the allocation spells about
-its shape (`Shape`) supplies the sizes these proofs compare with.
+its shape (`Shape`) supplies the sizes these proofs compare with; a loop's
+count may also be a twin's size (`len(a)` of another allocation of the
+same size just before, `_is_twin_size`). Collectives write their output
+(`COLLECTIVE_OUTPUTS`), and list collectives every tensor of their output
+list: a list of fresh allocations (`Tracked.elements`), or views that cover
+the tracked tensor (`COVERING_VIEWS`, bound to a name only when the next
+statement gives them to the collective: `_Alias`). A full-write method
+chained on the allocation itself needs no walk (`prove_chained_overwrite`).
 
 The proof follows a local name, or `self.<attribute>` assigned in
 `__init__` (`Tracked`): there every use of `self` that could reach the
 attribute (a method call, `self` passed on, `super()`) counts as a read,
 and the attribute outlives the function, so a path that ends unwritten is
-a blocking use.
+a blocking use. `nn.Module` registrations with a literal name other than
+the attribute's read nothing of it (`REGISTRATIONS`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 import libcst as cst
 
@@ -86,11 +94,24 @@ _COLLECTIVES = {
     "scatter": (frozenset({"tensor"}), 4),
     "recv": (frozenset({"tensor"}), 4),
 }
-COLLECTIVE_OUTPUTS = {
-    f"{module}.{name}": facts
-    for module in ("torch.distributed", "torch.distributed.distributed_c10d", "deepspeed.comm")
-    for name, facts in _COLLECTIVES.items()
+# Synchronous collectives that write every tensor of their output list, each as in the list form of the
+# tensor collective: name -> (the list's keyword names, positional arguments before `async_op`). Never `gather`
+# (its list is written on the destination rank only).
+_LIST_COLLECTIVES = {
+    "all_gather": (frozenset({"tensor_list"}), 3),
+    "all_to_all": (frozenset({"output_tensor_list"}), 3),
 }
+_COLLECTIVE_MODULES = ("torch.distributed", "torch.distributed.distributed_c10d", "deepspeed.comm")
+COLLECTIVE_OUTPUTS = {f"{module}.{name}": facts for module in _COLLECTIVE_MODULES for name, facts in _COLLECTIVES.items()}
+COLLECTIVE_LIST_OUTPUTS = {
+    f"{module}.{name}": facts for module in _COLLECTIVE_MODULES for name, facts in _LIST_COLLECTIVES.items()
+}
+# Views that together cover every element of the tensor they cut (`torch.chunk(x, n)`, `x.split(s)`, ...): a list of
+# them that a list collective writes in full writes all of the tensor.
+COVERING_VIEWS = frozenset({"chunk", "split", "tensor_split", "unbind"})
+_COVERING_FUNCTIONS = frozenset(f"torch.{name}" for name in COVERING_VIEWS)
+# `nn.Module` methods that store what they are given under a name and read no other attribute of the module.
+REGISTRATIONS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
 # Builtins that read their arguments and change none of them: a size expression passed to one keeps its value.
 READING_CALLS = frozenset(
     "builtins." + name
@@ -168,10 +189,15 @@ class Step:
 
 @dataclass(frozen=True)
 class Tracked:
-    """What the proof follows: a local name, or `self.<name>` assigned in `__init__`."""
+    """What the proof follows: a local name, or `self.<name>` assigned in `__init__`.
+
+    `elements`: the name holds a list of fresh allocations (`[torch.zeros(s) for _ in range(n)]`); the proof
+    then follows every tensor in it, which only the output list of a list collective writes in full.
+    """
 
     name: str
     attribute: bool = False
+    elements: bool = False
 
     @property
     def spelled(self) -> str:
@@ -219,6 +245,7 @@ class PathResult:
     loop_exit: bool = False
     steps: list[Step] = field(default_factory=list)
     via: Via | None = None
+    pending: "_Alias | None" = None  # the views just cut from the tensor, which the next statement must write
 
 
 @dataclass
@@ -246,7 +273,7 @@ class OverwriteProof:
 
 
 class _Use:
-    METADATA, WRITE, DEAD, BLOCK, PART = "metadata", "write", "dead", "block", "part"
+    METADATA, WRITE, DEAD, BLOCK, PART, ALIAS = "metadata", "write", "dead", "block", "part", "alias"
 
 
 class _Effect(NamedTuple):
@@ -257,25 +284,65 @@ class _Effect(NamedTuple):
     category: KeepCategory | None = None  # for BLOCK
     regions: tuple[Region, ...] = ()  # for PART: the elements written
     symbols: tuple[cst.BaseExpression, ...] = ()  # for PART: the bounds whose value the proof assumes unchanged
+    alias: str = ""  # for ALIAS: the name the list of covering views is bound to
+
+
+class _Alias(NamedTuple):
+    """`parts = list(x.chunk(n))`: the views that cover the tensor, bound to `name`; `step` blocks unless the next
+    statement writes them all."""
+
+    name: str
+    step: Step
 
 
 _K = KeepCategory
 _METADATA = _Effect(_Use.METADATA)
 
 
+# What an expression allocates, as `Shape`, when it is an allocation the rule knows (`torch.zeros(n, d)`); else None.
+ShapeOf = Callable[[cst.BaseExpression], "Shape | None"]
+
+
 def prove_full_overwrite(
-    module: PythonModule, statement: cst.BaseSmallStatement, target: Tracked, shape: Shape = Shape()
+    module: PythonModule, statement: cst.BaseSmallStatement, target: Tracked, shape: Shape = Shape(),
+    shape_of: ShapeOf | None = None,
 ) -> OverwriteProof:
-    """Follow every path from `statement` (which binds `target`) to the first touch of its values."""
-    return _Prover(module, target, shape).prove(statement)
+    """Follow every path from `statement` (which binds `target`) to the first touch of its values.
+
+    `shape_of` recognises the allocations of other local names, whose sizes
+    may stand for this one's (`_is_twin_size`).
+    """
+    return _Prover(module, target, shape, shape_of).prove(statement)
+
+
+# Chained on an allocation, these write every element of it; `zero_()` too, but zeros zeroed again gain nothing.
+CHAINED_FULL_WRITES = FULL_WRITE_METHODS - {"zero_"}
+
+
+def prove_chained_overwrite(module: PythonModule, value: cst.BaseExpression) -> OverwriteProof | None:
+    """`torch.zeros(n).fill_(v)`, `x.new_zeros(s).normal_()`: a full-write method called on the allocation itself.
+
+    Nothing else holds the fresh tensor, so nothing can read it first, and
+    the call's arguments cannot name it: the proof is the call. The method
+    draws as many random numbers from the same generator whatever the
+    tensor held, so `empty` plus the same call gives the same values.
+    """
+    attribute = module.parent(value)
+    call = module.parent(attribute) if isinstance(attribute, cst.Attribute) else None
+    if not (isinstance(call, cst.Call) and call.func is attribute and attribute.value is value
+            and attribute.attr.value in CHAINED_FULL_WRITES):
+        return None
+    text = f"overwritten in full at once by `.{attribute.attr.value}(...)`, called on the allocation itself"
+    return OverwriteProof(True, [Step(module.start(call)[0], text, writes=True, fills=True)])
 
 
 class _Prover:
-    def __init__(self, module: PythonModule, target: Tracked, shape: Shape):
+    def __init__(self, module: PythonModule, target: Tracked, shape: Shape, shape_of: ShapeOf | None = None):
         self.module = module
         self.target = target
         self.name = target.spelled
         self.shape = shape
+        self.shape_of = shape_of
         self.statement: cst.CSTNode | None = None  # the allocation
         self.scope: cst.FunctionDef | None = None
         self._functions: frozenset[str] | None = None
@@ -415,8 +482,10 @@ class _Prover:
         """
         result = PathResult(via=via)
         parts = _Parts()
+        pending: _Alias | None = None
         for item in items:
-            step = self._scan_item(item, parts)
+            step = self._complete_alias(item, pending) if pending else self._scan_item(item, parts)
+            pending = step.pending
             result.steps.extend(step.steps)
             result.loop_exit = result.loop_exit or step.loop_exit
             if step.blocked:
@@ -426,9 +495,27 @@ class _Prover:
                 result.open = False
                 return result
             result.via = result.via or step.via
-        if parts.first is not None:
+        if pending is not None:
+            result.blocked = pending.step.reached(result.via)
+        elif parts.first is not None:
             result.blocked = parts.first.reached(result.via)
         return result
+
+    def _complete_alias(self, item: cst.CSTNode, alias: _Alias) -> PathResult:
+        """The statement after `parts = list(x.chunk(n))`: a synchronous list collective whose output is `parts`
+        writes every view, so all of `x`; anything else may write the views in part, or read them."""
+        blocked = PathResult(blocked=alias.step)
+        if not (isinstance(item, cst.Expr) and isinstance(item.value, cst.Call)) or self._mentions(item):
+            return blocked
+        call = item.value
+        outputs = [arg for arg in call.args if isinstance(arg.value, cst.Name) and arg.value.value == alias.name]
+        if len(outputs) != 1 or self._collective_output(outputs[0], call, COLLECTIVE_LIST_OUTPUTS) is None:
+            return blocked
+        if any(True for arg in call.args if arg is not outputs[0] for _ in _names(self.module, arg, alias.name)):
+            return blocked
+        text = (f"overwritten in full by {self._code(item)}: the synchronous collective writes every view in "
+                f"`{alias.name}`, and they cover `{self.name}`")
+        return PathResult(open=False, steps=[Step(self._line(item), text, writes=True, fills=True)])
 
     def _scan_item(self, item: cst.CSTNode, parts: "_Parts") -> PathResult:
         if isinstance(item, cst.BaseSmallStatement):
@@ -441,7 +528,7 @@ class _Prover:
         if isinstance(item, cst.For):
             written = self._loop_writes_all(item)
             if written is not None:
-                return PathResult(open=False, steps=[written])
+                return PathResult(open=False, steps=[written]) if written.writes else PathResult(blocked=written)
         if isinstance(item, _LOOPS):
             return self._scan_loop(item)
         if isinstance(item, cst.With):
@@ -468,6 +555,9 @@ class _Prover:
             return PathResult(blocked=Step(line, effect.text, category=effect.category))
         if effect.kind in (_Use.WRITE, _Use.DEAD):
             return PathResult(open=False, steps=[Step(line, effect.text, writes=True, fills=effect.kind == _Use.WRITE)])
+        if effect.kind == _Use.ALIAS:
+            step = Step(line, f"{effect.text}, not written in full by the statement after it", category=_K.VIEW_TAKEN)
+            return PathResult(open=True, steps=[Step(line, effect.text)], pending=_Alias(effect.alias, step))
         if effect.kind == _Use.PART:
             step = Step(line, effect.text, category=_K.PARTIAL_WRITE)
             completed = parts.add(step, effect, statement, self)
@@ -477,7 +567,7 @@ class _Prover:
                 text = f"overwritten in full by the partial writes at {lines}, which together cover `{self.name}`"
                 return PathResult(open=False, steps=[Step(line, text, writes=True, fills=True)])
             return PathResult(open=True, steps=[Step(line, f"part of it written: {self._code(statement)}")])
-        steps = [Step(line, f"metadata only: {self._code(statement)}")]
+        steps = [Step(line, effect.text or f"metadata only: {self._code(statement)}")]
         ends = isinstance(statement, (cst.Return, cst.Raise))
         return PathResult(open=not ends, steps=steps)
 
@@ -583,21 +673,24 @@ class _Prover:
         """The effect of one simple statement on the tensor: its first blocking use, its write, its partial writes."""
         uses = list(self._uses(statement))
         write: _Effect | None = None
+        described = _METADATA
         parts: list[_Effect] = []
         for use in uses:
             effect = self._classify_use(use, statement)
             if effect.kind == _Use.BLOCK:
                 return effect
-            if effect.kind in (_Use.WRITE, _Use.DEAD):
+            if effect.kind in (_Use.WRITE, _Use.DEAD, _Use.ALIAS):
                 write = effect
             elif effect.kind == _Use.PART:
                 parts.append(effect)
+            elif effect.text:
+                described = effect  # a use that reads nothing, said why
         if write is not None:
             return write
         if parts:
             return _Effect(_Use.PART, parts[0].text, _K.PARTIAL_WRITE, tuple(r for p in parts for r in p.regions),
                            tuple(s for p in parts for s in p.symbols))
-        return _METADATA
+        return described
 
     def _classify_use(self, use: cst.CSTNode, statement: cst.BaseSmallStatement) -> _Effect:
         if self._is_metadata_use(use):
@@ -605,7 +698,17 @@ class _Prover:
         module = self.module
         code = self._code(statement)
         if type(use) is not cst.Attribute and self.target.attribute:  # `self` itself, or `super()`
+            if self._is_registration(use):
+                return _Effect(_Use.METADATA, f"reads nothing of `{self.name}`: {code} stores what it is given under "
+                               "another name")
             return _Effect(_Use.BLOCK, f"may read `{self.name}` through `self`: {code}", _K.PASSED)
+        if self.target.elements:
+            effect = self._classify_element_use(use, statement, code)
+            if effect is not None:
+                return effect
+        covering = self._covering_list(use)
+        if covering is not None:
+            return self._classify_covering(covering, statement, code)
         view, through = self._whole_view(use)
         if view is not use:
             return self._classify_whole_view(view, through, statement, code)
@@ -691,7 +794,7 @@ class _Prover:
             return self._classify_out(use, call, 1, statement, code)
         if self._init_target(arg, call):
             return self._init_write(call, statement, code)
-        collective = self._collective_output(arg, call)
+        collective = self._collective_output(arg, call, COLLECTIVE_OUTPUTS)
         if collective is not None:
             if not self._is_whole_statement(call, statement):
                 return _Effect(_Use.BLOCK, f"the result of `{collective}(...)` is used, so it escapes: {code}", _K.STORED)
@@ -709,12 +812,13 @@ class _Prover:
         first = arg.keyword.value == "tensor" if arg.keyword is not None else bool(positional) and positional[0] is arg
         return first and self.module.refers_to(call.func, INIT_FUNCTIONS) is not None
 
-    def _collective_output(self, arg: cst.Arg, call: cst.Call) -> str | None:
-        """The collective's name when `arg` is the output of a synchronous call of one of `COLLECTIVE_OUTPUTS`."""
-        name = self.module.refers_to(call.func, COLLECTIVE_OUTPUTS.keys())
+    def _collective_output(self, arg: cst.Arg, call: cst.Call, collectives: dict) -> str | None:
+        """The collective's name when `arg` is the output of a synchronous call of one of `collectives`
+        (`COLLECTIVE_OUTPUTS`, or `COLLECTIVE_LIST_OUTPUTS` for an output list)."""
+        name = self.module.refers_to(call.func, collectives.keys())
         if name is None or arg.star:
             return None
-        keywords, before_async = COLLECTIVE_OUTPUTS[name]
+        keywords, before_async = collectives[name]
         positional = [a for a in call.args if a.keyword is None]
         if any(a.star for a in call.args) or len(positional) > before_async:
             return None
@@ -726,6 +830,96 @@ class _Prover:
         if any(not (isinstance(value, cst.Name) and value.value == "None") for value in splits):
             return None
         return name
+
+    def _classify_element_use(self, use: cst.CSTNode, statement, code: str) -> _Effect | None:
+        """A use of a list of fresh tensors (`Tracked.elements`): the output list of a synchronous list collective
+        writes every tensor in it; a rebinding or `del` is left to `_classify_use` (None); anything else may read them."""
+        module = self.module
+        parent = module.parent(use)
+        grand = module.parent(parent) if parent is not None else None
+        if isinstance(parent, (cst.AssignTarget, cst.Del)) or isinstance(parent, cst.AnnAssign) and parent.target is use \
+                or isinstance(parent, (cst.Tuple, cst.List, cst.Element)) and (self._is_assign_target(parent)
+                                                                               or isinstance(statement, cst.Del)):
+            return None
+        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+            text = f"every tensor in `{self.name}` overwritten in full by {code}"
+            effect = self._list_collective_write(parent, grand, statement, code, text)
+            if effect is not None:
+                return effect
+        return _Effect(_Use.BLOCK, f"the list `{self.name}` is used before a collective writes its tensors: {code}",
+                       _K.READ_BEFORE_WRITE)
+
+    def _list_collective_write(self, arg: cst.Arg, call: cst.Call, statement, code: str, text: str) -> _Effect | None:
+        """`arg` is the output list of a synchronous list collective (`all_gather`, `all_to_all`): the write, or
+        why it is not one; None when the call is no such collective."""
+        collective = self._collective_output(arg, call, COLLECTIVE_LIST_OUTPUTS)
+        if collective is None:
+            return None
+        if not self._is_whole_statement(call, statement):
+            return _Effect(_Use.BLOCK, f"the result of `{collective}(...)` is used, so it escapes: {code}", _K.STORED)
+        if any(self._reads_name(other.value) for other in call.args if other is not arg):
+            return _Effect(_Use.BLOCK, f"`{self.name}` is both input and output of `{collective}`: {code}", _K.OUT_TARGET)
+        return _Effect(_Use.WRITE, f"{text} (the output list of a synchronous `{collective}`)")
+
+    def _covering_list(self, use: cst.CSTNode) -> cst.Call | None:
+        """`list(x.chunk(n))`, `list(torch.split(x, s))` and the other COVERING_VIEWS of the tracked `x`: the
+        `list(...)` call, whose views together reach every element; None for any other use."""
+        module = self.module
+        parent = module.parent(use)
+        if isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value in COVERING_VIEWS:
+            views, others = module.parent(parent), None
+            if isinstance(views, cst.Call) and views.func is parent:
+                others = views.args
+        elif isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
+            views, others = module.parent(parent), None
+            if isinstance(views, cst.Call) and views.args and views.args[0] is parent and module.refers_to(views.func, _COVERING_FUNCTIONS):
+                others = views.args[1:]
+        else:
+            return None
+        if others is None or any(arg.star or self._reads_name(arg.value) for arg in others):
+            return None
+        arg = module.parent(views)
+        outer = module.parent(arg) if isinstance(arg, cst.Arg) else None
+        if (isinstance(outer, cst.Call) and len(outer.args) == 1 and arg.keyword is None and not arg.star
+                and module.refers_to(outer.func, {"builtins.list"}) is not None):
+            return outer
+        return None
+
+    def _classify_covering(self, views: cst.Call, statement, code: str) -> _Effect:
+        """A list of views that cover the tensor: written in full as a list collective's output, here or (bound to
+        a name) by the next statement (`_complete_alias`); any other use may write them in part."""
+        module = self.module
+        parent = module.parent(views)
+        grand = module.parent(parent) if parent is not None else None
+        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+            text = f"overwritten in full through views that cover it, by {code}"
+            effect = self._list_collective_write(parent, grand, statement, code, text)
+            if effect is not None:
+                return effect
+        if parent is statement and isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0].target, cst.Name):
+            return _Effect(_Use.ALIAS, f"cut into views that cover it: {code}", alias=statement.targets[0].target.value)
+        return _Effect(_Use.BLOCK, f"a view of it is taken (writes through a view are partial): {code}", _K.VIEW_TAKEN)
+
+    def _is_registration(self, use: cst.CSTNode) -> bool:
+        """`self.register_buffer("b", t)` and the other REGISTRATIONS: they store `t` under the name "b" and read no
+        attribute of `self`; not when the class defines the method itself, the name is not a literal other than
+        the tracked attribute's, or an argument names `self`."""
+        module = self.module
+        parent = module.parent(use)
+        call = module.parent(parent) if parent is not None else None
+        if not (type(use) is cst.Name and use.value == "self" and isinstance(parent, cst.Attribute) and parent.value is use
+                and parent.attr.value in REGISTRATIONS and isinstance(call, cst.Call) and call.func is parent):
+            return False
+        if parent.attr.value in self._class_functions or any(arg.star for arg in call.args):
+            return False
+        if any(type(node) is cst.Name and node.value in ("self", "super") for arg in call.args for node in walk(arg.value)):
+            return False
+        named = [arg for arg in call.args if arg.keyword is not None and arg.keyword.value == "name"]
+        positional = [arg for arg in call.args if arg.keyword is None]
+        name = named[0] if named else positional[0] if positional else None
+        return (name is not None and isinstance(name.value, cst.SimpleString)
+                and name.value.evaluated_value != self.target.name)
 
     def _init_write(self, call: cst.Call, statement, code: str) -> _Effect:
         init = self.module.refers_to(call.func, INIT_FUNCTIONS)
@@ -970,6 +1164,9 @@ class _Prover:
             if size is not None and _same(self.module, size, node):
                 symbols.append((node, True))  # the allocation's own size expression: unchanged since then
             return LAST
+        if self._is_twin_size(node, axis):
+            symbols.append((self._axis_size(axis), True))  # the size both allocations spell: unchanged since then
+            return LAST
         symbols.append((node, False))
         return Bound(SYMBOL, symbol=_spelling(self.module, node))
 
@@ -1016,6 +1213,11 @@ class _Prover:
                         and isinstance(expression.value, cst.Name) and expression.value.value == "self")
             return isinstance(expression, cst.Name) and expression.value == target.name
 
+        measured = self._measure(node)
+        return measured[0] if measured is not None and tracked(measured[1]) else None
+
+    def _measure(self, node: cst.BaseExpression) -> tuple[Axis, cst.BaseExpression] | None:
+        """`x.shape[k]`, `x.size(k)`, `len(x)`: the axis whose size it reads, and of what."""
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape" \
                 and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             dimension, of = _integer(node.slice[0].slice.value), node.value.value
@@ -1026,9 +1228,81 @@ class _Prover:
             dimension, of = 0, node.args[0].value
         else:
             return None
-        if dimension is None or not tracked(of):
+        if dimension is None:
             return None
-        return Axis(True, -dimension) if dimension < 0 else Axis(False, dimension)
+        return (Axis(True, -dimension) if dimension < 0 else Axis(False, dimension)), of
+
+    def _is_twin_size(self, node: cst.BaseExpression, axis: Axis) -> bool:
+        """`len(a)`, `a.shape[k]`, `a.size(k)` of a twin: another local `a`, bound once in the function, by an
+        allocation just before this one in the same block (`a = torch.zeros(n, d)`, `b = torch.zeros(n, d)`), whose
+        size on that axis is spelled as this one's and is repeatable, with nothing between the two that may change
+        it, and nothing from `a`'s allocation to `node` that may change `a`'s shape. Then `a` and the tracked tensor
+        have the same size there: the loop `for i in range(len(a))` covers both."""
+        measured = self._measure(node)
+        size = self._axis_size(axis)
+        if self.shape_of is None or self.target.attribute or measured is None or size is None:
+            return False
+        measured_axis, twin = measured
+        if measured_axis != axis or axis.from_right or not isinstance(twin, cst.Name) or twin.value == self.name:
+            return False
+        binding = self._single_binding(twin.value)
+        siblings = self._siblings(self.statement)
+        if binding is None or binding not in siblings or siblings.index(binding) > siblings.index(self.statement):
+            return False
+        shape = self.shape_of(binding.value)
+        if shape is None or axis.index >= len(shape.sizes) or (axis.index > 0 and not shape.rank_known):
+            return False
+        if not _same(self.module, shape.sizes[axis.index], size) or not self._repeatable(size):
+            return False
+        names = {name.value for name in walk(size) if type(name) is cst.Name}
+        deep = any(type(part) in (cst.Attribute, cst.Subscript, cst.Call) for part in walk(size))
+        start, allocated = self.module.span(binding)[1], self.module.span(self.statement)[1]
+        return not self._changed_in(names, start, allocated, deep) and self._shape_kept(twin.value, start,
+                                                                                         self.module.span(node)[0])
+
+    def _single_binding(self, name: str) -> cst.Assign | None:
+        """The one statement `name = value` that binds `name` in the function, when nothing else binds it (a
+        parameter, another assignment, a nested scope, a declaration)."""
+        if any(param.name.value == name for param in _parameters(self.scope.params)):
+            return None
+        bindings = []
+        for node in walk(self.scope.body):
+            kind = type(node)
+            if kind in _DECLARATIONS and any(declared.name.value == name for declared in node.names):
+                return None
+            if kind in _NESTED_SCOPES and any(True for _ in _names(self.module, node, name)):
+                return None  # its own name, or one it binds or reads
+            if kind is cst.Name and node.value == name:
+                parent = self.module.parent(node)
+                if isinstance(parent, (cst.MatchAs, cst.MatchStar)) or self._binds(node, stores=False):
+                    bindings.append(parent)
+        if len(bindings) != 1 or not isinstance(bindings[0], cst.AssignTarget):
+            return None
+        statement = self.module.parent(bindings[0])
+        return statement if isinstance(statement, cst.Assign) and len(statement.targets) == 1 else None
+
+    def _shape_kept(self, name: str, start: int, end: int) -> bool:
+        """No use of `name` between offsets `start` and `end` can change its shape: each is metadata, an index
+        (`a[i] = v` writes values only), a method that makes a new tensor, or a full-write method (`a.copy_(v)`);
+        not `resize_` and the other in-place methods, `a.data = t`, nor `a` passed to a call or stored."""
+        module = self.module
+        for node in _names(module, self.scope.body, name):
+            if not start <= module.span(node)[0] < end:
+                continue
+            parent = module.parent(node)
+            grand = module.parent(parent) if parent is not None else None
+            if isinstance(parent, cst.Subscript) and parent.value is node:
+                continue
+            if isinstance(parent, cst.Attribute) and parent.value is node and not isinstance(grand, (cst.AssignTarget, cst.Del)):
+                method = parent.attr.value
+                if method in METADATA_ATTRIBUTES or method in FULL_WRITE_METHODS or not method.endswith("_") and (
+                        method not in _STORAGE_ACCESS and method not in WHOLE_VIEW_ATTRIBUTES):
+                    continue
+            if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call) and (
+                    module.refers_to(grand.func, READING_CALLS | METADATA_FUNCTIONS) is not None):
+                continue
+            return False
+        return True
 
     def _stable(self, symbols, first: int, end: int) -> bool:
         """Every expression in `symbols` has the same value from where it is assumed (the allocation, or offset
@@ -1054,11 +1328,12 @@ class _Prover:
                 return True
         return False
 
-    def _binds(self, name: cst.Name) -> bool:
-        """`name` is assigned here: a target, a loop variable, `as`, `del`, `:=`, or the base of an attribute store."""
+    def _binds(self, name: cst.Name, stores: bool = True) -> bool:
+        """`name` is assigned here: a target, a loop variable, `as`, `del`, `:=`, or (with `stores`) the base of an
+        attribute or item store."""
         module = self.module
         node, parent = name, module.parent(name)
-        while isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is node:
+        while stores and isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is node:
             node, parent = parent, module.parent(parent)  # `a.b = v`, `a[0] = v` change what `a.b`, `a[0]` read
         if isinstance(parent, (cst.AssignTarget, cst.Del)) or isinstance(parent, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)) \
                 and self._is_assign_target(parent):
@@ -1085,7 +1360,8 @@ class _Prover:
         return isinstance(call, cst.Call) and module.refers_to(call.func, READING_CALLS) is None
 
     def _loop_writes_all(self, loop: cst.For) -> Step | None:
-        """A nest of loops that writes every element: `for i in range(n): ... x[i] = v ...`, `for i, r in
+        """A nest of loops that writes every element (a `writes` step), or one that writes a row per iteration over a
+        count not shown to be the size (a blocking step); None for any other loop: `for i in range(n): ... x[i] = v ...`, `for i, r in
         enumerate(rows): x[i] = r`, `for i in range(n): for j in range(m): x[i, j] = v`.
 
         Each loop runs over the size of the dimension its index indexes (the
@@ -1135,14 +1411,18 @@ class _Prover:
                 return None  # the body might change what `enumerate` goes on to yield
         axes = written[0]
         symbols: list[tuple[cst.BaseExpression, bool]] = []
+        over = ", ".join(f"`{level.index}` in `{self._code(level.loop.iter)[1:-1]}`" for level in levels)
         for level in levels:
             if not self._runs_over_the_size(level, axes[level.index], symbols):
-                return None
+                # The body writes one row per iteration: the rows past the loop's count keep their zeros.
+                return Step(self._line(write), f"the loop writes {self._code(write)} for every {over}, a count not shown "
+                            f"to be the size of the dimension `{level.index}` indexes (a twin's size counts when it is "
+                            "allocated earlier in the same block with the same size, unchanged since)", category=_K.PARTIAL_WRITE)
         # Inner counts are evaluated again on each outer iteration: they must hold over the whole nest.
         end = module.span(loop)[1] if len(levels) > 1 else module.span(loop.iter)[1]
         if not self._stable(symbols, module.span(self.statement)[1], end):
-            return None
-        over = ", ".join(f"`{level.index}` in `{self._code(level.loop.iter)[1:-1]}`" for level in levels)
+            return Step(self._line(loop), f"the loop writes {self._code(write)} for every {over}, but a size it counts on may "
+                        "change before or during it", category=_K.PARTIAL_WRITE)
         return Step(self._line(loop), f"overwritten in full by the loop: {self._code(write)} for every {over}, the size of "
                     "the dimension it indexes", writes=True, fills=True)
 
@@ -1379,6 +1659,13 @@ def _spelling(module: PythonModule, node: cst.CSTNode) -> str:
 
 def _same(module: PythonModule, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return _spelling(module, a) == _spelling(module, b)
+
+
+def _parameters(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from (*params.posonly_params, *params.params, *params.kwonly_params)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            yield star
 
 
 def _range_count(module: PythonModule, node: cst.BaseExpression) -> cst.BaseExpression | None:
