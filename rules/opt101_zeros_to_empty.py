@@ -62,6 +62,7 @@ CPU_SMALL_BASIS = "skips a memset of 0.1-0.5 us (1-64 KiB: 0.77 -> 0.64 us, 1.11
 CPU_LARGE_BASIS = "skips a memset: 8.8 -> 0.6 us at 1 MiB, 25 ms -> 10 us at 64 MiB with page faults (2-core EPYC, docs/benchmarks.md)"
 ONCE_BASIS = "one-time allocation: the saving (~5 us of host time plus the memset, docs/benchmarks.md) is paid once, not per step"
 DISCARDED_BASIS = "no rewrite: an allocation nothing reads is either dead code or there for a side effect of the call"
+ZEROED_AGAIN_BASIS = "no rewrite: the allocation's zeros are the values wanted; the fill after it is the one to remove"
 
 
 class ZerosToEmpty(Rule):
@@ -130,7 +131,10 @@ class ZerosToEmpty(Rule):
 
     An allocation whose value nothing reads at all (a discarded result, `_ =
     t.new_zeros(n)`, a name reassigned or deleted first) is advice, not a
-    fix: it is dead code, or there for a side effect of the call.
+    fix: it is dead code, or there for a side effect of the call. So is a
+    zeros that every path zeroes again before any read (`x.zero_()`,
+    `x.fill_(0)`, `x[:] = 0`, `nn.init.zeros_`): its zeros are the values
+    wanted, and the second zeroing is what gains nothing.
 
     ## Why is this bad
     `torch.zeros` is `torch.empty` plus a fill: on CUDA one more kernel launch
@@ -512,6 +516,13 @@ class ZerosToEmpty(Rule):
                       "allocation is dead, or kept for a side effect of the call (an exception, a dispatch); remove it, "
                       "or leave it as it is")
             return self._discarded(module, call, context, reason, proof.steps)
+        zeroed = proof.zeroed_again
+        if zeroed:
+            again = "; ".join(f"L{step.line}: {step.text}" for step in zeroed)
+            reason = (f"`{name}` is zeroed again before any read ({again}): the second zeroing gains nothing; remove "
+                      "it, or leave it as it is")
+            return self.advice(module, module.start(call), reason=reason, context=context, basis=ZEROED_AGAIN_BASIS,
+                               category=KeepCategory.NO_GAIN)
         return self._fix(module, call, kind, context, Tier.SAFE, _proof_reason(name, proof), proof.steps)
 
     def _unproven(self, module, call, context, name: str, proof: OverwriteProof) -> Finding:

@@ -175,6 +175,7 @@ class Step:
     category: KeepCategory | None = None  # set on a blocking use: what kind of use it is
     writes: bool = False  # the step overwrites every element (or the value dies): what the proof rests on
     fills: bool = False  # the step writes every element into the buffer (not a reassignment or `del`)
+    zeroes: bool = False  # the write stores zeros (`zero_()`, `fill_(0)`, `x[:] = 0`): the allocation's own values
 
     def reached(self, path: "Via | None") -> "Step":
         """This step, saying it is reached only along `path` (e.g. when a loop runs zero times).
@@ -271,6 +272,13 @@ class OverwriteProof:
         """Some path writes into the buffer: without one, the allocation's value is never used at all."""
         return any(step.fills for step in self.steps)
 
+    @property
+    def zeroed_again(self) -> list[Step]:
+        """The writes, when every one that fills the buffer stores zeros again: the zeros were right, the write is
+        what gains nothing."""
+        writes = [step for step in self.steps if step.writes and step.fills]
+        return writes if writes and all(step.zeroes for step in writes) else []
+
 
 class _Use:
     METADATA, WRITE, DEAD, BLOCK, PART, ALIAS = "metadata", "write", "dead", "block", "part", "alias"
@@ -285,6 +293,7 @@ class _Effect(NamedTuple):
     regions: tuple[Region, ...] = ()  # for PART: the elements written
     symbols: tuple[cst.BaseExpression, ...] = ()  # for PART: the bounds whose value the proof assumes unchanged
     alias: str = ""  # for ALIAS: the name the list of covering views is bound to
+    zeroes: bool = False  # for WRITE: the value written is zero
 
 
 class _Alias(NamedTuple):
@@ -554,7 +563,8 @@ class _Prover:
         if effect.kind == _Use.BLOCK:
             return PathResult(blocked=Step(line, effect.text, category=effect.category))
         if effect.kind in (_Use.WRITE, _Use.DEAD):
-            return PathResult(open=False, steps=[Step(line, effect.text, writes=True, fills=effect.kind == _Use.WRITE)])
+            step = Step(line, effect.text, writes=True, fills=effect.kind == _Use.WRITE, zeroes=effect.zeroes)
+            return PathResult(open=False, steps=[step])
         if effect.kind == _Use.ALIAS:
             step = Step(line, f"{effect.text}, not written in full by the statement after it", category=_K.VIEW_TAKEN)
             return PathResult(open=True, steps=[Step(line, effect.text)], pending=_Alias(effect.alias, step))
@@ -756,7 +766,8 @@ class _Prover:
             return _Effect(_Use.BLOCK, f"the result of `.{method}(...)` is used, so it escapes: {code}", _K.STORED)
         if any(self._reads_name(arg.value) for arg in call.args):
             return _Effect(_Use.BLOCK, f"reads `{self.name}` while writing it: {code}", _K.READ_BEFORE_WRITE)
-        return _Effect(_Use.WRITE, text)
+        zeroes = method == "zero_" or method == "fill_" and len(call.args) == 1 and _is_zero(call.args[0].value)
+        return _Effect(_Use.WRITE, text, zeroes=zeroes)
 
     def _classify_subscript(self, subscript: cst.Subscript, statement, code: str) -> _Effect:
         parent = self.module.parent(subscript)
@@ -767,7 +778,8 @@ class _Prover:
                 return _Effect(_Use.BLOCK, f"chained assignment: {code}", _K.OTHER)
             if self._reads_name(statement.value):
                 return _Effect(_Use.BLOCK, f"reads `{self.name}` while writing it: {code}", _K.READ_BEFORE_WRITE)
-            return self._region_write(written, code)
+            effect = self._region_write(written, code)
+            return effect._replace(zeroes=effect.kind == _Use.WRITE and _is_zero(statement.value))
         if isinstance(parent, cst.AugAssign) and parent.target is subscript:
             return _Effect(_Use.BLOCK, f"read-modify-write: {code}", _K.READ_MODIFY_WRITE)
         if (isinstance(parent, cst.Attribute) and parent.value is subscript and parent.attr.value in FULL_WRITE_METHODS
@@ -927,7 +939,8 @@ class _Prover:
             return _Effect(_Use.BLOCK, f"the result of `{init}(...)` is used, so it escapes: {code}", _K.STORED)
         if sum(1 for _ in self._uses(call)) > 1 and any(self._reads_name(a.value) for a in call.args[1:]):
             return _Effect(_Use.BLOCK, f"reads `{self.name}` while initialising it: {code}", _K.READ_BEFORE_WRITE)
-        return _Effect(_Use.WRITE, f"overwritten in full by {code} ({init} assigns every element)")
+        return _Effect(_Use.WRITE, f"overwritten in full by {code} ({init} assigns every element)",
+                       zeroes=init == "torch.nn.init.zeros_")
 
     def _out_tuple(self, use: cst.CSTNode) -> tuple[cst.Call, int] | None:
         """`op(..., out=(use, other))`: the call and the number of outputs, when `use` is one element of `out=`."""
@@ -1639,6 +1652,13 @@ class _Parts:
             if covers([r for r in self.regions if r.axis == axis], AxisSize(_integer(size) if size is not None else None)):
                 return True
         return False
+
+
+def _is_zero(node: cst.BaseExpression) -> bool:
+    """A literal zero: `0`, `0.0`, `False`."""
+    if isinstance(node, (cst.Integer, cst.Float)) and not node.lpar:
+        return node.evaluated_value == 0
+    return isinstance(node, cst.Name) and node.value == "False"
 
 
 def _integer(node: cst.BaseExpression | None) -> int | None:
