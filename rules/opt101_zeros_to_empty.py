@@ -95,8 +95,11 @@ class ZerosToEmpty(Rule):
     allocations (`bufs = [torch.zeros(s) for _ in range(n)]`, followed
     element by element: every tensor in the list is written) or views that
     together cover a buffer (`list(buf.chunk(n))`, `list(torch.split(buf,
-    s))`, `tensor_split`, `unbind`, given to the collective at once or bound
-    to a name the very next statement gives it); any of these
+    s))`, `tensor_split`, `unbind`, given to the collective at once, or bound
+    to a name and given to it later with nothing naming the buffer or the
+    views in between); a collective called with `async_op=True` whose
+    handle, kept in a name, is waited on (`work.wait()`) before anything
+    names the buffer or the handle; any of these
     through a view of the whole buffer (`x.view(s)`, `x.t()`, `x.data`, and
     `x.reshape(-1)` or `x.flatten()` of contiguous memory); partial writes on
     one straight line of code whose regions together cover the tensor along
@@ -165,9 +168,9 @@ class ZerosToEmpty(Rule):
     or masked write that later writes do not complete, `return`/`yield`,
     storing it in an attribute or container, a write in only one branch, a
     write inside a loop that may run zero times (unless the loop runs over
-    the dimension's own size), a list collective called with
-    `async_op=True`, `gather` (its list is written on the destination rank
-    only), a list sliced or read before its collective, a `recv` into a
+    the dimension's own size), a use of the buffer before the `wait()` of
+    an asynchronous collective, or a handle not kept in a name, `gather`
+    (its list is written on the destination rank only), a list sliced or read before its collective, a `recv` into a
     slice, covering views used in any other way, a closure that captures it, `locals()`,
     `eval` and frame access, or a read on an exception path. Every path
     counts: `break`/`continue` (also from a `finally`), the next iteration
@@ -234,8 +237,7 @@ class ZerosToEmpty(Rule):
     validate tier by a subclass (only a dispatch mode would see it, and
     modes are not tracked). `deepspeed.comm`'s collectives are taken to
     behave as the `torch.distributed` ones they forward to (not under its
-    debugging switch `comm_off`, which turns them into no-ops). An
-    asynchronous collective is kept even when `wait()` follows at once. A
+    debugging switch `comm_off`, which turns them into no-ops). A
     registration runs torch's global registration hooks
     (`register_module_buffer_registration_hook` and the like), which are
     assumed not to read the module's parameters, and a method a base class

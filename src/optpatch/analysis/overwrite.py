@@ -34,7 +34,9 @@ same size just before, `_is_twin_size`). Collectives write their output
 (`COLLECTIVE_OUTPUTS`), and list collectives every tensor of their output
 list: a list of fresh allocations (`Tracked.elements`), or views that cover
 the tracked tensor (`COVERING_VIEWS`, bound to a name only when the next
-statement gives them to the collective: `_Alias`). A full-write method
+statement gives them to the collective: `_Pending`); an asynchronous
+collective writes once the `wait()` of its handle returns, when nothing
+names the tensor or the handle before (`_Pending` too). A full-write method
 chained on the allocation itself needs no walk (`prove_chained_overwrite`).
 
 The proof follows a local name, or `self.<attribute>` assigned in
@@ -246,7 +248,7 @@ class PathResult:
     loop_exit: bool = False
     steps: list[Step] = field(default_factory=list)
     via: Via | None = None
-    pending: "_Alias | None" = None  # the views just cut from the tensor, which the next statement must write
+    pending: "_Pending | None" = None  # a write begun that a later statement completes
 
 
 @dataclass
@@ -281,7 +283,7 @@ class OverwriteProof:
 
 
 class _Use:
-    METADATA, WRITE, DEAD, BLOCK, PART, ALIAS = "metadata", "write", "dead", "block", "part", "alias"
+    METADATA, WRITE, DEAD, BLOCK, PART, PENDING = "metadata", "write", "dead", "block", "part", "pending"
 
 
 class _Effect(NamedTuple):
@@ -292,16 +294,26 @@ class _Effect(NamedTuple):
     category: KeepCategory | None = None  # for BLOCK
     regions: tuple[Region, ...] = ()  # for PART: the elements written
     symbols: tuple[cst.BaseExpression, ...] = ()  # for PART: the bounds whose value the proof assumes unchanged
-    alias: str = ""  # for ALIAS: the name the list of covering views is bound to
+    pending: "_Pending | None" = None  # for PENDING: what completes the write
     zeroes: bool = False  # for WRITE: the value written is zero
 
 
-class _Alias(NamedTuple):
-    """`parts = list(x.chunk(n))`: the views that cover the tensor, bound to `name`; `step` blocks unless the next
-    statement writes them all."""
+class _Pending(NamedTuple):
+    """A write begun and not yet complete: `name` holds views that cover the tensor, which a synchronous list
+    collective must write (`parts = list(x.chunk(n))`), or, when `waits`, the handle of an asynchronous collective
+    that has written it once `name.wait()` returns. Until then no statement may name the tensor or `name`; `step`
+    is the blocker when one does, or when the code ends first."""
 
     name: str
-    step: Step
+    waits: bool
+    step: Step | None = None
+
+
+class _Collective(NamedTuple):
+    """A collective call whose output is the tracked tensor (or list): its name, and whether `async_op=True`."""
+
+    name: str
+    asynchronous: bool
 
 
 _K = KeepCategory
@@ -491,9 +503,9 @@ class _Prover:
         """
         result = PathResult(via=via)
         parts = _Parts()
-        pending: _Alias | None = None
+        pending: _Pending | None = None
         for item in items:
-            step = self._complete_alias(item, pending) if pending else self._scan_item(item, parts)
+            step = self._continue_pending(item, pending, parts) if pending else self._scan_item(item, parts)
             pending = step.pending
             result.steps.extend(step.steps)
             result.loop_exit = result.loop_exit or step.loop_exit
@@ -510,21 +522,38 @@ class _Prover:
             result.blocked = parts.first.reached(result.via)
         return result
 
-    def _complete_alias(self, item: cst.CSTNode, alias: _Alias) -> PathResult:
-        """The statement after `parts = list(x.chunk(n))`: a synchronous list collective whose output is `parts`
-        writes every view, so all of `x`; anything else may write the views in part, or read them."""
-        blocked = PathResult(blocked=alias.step)
+    def _continue_pending(self, item: cst.CSTNode, pending: _Pending, parts: "_Parts") -> PathResult:
+        """A statement after a write was begun: code that names neither the tensor nor `pending.name` is scanned as
+        usual, the write still on its way; the statement that completes the write (`_completion`) ends the path;
+        any other use of either may read or write part of the tensor before the write lands."""
+        if not self._mentions(item) and not any(True for _ in _names(self.module, item, pending.name)):
+            result = self._scan_item(item, parts)
+            result.pending = pending
+            return result
+        written = self._completion(item, pending)
+        return PathResult(open=False, steps=[written]) if written else PathResult(blocked=pending.step)
+
+    def _completion(self, item: cst.CSTNode, pending: _Pending) -> Step | None:
+        """`handle.wait()` for an asynchronous collective, or a synchronous list collective whose output is the list
+        of views `pending.name` (nothing else naming it or the tensor): the full write; else None."""
         if not (isinstance(item, cst.Expr) and isinstance(item.value, cst.Call)) or self._mentions(item):
-            return blocked
-        call = item.value
-        outputs = [arg for arg in call.args if isinstance(arg.value, cst.Name) and arg.value.value == alias.name]
-        if len(outputs) != 1 or self._collective_output(outputs[0], call, COLLECTIVE_LIST_OUTPUTS) is None:
-            return blocked
-        if any(True for arg in call.args if arg is not outputs[0] for _ in _names(self.module, arg, alias.name)):
-            return blocked
-        text = (f"overwritten in full by {self._code(item)}: the synchronous collective writes every view in "
-                f"`{alias.name}`, and they cover `{self.name}`")
-        return PathResult(open=False, steps=[Step(self._line(item), text, writes=True, fills=True)])
+            return None
+        call, name, code = item.value, pending.name, self._code(item)
+        if pending.waits:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "wait" and isinstance(func.value, cst.Name) \
+                    and func.value.value == name and not any(True for arg in call.args for _ in _names(self.module, arg, name)):
+                return Step(self._line(item), f"overwritten in full once {code} returns (the asynchronous collective it waits for "
+                            "writes the whole output)", writes=True, fills=True)
+            return None
+        outputs = [arg for arg in call.args if isinstance(arg.value, cst.Name) and arg.value.value == name]
+        if len(outputs) != 1 or any(True for arg in call.args if arg is not outputs[0] for _ in _names(self.module, arg, name)):
+            return None
+        collective = self._collective_output(outputs[0], call, COLLECTIVE_LIST_OUTPUTS)
+        if collective is None or collective.asynchronous:
+            return None
+        text = f"overwritten in full by {code}: the synchronous collective writes every view in `{name}`, and they cover `{self.name}`"
+        return Step(self._line(item), text, writes=True, fills=True)
 
     def _scan_item(self, item: cst.CSTNode, parts: "_Parts") -> PathResult:
         if isinstance(item, cst.BaseSmallStatement):
@@ -565,9 +594,12 @@ class _Prover:
         if effect.kind in (_Use.WRITE, _Use.DEAD):
             step = Step(line, effect.text, writes=True, fills=effect.kind == _Use.WRITE, zeroes=effect.zeroes)
             return PathResult(open=False, steps=[step])
-        if effect.kind == _Use.ALIAS:
-            step = Step(line, f"{effect.text}, not written in full by the statement after it", category=_K.VIEW_TAKEN)
-            return PathResult(open=True, steps=[Step(line, effect.text)], pending=_Alias(effect.alias, step))
+        if effect.kind == _Use.PENDING:
+            pending = effect.pending
+            blocker = (f"{effect.text}; but `{pending.name}` or `{self.name}` is used, or the code ends, first"
+                       if pending.waits else f"{effect.text}, not written in full by a list collective before another use")
+            step = Step(line, blocker, category=_K.READ_BEFORE_WRITE if pending.waits else _K.VIEW_TAKEN)
+            return PathResult(open=True, steps=[Step(line, effect.text)], pending=pending._replace(step=step))
         if effect.kind == _Use.PART:
             step = Step(line, effect.text, category=_K.PARTIAL_WRITE)
             completed = parts.add(step, effect, statement, self)
@@ -689,7 +721,7 @@ class _Prover:
             effect = self._classify_use(use, statement)
             if effect.kind == _Use.BLOCK:
                 return effect
-            if effect.kind in (_Use.WRITE, _Use.DEAD, _Use.ALIAS):
+            if effect.kind in (_Use.WRITE, _Use.DEAD, _Use.PENDING):
                 write = effect
             elif effect.kind == _Use.PART:
                 parts.append(effect)
@@ -806,13 +838,9 @@ class _Prover:
             return self._classify_out(use, call, 1, statement, code)
         if self._init_target(arg, call):
             return self._init_write(call, statement, code)
-        collective = self._collective_output(arg, call, COLLECTIVE_OUTPUTS)
-        if collective is not None:
-            if not self._is_whole_statement(call, statement):
-                return _Effect(_Use.BLOCK, f"the result of `{collective}(...)` is used, so it escapes: {code}", _K.STORED)
-            if any(self._reads_name(other.value) for other in call.args if other is not arg):
-                return _Effect(_Use.BLOCK, f"`{self.name}` is both input and output of `{collective}`: {code}", _K.OUT_TARGET)
-            return _Effect(_Use.WRITE, f"overwritten in full by {code} (the output of a synchronous `{collective}`)")
+        effect = self._collective_write(arg, call, statement, code, f"overwritten in full by {code}", COLLECTIVE_OUTPUTS)
+        if effect is not None:
+            return effect
         callee = self.module.text(call.func)
         return _Effect(_Use.BLOCK, f"passed to `{callee}(...)`, which may read it: {code}", _K.PASSED)
 
@@ -824,9 +852,9 @@ class _Prover:
         first = arg.keyword.value == "tensor" if arg.keyword is not None else bool(positional) and positional[0] is arg
         return first and self.module.refers_to(call.func, INIT_FUNCTIONS) is not None
 
-    def _collective_output(self, arg: cst.Arg, call: cst.Call, collectives: dict) -> str | None:
-        """The collective's name when `arg` is the output of a synchronous call of one of `collectives`
-        (`COLLECTIVE_OUTPUTS`, or `COLLECTIVE_LIST_OUTPUTS` for an output list)."""
+    def _collective_output(self, arg: cst.Arg, call: cst.Call, collectives: dict) -> _Collective | None:
+        """The collective when `arg` is the output of a call of one of `collectives` (`COLLECTIVE_OUTPUTS`, or
+        `COLLECTIVE_LIST_OUTPUTS` for an output list), synchronous or with `async_op=True` spelled out."""
         name = self.module.refers_to(call.func, collectives.keys())
         if name is None or arg.star:
             return None
@@ -836,12 +864,34 @@ class _Prover:
             return None
         output = arg.keyword.value in keywords if arg.keyword is not None else bool(positional) and positional[0] is arg
         async_op = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "async_op"), None)
-        if not output or not (async_op is None or isinstance(async_op, cst.Name) and async_op.value == "False"):
+        spelled = async_op.value if isinstance(async_op, cst.Name) and async_op.value in ("True", "False") else None
+        if not output or async_op is not None and spelled is None:
             return None
         splits = [a.value for a in call.args if a.keyword is not None and a.keyword.value.endswith("split_sizes")]
         if any(not (isinstance(value, cst.Name) and value.value == "None") for value in splits):
             return None
-        return name
+        return _Collective(name, spelled == "True")
+
+    def _collective_write(self, arg: cst.Arg, call: cst.Call, statement, code: str, text: str,
+                          collectives: dict) -> _Effect | None:
+        """`arg` is the output of one of `collectives`: the write, begun when `async_op=True` (complete at the
+        `wait()` of the handle the statement binds), or why it is not one; None when the call is no such collective."""
+        collective = self._collective_output(arg, call, collectives)
+        if collective is None:
+            return None
+        name = collective.name
+        if any(self._reads_name(other.value) for other in call.args if other is not arg):
+            return _Effect(_Use.BLOCK, f"`{self.name}` is both input and output of `{name}`: {code}", _K.OUT_TARGET)
+        if not collective.asynchronous:
+            if not self._is_whole_statement(call, statement):
+                return _Effect(_Use.BLOCK, f"the result of `{name}(...)` is used, so it escapes: {code}", _K.STORED)
+            return _Effect(_Use.WRITE, f"{text} (the output of a synchronous `{name}`)")
+        handle = _bound_name(statement, call)
+        if handle is None:
+            return _Effect(_Use.BLOCK, f"written by an asynchronous `{name}` whose handle is not kept in a name, so "
+                           f"its wait() is not seen: {code}", _K.READ_BEFORE_WRITE)
+        return _Effect(_Use.PENDING, f"{text} once `{handle}.wait()` returns (an asynchronous `{name}`)",
+                       pending=_Pending(handle, waits=True))
 
     def _classify_element_use(self, use: cst.CSTNode, statement, code: str) -> _Effect | None:
         """A use of a list of fresh tensors (`Tracked.elements`): the output list of a synchronous list collective
@@ -855,23 +905,11 @@ class _Prover:
             return None
         if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
             text = f"every tensor in `{self.name}` overwritten in full by {code}"
-            effect = self._list_collective_write(parent, grand, statement, code, text)
+            effect = self._collective_write(parent, grand, statement, code, text, COLLECTIVE_LIST_OUTPUTS)
             if effect is not None:
                 return effect
         return _Effect(_Use.BLOCK, f"the list `{self.name}` is used before a collective writes its tensors: {code}",
                        _K.READ_BEFORE_WRITE)
-
-    def _list_collective_write(self, arg: cst.Arg, call: cst.Call, statement, code: str, text: str) -> _Effect | None:
-        """`arg` is the output list of a synchronous list collective (`all_gather`, `all_to_all`): the write, or
-        why it is not one; None when the call is no such collective."""
-        collective = self._collective_output(arg, call, COLLECTIVE_LIST_OUTPUTS)
-        if collective is None:
-            return None
-        if not self._is_whole_statement(call, statement):
-            return _Effect(_Use.BLOCK, f"the result of `{collective}(...)` is used, so it escapes: {code}", _K.STORED)
-        if any(self._reads_name(other.value) for other in call.args if other is not arg):
-            return _Effect(_Use.BLOCK, f"`{self.name}` is both input and output of `{collective}`: {code}", _K.OUT_TARGET)
-        return _Effect(_Use.WRITE, f"{text} (the output list of a synchronous `{collective}`)")
 
     def _covering_list(self, use: cst.CSTNode) -> cst.Call | None:
         """`list(x.chunk(n))`, `list(torch.split(x, s))` and the other COVERING_VIEWS of the tracked `x`: the
@@ -899,18 +937,18 @@ class _Prover:
 
     def _classify_covering(self, views: cst.Call, statement, code: str) -> _Effect:
         """A list of views that cover the tensor: written in full as a list collective's output, here or (bound to
-        a name) by the next statement (`_complete_alias`); any other use may write them in part."""
+        a name) by a later statement (`_completion`); any other use may write them in part."""
         module = self.module
         parent = module.parent(views)
         grand = module.parent(parent) if parent is not None else None
         if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
             text = f"overwritten in full through views that cover it, by {code}"
-            effect = self._list_collective_write(parent, grand, statement, code, text)
+            effect = self._collective_write(parent, grand, statement, code, text, COLLECTIVE_LIST_OUTPUTS)
             if effect is not None:
                 return effect
-        if parent is statement and isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
-                and isinstance(statement.targets[0].target, cst.Name):
-            return _Effect(_Use.ALIAS, f"cut into views that cover it: {code}", alias=statement.targets[0].target.value)
+        bound = _bound_name(statement, views)
+        if bound is not None:
+            return _Effect(_Use.PENDING, f"cut into views that cover it: {code}", pending=_Pending(bound, waits=False))
         return _Effect(_Use.BLOCK, f"a view of it is taken (writes through a view are partial): {code}", _K.VIEW_TAKEN)
 
     def _is_registration(self, use: cst.CSTNode) -> bool:
@@ -1652,6 +1690,14 @@ class _Parts:
             if covers([r for r in self.regions if r.axis == axis], AxisSize(_integer(size) if size is not None else None)):
                 return True
         return False
+
+
+def _bound_name(statement: cst.CSTNode, value: cst.BaseExpression) -> str | None:
+    """`name = value` as the whole statement: the name; else None."""
+    if isinstance(statement, cst.Assign) and statement.value is value and len(statement.targets) == 1 \
+            and isinstance(statement.targets[0].target, cst.Name):
+        return statement.targets[0].target.value
+    return None
 
 
 def _is_zero(node: cst.BaseExpression) -> bool:
