@@ -119,7 +119,7 @@ class ZerosToEmpty(Rule):
     range(len(a)): a[i] = ...; b[i] = ...` fixes both). A full-write method
     chained on the allocation itself (`torch.zeros(n).fill_(v)`,
     `x.new_zeros(s).normal_()`, `.random_`, `.uniform_`, `.exponential_`,
-    `.copy_`, ...; not `.zero_()`) is a full overwrite: it becomes `empty`
+    `.copy_`, ...; `.zero_()` and `.fill_(0)` are advice, as below) is a full overwrite: it becomes `empty`
     plus the same call, so the dtype stays the allocation's (`torch.full(n,
     v)` would take it from `v`) and a random fill draws the same numbers
     from the same generator. Before the
@@ -136,7 +136,7 @@ class ZerosToEmpty(Rule):
     t.new_zeros(n)`, a name reassigned or deleted first) is advice, not a
     fix: it is dead code, or there for a side effect of the call. So is a
     zeros that every path zeroes again before any read (`x.zero_()`,
-    `x.fill_(0)`, `x[:] = 0`, `nn.init.zeros_`): its zeros are the values
+    `x.fill_(0)`, `x[:] = 0`, `nn.init.zeros_`, `torch.zeros(n).zero_()`): its zeros are the values
     wanted, and the second zeroing is what gains nothing.
 
     ## Why is this bad
@@ -472,6 +472,8 @@ class ZerosToEmpty(Rule):
                               KeepCategory.NOT_TORCH)
         chained = prove_chained_overwrite(module, _moved_result(module, call))
         if chained is not None:
+            if chained.zeroed_again:
+                return self._zeroed_again(module, call, context, "the allocation", chained)
             return self._fix(module, call, kind, context, Tier.SAFE, f"nothing reads the zeros: {chained.summary()}",
                              chained.steps)
         allocation, parameter = _allocated_value(module, call)
@@ -518,14 +520,16 @@ class ZerosToEmpty(Rule):
                       "allocation is dead, or kept for a side effect of the call (an exception, a dispatch); remove it, "
                       "or leave it as it is")
             return self._discarded(module, call, context, reason, proof.steps)
-        zeroed = proof.zeroed_again
-        if zeroed:
-            again = "; ".join(f"L{step.line}: {step.text}" for step in zeroed)
-            reason = (f"`{name}` is zeroed again before any read ({again}): the second zeroing gains nothing; remove "
-                      "it, or leave it as it is")
-            return self.advice(module, module.start(call), reason=reason, context=context, basis=ZEROED_AGAIN_BASIS,
-                               category=KeepCategory.NO_GAIN)
+        if proof.zeroed_again:
+            return self._zeroed_again(module, call, context, f"`{name}`", proof)
         return self._fix(module, call, kind, context, Tier.SAFE, _proof_reason(name, proof), proof.steps)
+
+    def _zeroed_again(self, module, call, context, what: str, proof: OverwriteProof) -> Finding:
+        """Zeros that every path zeroes again before any read: advice to remove the second zeroing, not a fix."""
+        again = "; ".join(f"L{step.line}: {step.text}" for step in proof.zeroed_again)
+        reason = f"{what} is zeroed again before any read ({again}): the second zeroing gains nothing; remove it, or leave it as it is"
+        return self.advice(module, module.start(call), reason=reason, context=context, basis=ZEROED_AGAIN_BASIS,
+                           category=KeepCategory.NO_GAIN)
 
     def _unproven(self, module, call, context, name: str, proof: OverwriteProof) -> Finding:
         assert proof.blocker is not None

@@ -336,8 +336,8 @@ def prove_full_overwrite(
     return _Prover(module, target, shape, shape_of).prove(statement)
 
 
-# Chained on an allocation, these write every element of it; `zero_()` too, but zeros zeroed again gain nothing.
-CHAINED_FULL_WRITES = FULL_WRITE_METHODS - {"zero_"}
+# Chained on an allocation, these write every element of it (`zero_()` and `fill_(0)`: zeros again, `zeroed_again`).
+CHAINED_FULL_WRITES = FULL_WRITE_METHODS
 
 
 def prove_chained_overwrite(module: PythonModule, value: cst.BaseExpression) -> OverwriteProof | None:
@@ -353,8 +353,9 @@ def prove_chained_overwrite(module: PythonModule, value: cst.BaseExpression) -> 
     if not (isinstance(call, cst.Call) and call.func is attribute and attribute.value is value
             and attribute.attr.value in CHAINED_FULL_WRITES):
         return None
-    text = f"overwritten in full at once by `.{attribute.attr.value}(...)`, called on the allocation itself"
-    return OverwriteProof(True, [Step(module.start(call)[0], text, writes=True, fills=True)])
+    method = attribute.attr.value
+    text = f"overwritten in full at once by `.{method}(...)`, called on the allocation itself"
+    return OverwriteProof(True, [Step(module.start(call)[0], text, writes=True, fills=True, zeroes=_zeroes(method, call))])
 
 
 class _Prover:
@@ -798,8 +799,7 @@ class _Prover:
             return _Effect(_Use.BLOCK, f"the result of `.{method}(...)` is used, so it escapes: {code}", _K.STORED)
         if any(self._reads_name(arg.value) for arg in call.args):
             return _Effect(_Use.BLOCK, f"reads `{self.name}` while writing it: {code}", _K.READ_BEFORE_WRITE)
-        zeroes = method == "zero_" or method == "fill_" and len(call.args) == 1 and _is_zero(call.args[0].value)
-        return _Effect(_Use.WRITE, text, zeroes=zeroes)
+        return _Effect(_Use.WRITE, text, zeroes=_zeroes(method, call))
 
     def _classify_subscript(self, subscript: cst.Subscript, statement, code: str) -> _Effect:
         parent = self.module.parent(subscript)
@@ -1698,6 +1698,11 @@ def _bound_name(statement: cst.CSTNode, value: cst.BaseExpression) -> str | None
             and isinstance(statement.targets[0].target, cst.Name):
         return statement.targets[0].target.value
     return None
+
+
+def _zeroes(method: str, call: cst.Call) -> bool:
+    """The full-write method call `x.<method>(...)` stores zeros: `zero_()`, `fill_(0)`."""
+    return method == "zero_" or method == "fill_" and len(call.args) == 1 and _is_zero(call.args[0].value)
 
 
 def _is_zero(node: cst.BaseExpression) -> bool:
