@@ -6,6 +6,7 @@ spelled through the first (`len(a)`, `a.shape[0]`, `a.size(0)`) or as the
 shared size. Both sites must get the same verdict: both fixed where the
 loop covers the rows, both kept where it may not.
 """
+import json
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,19 @@ def test_twins_under_a_short_loop_are_both_kept(tmp_path, allocation, bound):
 def test_twins_under_a_loop_that_may_break_are_both_kept(tmp_path, allocation):
     first, second = _twins(tmp_path, allocation, "len(a)", "assigned", before_writes="if i == stop:\n            break")
     assert first == second == ("keep", None)
+
+
+def test_twins_get_one_verdict_through_the_cli(tmp_path):
+    """The same, as a user runs it: `optpatch check --output-format json` on the twins of loop_coverage.py."""
+    from conftest import run_cli
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "python" / "opt101" / "loop_coverage.py"
+    lines = fixture.read_text(encoding="utf-8").splitlines()
+    pairs = [(number, number + 1) for number, line in enumerate(lines, start=1)
+             if line.startswith("def twins") for number in [number + 1]]
+    assert len(pairs) == 2, pairs  # `twins` and `twins_by_shape`: two allocations each, on the lines after the def
+    result = run_cli("check", str(fixture), "--select", "OPT101", "--output-format", "json", "--no-cache", "--exit-zero")
+    assert result.returncode == 0, result.stderr
+    verdicts = {f["line"]: (f["verdict"], f["tier"]) for f in json.loads(result.stdout)["findings"]}
+    for first, second in pairs:
+        assert verdicts[first] == verdicts[second] == ("fix", "safe"), (first, second, verdicts)
