@@ -119,11 +119,11 @@ class ZerosToEmpty(Rule):
     range(len(a)): a[i] = ...; b[i] = ...` fixes both). A full-write method
     chained on the allocation itself (`torch.zeros(n).fill_(v)`,
     `x.new_zeros(s).normal_()`, `.random_`, `.uniform_`, `.exponential_`,
-    `.copy_`, ...; `.zero_()` and `.fill_(0)` are advice, as below) is a full overwrite: it becomes `empty`
-    plus the same call, so the dtype stays the allocation's (`torch.full(n,
-    v)` would take it from `v`) and a random fill draws the same numbers
-    from the same generator. Before the
-    write only metadata is used: `x.shape`, `x.size()`, `x.dtype`,
+    `.copy_`, ...; `.zero_()` and `.fill_(0)` are advice, as below) is a
+    full overwrite: it becomes `empty` plus the same call, so the dtype
+    stays the allocation's (`torch.full(n, v)` would take it from `v`) and
+    a random fill draws the same numbers from the same generator. Before
+    the write only metadata is used: `x.shape`, `x.size()`, `x.dtype`,
     `x.device`, `x.dim()`, `x.numel()`, `len(x)`, `isinstance(x, ...)`, the
     template of `torch.empty_like(x)` and the other `*_like` factories, the
     receiver of `x.new_empty(...)` and the other `new_*` constructors. In
@@ -136,8 +136,9 @@ class ZerosToEmpty(Rule):
     t.new_zeros(n)`, a name reassigned or deleted first) is advice, not a
     fix: it is dead code, or there for a side effect of the call. So is a
     zeros that every path zeroes again before any read (`x.zero_()`,
-    `x.fill_(0)`, `x[:] = 0`, `nn.init.zeros_`, `torch.zeros(n).zero_()`): its zeros are the values
-    wanted, and the second zeroing is what gains nothing.
+    `x.fill_(0)`, `x[:] = 0`, `nn.init.zeros_`, `torch.zeros(n).zero_()`):
+    its zeros are the values wanted, and the second zeroing is what gains
+    nothing.
 
     ## Why is this bad
     `torch.zeros` is `torch.empty` plus a fill: on CUDA one more kernel launch
@@ -170,8 +171,9 @@ class ZerosToEmpty(Rule):
     write inside a loop that may run zero times (unless the loop runs over
     the dimension's own size), a use of the buffer before the `wait()` of
     an asynchronous collective, or a handle not kept in a name, `gather`
-    (its list is written on the destination rank only), a list sliced or read before its collective, a `recv` into a
-    slice, covering views used in any other way, a closure that captures it, `locals()`,
+    (its list is written on the destination rank only), a list sliced or
+    read before its collective, a `recv` into a slice, covering views used
+    in any other way, a closure that captures it, `locals()`,
     `eval` and frame access, or a read on an exception path. Every path
     counts: `break`/`continue` (also from a `finally`), the next iteration
     (its `while` test included), a loop `else` that `break` skips, and an
