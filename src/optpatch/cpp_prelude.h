@@ -82,6 +82,16 @@ cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaSetDevice(int device);
 const char* cudaGetErrorString(cudaError_t error);
 extern "C" unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared = 0, void* stream = 0);
+// What clang calls for `<<<...>>>` when it takes the CUDA version for an old one (no CUDA installation seen).
+extern "C" cudaError_t cudaConfigureCall(dim3 grid, dim3 block, size_t shared = 0, cudaStream_t stream = 0);
+__device__ int atomicAdd(int* address, int value);
+__device__ unsigned atomicAdd(unsigned* address, unsigned value);
+__device__ float atomicAdd(float* address, float value);
+__device__ double atomicAdd(double* address, double value);
+__device__ int atomicMax(int* address, int value);
+__device__ int atomicMin(int* address, int value);
+__device__ int atomicExch(int* address, int value);
+__device__ int atomicCAS(int* address, int compare, int value);
 struct __half { unsigned short x; };
 struct __half2 { __half x, y; };
 struct __nv_bfloat16 { unsigned short x; };
@@ -415,9 +425,42 @@ std::string toString(ScalarType dtype);
 
 namespace at {
 using namespace c10;
+// Element access as ATen's accessors give it: `a[i][j]` down to a reference to the element.
+template <class T>
+struct DefaultPtrTraits {
+  typedef T* PtrType;
+};
+template <class T>
+struct RestrictPtrTraits {
+  typedef T* __restrict__ PtrType;
+};
+template <class T, size_t N>
+class TensorAccessor {
+ public:
+  TensorAccessor<T, N - 1> operator[](int64_t index) const;
+  int64_t size(int64_t dim) const;
+};
+template <class T>
+class TensorAccessor<T, 1> {
+ public:
+  T& operator[](int64_t index) const;
+  int64_t size(int64_t dim) const;
+};
+template <class T, size_t N, template <class U> class PtrTraits = DefaultPtrTraits, class index_t = int64_t>
+class GenericPackedTensorAccessor : public TensorAccessor<T, N> {};
+template <class T, size_t N, template <class U> class PtrTraits = DefaultPtrTraits>
+using PackedTensorAccessor32 = GenericPackedTensorAccessor<T, N, PtrTraits, int32_t>;
+template <class T, size_t N, template <class U> class PtrTraits = DefaultPtrTraits>
+using PackedTensorAccessor64 = GenericPackedTensorAccessor<T, N, PtrTraits, int64_t>;
 class Tensor {
  public:
   Tensor();
+  template <class T, size_t N>
+  TensorAccessor<T, N> accessor() const;
+  template <class T, size_t N, template <class U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor32<T, N, PtrTraits> packed_accessor32() const;
+  template <class T, size_t N, template <class U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor64<T, N, PtrTraits> packed_accessor64() const;
   int64_t size(int64_t dim) const;
   IntArrayRef sizes() const;
   int64_t stride(int64_t dim) const;
@@ -476,6 +519,7 @@ Tensor empty_like(const Tensor& other);
 Tensor empty_like(const Tensor& other, TensorOptions options);
 Tensor zeros(IntArrayRef sizes, TensorOptions options = {});
 Tensor zeros_like(const Tensor& other);
+Tensor zeros_like(const Tensor& other, TensorOptions options);
 Tensor ones(IntArrayRef sizes, TensorOptions options = {});
 Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options = {});
 Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions options = {});
