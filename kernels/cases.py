@@ -65,7 +65,8 @@ class RandomSource:
 class Workload:
     """One kernel at one size: a builder of fresh, poisoned arguments, the
     data the kernel reads (which must hold no NaN: a copy kernel would pass
-    poison through unnoticed), and the tensors it writes."""
+    poison through unnoticed), and the tensors it writes in place (a tensor
+    it returns is compared too)."""
 
     kernel: str
     shape: str
@@ -179,6 +180,24 @@ def reshape_and_cache_flash_workload(geometry: CacheGeometry, num_tokens: int) -
     return _scatter_workload("reshape_and_cache_flash", geometry, num_tokens, flash=True)
 
 
+def gather_cache_flash_workload(geometry: CacheGeometry, num_tokens: int) -> Workload:
+    """The op returns its output: a fresh allocation, poisoned by the check."""
+    num_blocks = 2 * num_tokens // geometry.block_size + 2
+
+    def make_args(dtype, device, rng):
+        key_cache = random_tensor(geometry.flash_shape(num_blocks), dtype, device, rng)
+        slots = padded_slot_mapping(num_tokens, num_blocks * geometry.block_size, rng)
+        return key_cache, slots.to(device)
+
+    return Workload(
+        kernel="gather_cache_flash",
+        shape=f"tokens={num_tokens}",
+        make_args=make_args,
+        read=lambda args: [args[0]],
+        written=lambda args: [],
+    )
+
+
 def gpu_sweep() -> list[Workload]:
     """The sizes `optpatch validate` checks and times on a GPU."""
     geometry = SERVING_GEOMETRY
@@ -189,6 +208,7 @@ def gpu_sweep() -> list[Workload]:
     for tokens in (1, 16, 256, 2048):
         workloads.append(reshape_and_cache_workload(geometry, tokens))
         workloads.append(reshape_and_cache_flash_workload(geometry, tokens))
+        workloads.append(gather_cache_flash_workload(geometry, tokens))
     return workloads
 
 
@@ -200,4 +220,5 @@ def cpu_reference_sweep() -> list[Workload]:
     for tokens in (1, 9, 17):
         workloads.append(reshape_and_cache_workload(geometry, tokens))
         workloads.append(reshape_and_cache_flash_workload(geometry, tokens))
+        workloads.append(gather_cache_flash_workload(geometry, tokens))
     return workloads

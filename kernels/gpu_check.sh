@@ -8,7 +8,9 @@
 #
 # Writes validate.txt, validate.json, validate.svg (the chart, where
 # matplotlib imports; else the command that draws it later from
-# validate.json), optpatch.diff, checks-*.json, timings.json and logs.txt to
+# validate.json), optpatch.diff, optpatch-validated.diff (the validate-tier
+# fixes `optpatch apply --validate --build` kept), candidate-check.json (its
+# last check), checks-*.json, timings.json and logs.txt to
 # $OUT (default ./gpu-check-out); builds stay in /tmp/optpatch-gpu-check.
 # Exit status: that of validate (0 or 4).
 set -euo pipefail
@@ -65,10 +67,10 @@ if can_draw and report.rows:
 elif can_draw:
     print("gpu_check.sh: no chart: the run has no timings (they need a CUDA GPU)", file=sys.stderr)
 
-diff = workdir / "patched" / "optpatch.diff"
-if diff.exists():
-    shutil.copy(diff, out / "optpatch.diff")
-for results in [*sorted(workdir.glob("checks-*.json")), workdir / "timings.json"]:
+for diff in (workdir / "patched" / "optpatch.diff", workdir / "patched" / "optpatch-validated.diff"):
+    if diff.exists():
+        shutil.copy(diff, out / diff.name)
+for results in [*sorted(workdir.glob("checks-*.json")), workdir / "timings.json", workdir / "candidate-check.json"]:
     if not results.exists():
         continue
     shutil.copy(results, out / results.name)

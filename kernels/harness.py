@@ -2,7 +2,7 @@
 original and the rewritten tree.
 
     python -m kernels.harness build --name NAME --build-dir DIR
-    python -m kernels.harness check --name NAME --build-dir DIR --out FILE.json
+    python -m kernels.harness check --name NAME --build-dir DIR --out FILE.json [--kernel KERNEL ...]
     python -m kernels.harness time --variant LABEL NAME DIR KERNELS_DIR [--variant ...] --out FILE.json
     python -m kernels.harness check-reference --out FILE.json
 
@@ -137,12 +137,16 @@ def check_workload(
             if any(tensor.isnan().any() for tensor in workload.read(args)):
                 return Check(**label, ok=False, detail="the inputs hold NaN: an allocation was read before it was written")
             expected = clone_args(args)
-            oracle(*expected)
-            kernel(*args)
+            expected_result = oracle(*expected)
+            result = kernel(*args)
             synchronize(device)
     except Exception as error:  # a failed TORCH_CHECK or CUDA error is a failed check
         return Check(**label, ok=False, detail=f"{type(error).__name__}: {error}")
-    written = zip(workload.written(args), workload.written(expected))
+    if (result is None) != (expected_result is None):
+        return Check(**label, ok=False, detail="the kernel and the oracle disagree on returning a tensor")
+    written = list(zip(workload.written(args), workload.written(expected)))
+    if result is not None:
+        written.append((result, expected_result))  # a returned output: the last index
     wrong = [index for index, (got, want) in enumerate(written) if not bitwise_equal(got, want)]
     if wrong:
         return Check(**label, ok=False, detail=f"output tensors {wrong} differ from the oracle")
@@ -308,6 +312,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         sub.add_argument("--verbose", action="store_true")
         if command == "check":
             sub.add_argument("--out", required=True, type=Path)
+            sub.add_argument("--kernel", action="append", default=[],
+                             help="check only this kernel (repeatable); all by default")
     timing = commands.add_parser("time", help="time built extensions against each other")
     timing.add_argument("--variant", nargs=4, action="append", required=True,
                         metavar=("LABEL", "NAME", "BUILD_DIR", "KERNELS_DIR"),
@@ -335,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     extension = load_extension(args.name, args.build_dir, verbose=args.verbose)
     if args.command == "build":
         return 0
-    checks = check_all(extension, reference, cases.gpu_sweep(), torch.device("cuda"))
+    workloads = [w for w in cases.gpu_sweep() if not args.kernel or w.kernel in args.kernel]
+    checks = check_all(extension, reference, workloads, torch.device("cuda"))
     write_results(args.out, checks, [])
     return summarize(checks)
 

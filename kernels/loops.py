@@ -1,7 +1,7 @@
 """The kernels' semantics as plain element-by-element loops: an oracle for
 kernels.reference that shares none of its indexing tricks. Slow; for tiny
-sizes on the CPU only. Same arguments and in-place behaviour as
-kernels.reference.
+sizes on the CPU only. Same arguments, in-place behaviour and
+results as kernels.reference.
 """
 
 from __future__ import annotations
@@ -51,3 +51,14 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping) ->
             for dim in range(head_size):
                 key_cache[block, offset, head, dim] = key[token, head, dim]
                 value_cache[block, offset, head, dim] = value[token, head, dim]
+
+
+def gather_cache_flash(key_cache, slot_mapping) -> torch.Tensor:
+    _, block_size, num_heads, head_size = key_cache.shape
+    out = torch.empty((slot_mapping.shape[0], num_heads, head_size), dtype=key_cache.dtype)
+    for token, slot in enumerate(slot_mapping.tolist()):
+        block, offset = divmod(slot, block_size)
+        for head in range(num_heads):
+            for dim in range(head_size):
+                out[token, head, dim] = 0 if slot < 0 else key_cache[block, offset, head, dim]
+    return out

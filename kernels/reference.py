@@ -8,6 +8,8 @@ works on any device. Layouts (x = 16 bytes / element size):
     paged value cache  [num_blocks, num_heads, head_size, block_size]
     flash caches       [num_blocks, block_size, num_heads, head_size]
 
+`gather_cache_flash` returns a new tensor instead.
+
 Block mappings are int64 [num_pairs, 2] tensors of (src block, dst block);
 the destinations of one call are distinct and never a source of that call.
 """
@@ -72,3 +74,13 @@ def reshape_and_cache_flash(
     tokens, blocks, offsets = _valid_slots(slot_mapping, key_cache.shape[1])
     key_cache[blocks, offsets] = key[tokens]
     value_cache[blocks, offsets] = value[tokens]
+
+
+def gather_cache_flash(key_cache: torch.Tensor, slot_mapping: torch.Tensor) -> torch.Tensor:
+    """Each token's row of the flash key cache at its slot, [num_tokens,
+    num_heads, head_size]; zeros for a negative slot."""
+    _, block_size, num_heads, head_size = key_cache.shape
+    out = torch.zeros((slot_mapping.shape[0], num_heads, head_size), dtype=key_cache.dtype, device=key_cache.device)
+    tokens, blocks, offsets = _valid_slots(slot_mapping, block_size)
+    out[tokens] = key_cache[blocks, offsets]
+    return out

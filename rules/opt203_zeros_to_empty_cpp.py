@@ -372,34 +372,36 @@ def _first_use(unit: CppUnit, allocation: Allocation) -> tuple[Tier, list[str]]:
 
 def _unconditional_statement(unit: CppUnit, use: Node, allocation: Allocation) -> Node | None:
     """The statement of `allocation.block` that holds `use`, when `use` runs whenever that statement does:
-    nested only in expressions, plain blocks and the lambda of an `AT_DISPATCH_*` macro; None otherwise."""
+    nested only in expressions, plain blocks and the lambda handed to an `AT_DISPATCH_*` macro (whose
+    expansion, a switch over dtypes, runs it once or throws); None otherwise."""
+    dispatch = _dispatch_around(unit, use)
+    in_dispatched_lambda = False
     node = use
     while node.parent is not None and node.parent is not allocation.block:
         parent = node.parent
-        if parent.kind == "LAMBDA_EXPR" and not _dispatched(unit, parent):
+        if in_dispatched_lambda and dispatch.start <= parent.start and parent.end <= dispatch.end:
+            node = parent  # the macro's own expansion around the lambda
+            continue
+        if parent.kind == "LAMBDA_EXPR":
+            if dispatch is None or parent.start <= dispatch.start or parent.end > dispatch.end:
+                return None
+            in_dispatched_lambda = True
+        elif parent.kind in ("IF_STMT", "SWITCH_STMT", "CASE_STMT", "DEFAULT_STMT", "CONDITIONAL_OPERATOR",
+                             "TRY_STMT", "CXX_CATCH_STMT") or parent.kind in LOOP_KINDS:
             return None
-        if parent.kind in ("IF_STMT", "SWITCH_STMT", "CASE_STMT", "DEFAULT_STMT", "CONDITIONAL_OPERATOR",
-                           "TRY_STMT", "CXX_CATCH_STMT") or parent.kind in LOOP_KINDS:
-            return None
-        if parent.kind == "BINARY_OPERATOR" and parent.spelling in ("&&", "||"):
+        elif parent.kind == "BINARY_OPERATOR" and parent.spelling in ("&&", "||"):
             return None
         node = parent
     return node if node.parent is allocation.block else None
 
 
-def _dispatched(unit: CppUnit, lambda_: Node) -> bool:
-    """The lambda handed to an `AT_DISPATCH_*` macro (or a project's `DISPATCH_*`): it runs once, or throws."""
-    return any(
-        n.kind == "MACRO_INSTANTIATION" and "DISPATCH" in n.spelling and n.start <= lambda_.start < n.end
-        for n in unit.nodes
-    ) or any(t.spelling.startswith(("AT_DISPATCH", "DISPATCH")) for t in _statement_head(unit, lambda_))
-
-
-def _statement_head(unit: CppUnit, node: Node) -> list[Token]:
-    statement = node
-    while statement.parent is not None and statement.parent.kind != "COMPOUND_STMT":
-        statement = statement.parent
-    return unit.tokens_in(statement.start, node.start)[:3]
+def _dispatch_around(unit: CppUnit, use: Node) -> Node | None:
+    """The innermost `AT_DISPATCH_*` (or a project's `*DISPATCH*`) macro call around `use`."""
+    around = [
+        n for n in unit.nodes
+        if n.kind == "MACRO_INSTANTIATION" and "DISPATCH" in n.spelling and n.start <= use.start < n.end
+    ]
+    return max(around, key=lambda n: n.start) if around else None
 
 
 def _is_statement_call(unit: CppUnit, index: int, statement: Node) -> bool:
@@ -762,7 +764,9 @@ def _guard_bound(unit: CppUnit, launch: Launch, condition: list[str], parameters
 
 
 def _output_sizes(unit: CppUnit, allocation: Allocation) -> set[str]:
-    """Spellings of the output's element count: `out.numel()`, and for a 1-D `zeros({n})` `n` and `out.size(0)`."""
+    """Spellings of the output's element count or of one of its sizes: `out.numel()`, `out.size(k)`, and the
+    sizes `zeros({a, b})` names (`a`, `b`, `a*b`). A guard on one dimension leaves the others to the kernel's
+    loop, and the grid to --validate; a guard on anything else is evidence that they differ."""
     name = allocation.name
     spellings = {f"{name}.numel()"}
     arguments = allocation.call.arguments()
@@ -770,7 +774,7 @@ def _output_sizes(unit: CppUnit, allocation: Allocation) -> set[str]:
         sizes = "".join(t.spelling for t in unit.tokens_in(arguments[0].start, arguments[0].end))
         if sizes.startswith("{") and sizes.endswith("}"):
             parts = sizes[1:-1].split(",")
+            spellings.update(parts)
             spellings.add("*".join(parts))
-            if len(parts) == 1:
-                spellings.add(f"{name}.size(0)")
+            spellings.update(f"{name}.size({k})" for k in range(len(parts)))
     return spellings

@@ -16,4 +16,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "Scatter keys and values into the paged cache layout");
   m.def("reshape_and_cache_flash", &reshape_and_cache_flash,
         "Scatter keys and values into the flash cache layout");
+  m.def("gather_cache_flash", &gather_cache_flash,
+        "Gather tokens' rows of the flash key cache into a dense tensor");
 }

@@ -112,6 +112,25 @@ __global__ void reshape_and_cache_flash_kernel(
   }
 }
 
+// One CUDA block per token: reads that token's row of the flash key cache
+// back into a dense [num_tokens, num_heads, head_size] tensor, writing zeros
+// for a padding token, so that every element of the output is written.
+template <typename scalar_t>
+__global__ void gather_cache_flash_kernel(
+    scalar_t* __restrict__ out, const scalar_t* __restrict__ cache,
+    const int64_t* __restrict__ slot_mapping, const int64_t block_stride,
+    const int elements_per_token, const int block_size,
+    const int64_t num_tokens) {
+  const int64_t token = blockIdx.x;
+  if (token >= num_tokens) return;
+  const int64_t slot = slot_mapping[token];
+  const scalar_t* row =
+      cache + (slot / block_size) * block_stride + (slot % block_size) * elements_per_token;
+  for (int i = threadIdx.x; i < elements_per_token; i += blockDim.x) {
+    out[token * elements_per_token + i] = slot < 0 ? scalar_t(0) : row[i];
+  }
+}
+
 // Computed from the sizes: indexing a block would build a tensor per call.
 int64_t elements_per_cache_block(const torch::Tensor& cache) {
   TORCH_CHECK(cache.dim() > 0 && cache.size(0) > 0,
@@ -350,4 +369,43 @@ void reshape_and_cache_flash(const torch::Tensor& key,
             block_size);
       });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+torch::Tensor gather_cache_flash(const torch::Tensor& key_cache,
+                                 const torch::Tensor& slot_mapping) {
+  TORCH_CHECK(key_cache.is_cuda() && slot_mapping.device() == key_cache.device(),
+              "gather_cache_flash: key_cache and slot_mapping must be on one GPU");
+  TORCH_CHECK(key_cache.dim() == 4 && key_cache.stride(3) == 1 &&
+                  key_cache.stride(2) == key_cache.size(3) &&
+                  key_cache.stride(1) == key_cache.size(2) * key_cache.size(3),
+              "gather_cache_flash: key_cache must be [num_blocks, block_size, "
+              "num_heads, head_size] with dense blocks");
+  TORCH_CHECK(slot_mapping.scalar_type() == torch::kInt64 &&
+                  slot_mapping.dim() == 1 && slot_mapping.is_contiguous(),
+              "gather_cache_flash: slot_mapping must be a contiguous int64 "
+              "[num_tokens] tensor");
+  const int64_t num_tokens = slot_mapping.size(0);
+  const int block_size = static_cast<int>(key_cache.size(1));
+  const int num_heads = static_cast<int>(key_cache.size(2));
+  const int head_size = static_cast<int>(key_cache.size(3));
+  if (num_tokens == 0) {
+    return torch::empty({0, num_heads, head_size}, key_cache.options());
+  }
+  // Zero-filled although the kernel writes every element (OPT203 rewrites it).
+  torch::Tensor out =
+      torch::zeros({num_tokens, num_heads, head_size}, key_cache.options());
+  const at::cuda::OptionalCUDAGuard device_guard(key_cache.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const dim3 grid(num_tokens);
+  const dim3 threads(std::min(num_heads * head_size, kMaxThreadsPerToken));
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      at::ScalarType::Half, at::ScalarType::BFloat16, key_cache.scalar_type(),
+      "gather_cache_flash_kernel", [&] {
+        gather_cache_flash_kernel<scalar_t><<<grid, threads, 0, stream>>>(
+            out.data_ptr<scalar_t>(), key_cache.data_ptr<scalar_t>(),
+            slot_mapping.data_ptr<int64_t>(), key_cache.stride(0),
+            num_heads * head_size, block_size, num_tokens);
+      });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
 }

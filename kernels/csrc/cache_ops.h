@@ -34,3 +34,9 @@ void reshape_and_cache_flash(const torch::Tensor& key,
                              torch::Tensor& key_cache,
                              torch::Tensor& value_cache,
                              const torch::Tensor& slot_mapping);
+
+// Reads each token's row of the flash key cache [num_blocks, block_size,
+// num_heads, head_size] at slot_mapping[token] into a new dense
+// [num_tokens, num_heads, head_size] tensor; a negative slot gives zeros.
+torch::Tensor gather_cache_flash(const torch::Tensor& key_cache,
+                                 const torch::Tensor& slot_mapping);

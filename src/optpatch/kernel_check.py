@@ -34,6 +34,7 @@ import enum
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -55,7 +56,12 @@ from optpatch.kernel_report import (
 
 EXIT_USAGE = 2  # a chart that cannot be written, as for any output (cli.py)
 
-RULES_UNDER_TEST = "OPT201,OPT202,OPT101"
+RULES_UNDER_TEST = "OPT201,OPT202,OPT203,OPT101"
+# Rules whose fixes in the bundle are validate tier: on a GPU they are applied through `optpatch apply --validate
+# --build`, with the harness's build and bit-exact check (under poisoned memory) as the commands.
+VALIDATED_RULES = "OPT203"
+VALIDATED_KERNELS = ("gather_cache_flash",)
+CANDIDATE_EXTENSION = "optpatch_kernels_candidate"
 TORCH_INSTALL_HINT = "pip install 'optpatch[validate]' (or a CUDA build of torch)"
 KERNELS_DIR_ENV = "OPTPATCH_KERNELS_DIR"
 TARGETS_FILE = "targets.json"
@@ -142,11 +148,31 @@ def _is_number(value: object) -> bool:
 
 def optpatch_rewriter(tree: Path) -> None:
     """Apply optpatch's C++/CUDA rules and zeros-to-empty to `tree` in place,
-    through the CLI, leaving the patch in tree/optpatch.diff."""
-    command = [
-        sys.executable, "-m", "optpatch", "apply", str(tree), "--write",
-        "--select", RULES_UNDER_TEST, "-o", str(tree / "optpatch.diff"), "-q",
+    through the CLI, leaving the patch in tree/optpatch.diff; on a GPU, then
+    the validate-tier fixes of VALIDATED_RULES, leaving tree/optpatch-validated.diff."""
+    _apply(tree, ["--select", RULES_UNDER_TEST, "-o", str(tree / "optpatch.diff")])
+    if gpu_available():
+        _apply(tree, validated_rewrite_options(tree))
+
+
+def validated_rewrite_options(tree: Path) -> list[str]:
+    """`optpatch apply` options that validate VALIDATED_RULES' fixes as a user would: `--build` rebuilds the
+    copy's extension, `--validate` checks its VALIDATED_KERNELS bit for bit against the reference, with fresh
+    allocations poisoned (the harness's own poisoning, and optpatch's)."""
+    build_dir = tree.parent / "candidate-build"
+    harness = f"{shlex.quote(sys.executable)} -m kernels.harness"
+    common = f"--name {CANDIDATE_EXTENSION} --build-dir {shlex.quote(str(build_dir))}"
+    kernels = " ".join(f"--kernel {kernel}" for kernel in VALIDATED_KERNELS)
+    check_out = shlex.quote(str(tree.parent / "candidate-check.json"))
+    return [
+        "--select", VALIDATED_RULES, "-o", str(tree / "optpatch-validated.diff"),
+        "--build", f"{harness} build {common}",
+        "--validate", f"{harness} check {common} --out {check_out} {kernels}",
     ]
+
+
+def _apply(tree: Path, options: list[str]) -> None:
+    command = [sys.executable, "-m", "optpatch", "apply", str(tree), "--write", *options, "-q"]
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     if completed.returncode != 0:
         output = (completed.stdout + completed.stderr)[-LOG_TAIL_CHARS:]

@@ -40,6 +40,16 @@ def test_copy_blocks_host_code_has_the_patterns_the_rules_rewrite():
     assert "#include <vector>" not in source, "OPT201 is expected to add it"
 
 
+def test_gather_allocates_zeros_that_its_kernel_overwrites():
+    # The OPT203 site of the bundle: torch::zeros handed to a kernel that writes every element (zeros for padding).
+    source = CACHE_KERNELS.read_text()
+    host = _function_bodies(source, "torch::Tensor gather_cache_flash(")[0]
+    assert re.search(r"torch::Tensor out =\s+torch::zeros\(\{num_tokens, num_heads, head_size\}", host)
+    assert re.search(r"gather_cache_flash_kernel<scalar_t><<<[^;]*>>>\(\s*out\.data_ptr<scalar_t>\(\)", host)
+    kernel = _function_bodies(source, "__global__ void gather_cache_flash_kernel(")[0]
+    assert "= slot < 0 ? scalar_t(0) : row[i];" in kernel and "out[token * elements_per_token + i] +=" not in kernel
+
+
 def test_the_pointer_tables_move_after_the_device_guard():
     # The rewritten copy runs on the current stream of the current device:
     # the guard must already be in place for it to be the caches' device.
@@ -49,7 +59,7 @@ def test_the_pointer_tables_move_after_the_device_guard():
 
 def test_device_code_has_no_variable_length_arrays():
     kernels = _function_bodies(CACHE_KERNELS.read_text(), "__global__ void")
-    assert len(kernels) == 3
+    assert len(kernels) == 4
     for body in kernels:
         assert not re.search(r"\b\w+ \w+\[\w+\];", body)
         assert "from_blob" not in body
@@ -108,3 +118,22 @@ def test_nvcc_failures_are_reported(tmp_path):
     broken.write_text("void f() { undeclared_call(); }\n")
     result = build_check.compile_source(toolchain, broken, tmp_path / "broken.o")
     assert not result.ok and "undeclared_call" in result.log
+
+
+def test_optpatch_proposes_the_gathers_zeros_as_validate_tier():
+    # The launch goes to a kernel this file defines, which only assigns to its output under a guard bounded by
+    # the output's first size: a validate-tier fix, applied only by a validation that rebuilds and checks it.
+    from optpatch.config import Settings
+    from optpatch.cpp_headers import HeaderSetup
+    from optpatch.passes import analyse_file
+    from optpatch.policy import FixPolicy
+    from optpatch.rule import load_rules
+    from optpatch.source import read_source
+
+    rules = [rule for rule in load_rules() if rule.code == "OPT203"]
+    source = read_source(CACHE_KERNELS, "csrc/cache_kernels.cu")
+    result = analyse_file(source, rules, Settings(), FixPolicy(), headers=HeaderSetup(CSRC, enabled=False))
+    (finding,) = result.findings
+    line = source.text.splitlines()[finding.line - 1]
+    assert finding.fixable and finding.tier.value == "validate" and "torch::zeros({num_tokens" in line
+    assert result.new is None

@@ -288,3 +288,16 @@ def test_without_torch_it_says_how_to_get_it(monkeypatch, capsys):
     code = kv.run_validate("json", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=False)
     assert code == kv.EXIT_VALIDATION_FAILED
     assert "optpatch[validate]" in json.loads(capsys.readouterr().out)["failures"][0]
+
+
+def test_the_validate_tier_fixes_are_applied_through_optpatchs_own_validation(tmp_path):
+    # On a GPU the default rewriter runs `optpatch apply --validate --build` for OPT203: the harness rebuilds the
+    # candidate copy and checks the gather bit for bit, so the fix lands only if that passes.
+    options = kv.validated_rewrite_options(tmp_path / "patched")
+    given = dict(zip(options[::2], options[1::2]))
+    assert given["--select"] == kv.VALIDATED_RULES == "OPT203"
+    assert given["--build"].endswith(f"-m kernels.harness build --name {kv.CANDIDATE_EXTENSION} --build-dir "
+                                     f"{tmp_path / 'candidate-build'}")
+    assert " -m kernels.harness check " in given["--validate"]
+    assert given["--validate"].endswith("--kernel gather_cache_flash")
+    assert given["-o"] == str(tmp_path / "patched" / "optpatch-validated.diff")

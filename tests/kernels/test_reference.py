@@ -119,6 +119,21 @@ def test_the_check_catches_an_unwritten_destination():
     assert not check.ok
 
 
+def test_the_check_catches_a_returned_output_left_partly_unwritten():
+    # What a zeros -> empty rewrite of gather_cache_flash would give if its kernel skipped padding tokens.
+    workload = cases.gather_cache_flash_workload(cases.TINY_GEOMETRY, num_tokens=9)
+
+    def skips_padding(key_cache, slot_mapping):
+        _, block_size, num_heads, head_size = key_cache.shape
+        out = torch.empty((slot_mapping.shape[0], num_heads, head_size), dtype=key_cache.dtype)
+        tokens = torch.nonzero(slot_mapping >= 0).flatten()
+        out[tokens] = reference.gather_cache_flash(key_cache, slot_mapping)[tokens]
+        return out
+
+    check = harness.check_workload(skips_padding, loops.gather_cache_flash, workload, torch.float32, torch.device("cpu"))
+    assert not check.ok and "differ" in check.detail
+
+
 def test_the_check_reports_a_crash():
     workload = cases.swap_blocks_workload(cases.TINY_GEOMETRY, "cpu->cpu", num_pairs=1)
 
