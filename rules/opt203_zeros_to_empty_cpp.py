@@ -141,9 +141,11 @@ class ZerosToEmptyCpp(Rule):
     tensor filled through several calls (`narrow(...).copy_` for each part),
     is kept. A kernel defined in another file is not read, so its
     accumulations are left to `--validate` to catch (a test that runs it
-    sees NaN where it added to the zeros). A kernel reached through a
-    launcher function (`launch(params)`) is kept as a call optpatch cannot
-    see into. A `zeros` call that does not parse without the project's
+    sees NaN where it added to the zeros). A data pointer stored in a
+    parameter struct for a launcher in another file (`params.out_ptr =
+    out.data_ptr();`, as causal-conv1d and flash-attention do) is kept:
+    optpatch does not follow it (docs/field.md, "OPT203 on real code").
+    A `zeros` call that does not parse without the project's
     headers is reported, not analysed.
 
     ## Measured impact
@@ -151,8 +153,10 @@ class ZerosToEmptyCpp(Rule):
     a CUDA device saves ~6-10 us of host time per call (the fill's launch)
     plus the memset: ~4 us up to 1 MiB, 25 us at 64 MiB, 328 us at 1 GiB
     (3.27 TB/s). FBGEMM #6257 (a pack kernel that writes every element):
-    +16.8-28.3% on MI350X. In the bundled kernels, `gather_cache`'s output
-    (docs/benchmarks.md, `optpatch validate`).
+    +16.8-28.3% on MI350X. The bundled kernels' `gather_cache_flash`
+    allocates its output this way; `optpatch validate` applies this rule's
+    fix there through `--validate --build` and times both builds on a GPU
+    (kernels/README.md, docs/benchmarks.md).
 
     ## References
     - https://pytorch.org/cppdocs/notes/tensor_creation.html
