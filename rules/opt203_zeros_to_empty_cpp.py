@@ -543,8 +543,9 @@ def _covers(unit: CppUnit, allocation: Allocation, bound: str, handle: str, loop
         return one_size is not None
     if bound != one_size or not re.fullmatch(r"\w+", bound):
         return False
-    between = unit.tokens_in(allocation.statement.start, loop.start)
-    return not _changes(between, bound)
+    # Nothing after the allocation names the size but the loop's condition: no call can change it either.
+    after = unit.tokens_in(allocation.statement.end, loop.end)
+    return sum(1 for t in after if t.spelling == bound) == 1
 
 
 def _first_statement(tokens: list[Token]) -> list[Token]:
@@ -560,13 +561,16 @@ def _first_statement(tokens: list[Token]) -> list[Token]:
 
 
 def _changes(tokens: list[Token], name: str) -> bool:
-    """`name` assigned, incremented or its address taken anywhere in `tokens`."""
+    """`name` assigned, incremented, its address taken or passed to a call (which may take it by reference)
+    anywhere in `tokens`."""
     for index, token in enumerate(tokens):
         if token.spelling != name:
             continue
         before = tokens[index - 1].spelling if index else ""
         after = tokens[index + 1].spelling if index + 1 < len(tokens) else ""
         if after in _ASSIGNMENTS or after in ("++", "--") or before in ("++", "--", "&"):
+            return True
+        if before in ("(", ",") and after in (")", ","):
             return True
     return False
 
