@@ -274,9 +274,10 @@ def _allocation(unit: CppUnit, call: Node) -> Allocation:
         name, target = parent.spelling, parent.cursor
     elif parent is not None and parent.kind in ("BINARY_OPERATOR", "CALL_EXPR") and _assigned_to(unit, parent, expression):
         statement = _outer(parent)
-        left = next(c for c in parent.walk() if c.kind == "DECL_REF_EXPR")
-        name, target = left.spelling, unit.referenced(left)
-        if target is None or target.kind.name != "VAR_DECL":
+        first = unit.tokens_in(parent.start, parent.end)[0]
+        left = next((c for c in parent.walk() if c.kind == "DECL_REF_EXPR" and c.start == first.start), None)
+        name, target = first.spelling, unit.referenced(left) if left is not None else None
+        if target is None or target.kind.name != "VAR_DECL":  # a parameter, a member (`MEMBER_REF_EXPR`)
             raise Kept("assigned to something other than a local variable", KeepCategory.STORED)
     else:
         raise _direct_use(unit, expression)
@@ -581,7 +582,6 @@ def _changes(tokens: list[Token], name: str) -> bool:
 @dataclass(frozen=True)
 class Launch:
     kernel: str
-    opener: int  # token index of `<<<`
     arguments: list[list[Token]]  # the kernel's arguments
     position: int  # which of them holds the reference
 
@@ -604,7 +604,7 @@ def _launch_of(unit: CppUnit, index: int) -> Launch | None:
                     return None
                 arguments = split_top_level(tokens[position + 1 : close])
                 held = next(k for k, argument in enumerate(arguments) if any(t.start == tokens[index].start for t in argument))
-                return Launch(_kernel_name(tokens, opener), opener, arguments, held)
+                return Launch(_kernel_name(tokens, opener), arguments, held)
             depth -= 1
         elif spelling == ";":
             return None
@@ -647,7 +647,7 @@ def _kernel_use(unit: CppUnit, allocation: Allocation, use: Node, launch: Launch
     body = kernel.body()
     if body is None:
         raise Kept(f"kernel `{launch.kernel}` has no body here", KeepCategory.UNRESOLVED)
-    proof += _kernel_writes(unit, launch, kernel, body, parameter, parameters, allocation)
+    proof += _kernel_writes(unit, launch, body, parameter, parameters, allocation)
     proof.append("whether the grid covers every element is left to --validate (with --build, under poisoned memory)")
     return Tier.VALIDATE, proof
 
@@ -682,7 +682,7 @@ def _kernel_definition(unit: CppUnit, name: str) -> Node | None:
     return found[0] if len(found) == 1 else None
 
 
-def _kernel_writes(unit: CppUnit, launch: Launch, kernel: Node, body: Node, parameter: str, parameters: list[Node],
+def _kernel_writes(unit: CppUnit, launch: Launch, body: Node, parameter: str, parameters: list[Node],
                    allocation: Allocation) -> list[str]:
     """Proof lines for a kernel that only assigns to `parameter[...]`; raises Kept for any other use of it."""
     tokens = unit.tokens_in(body.start, body.end)
