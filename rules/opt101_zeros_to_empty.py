@@ -280,6 +280,7 @@ class ZerosToEmpty(Rule):
     tags = ("performance", "memory")
     version = 2  # 2: list collectives and covering views, chained writes, twin loop bounds, module registrations
     trigger_words = ("zeros", "full(", "full_like(")
+    profiled_ops = ("aten::zeros", "aten::zeros_like", "aten::full", "aten::full_like", "aten::fill_", "aten::zero_")
 
     VALID = [
         # Partial write: the untouched elements must stay zero.

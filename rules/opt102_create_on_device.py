@@ -361,6 +361,7 @@ class CreateOnDevice(Rule):
     tags = ("performance", "transfer")
     version = 3  # `.type(...)` in chains, legacy constructors, devices from project functions, index tensors
     trigger_words = (".to(", ".cuda(", "arange(")
+    profiled_ops = ("aten::to", "aten::_to_copy", "aten::copy_", "cudaMemcpy", "cudaMemcpyAsync")
 
     VALID = [
         # A dtype conversion, not a device.

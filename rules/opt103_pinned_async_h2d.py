@@ -266,6 +266,7 @@ class PinnedAsyncH2D(Rule):
     # Every site is a move (`.to(`, `.cuda(`), `torch.tensor(..., device=d)` ("tensor(" is in three times as many
     # files of NeMo) or a legacy CUDA constructor (`torch.cuda.LongTensor(`).
     trigger_words = (".to(", ".cuda(", "device=", *(f"cuda.{name.rsplit('.', 1)[1]}(" for name in LEGACY_TENSOR_TYPES))
+    profiled_ops = ("aten::to", "aten::_to_copy", "aten::copy_", "cudaMemcpy", "cudaMemcpyAsync", "cudaStreamSynchronize")
 
     VALID = [
         # OPT102's: the values need no host data, so create them on the device.

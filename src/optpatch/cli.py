@@ -184,11 +184,15 @@ class Session:
         progress = None
         if not self.options["quiet"] and self.stderr.is_terminal:
             progress = _ProgressBar(self.stderr)
+        from optpatch.profile_trace import ProfileError
+
         try:
             result = run(
                 self.root, self.settings, policy, narrowing.paths, self.options["jobs"], progress,
-                use_cache=not self.options["no_cache"], filters=narrowing.filters,
+                use_cache=not self.options["no_cache"], filters=narrowing.filters, profile=self.options.get("profile"),
             )
+        except ProfileError as error:
+            raise CommandError(str(error)) from None
         finally:
             if progress:
                 progress.close()
@@ -200,7 +204,11 @@ class Session:
         from optpatch.narrowing import NarrowingError, NarrowingRequest, narrow
 
         options = self.options
-        request = NarrowingRequest(options.get("changed_since"), bool(options.get("changed_lines")), options.get("baseline"))
+        from optpatch.model import Impact
+
+        level = options.get("min_impact")
+        request = NarrowingRequest(options.get("changed_since"), bool(options.get("changed_lines")), options.get("baseline"),
+                                   Impact(level) if level else None)
         try:
             return narrow(self.root, self.settings.exclude, paths, request)
         except NarrowingError as error:
@@ -407,7 +415,17 @@ def scope_options(function):
         click.option("--changed-since", metavar="REF", help="Only files changed since git REF (its merge base with HEAD), plus untracked ones."),
         click.option("--changed-lines", is_flag=True, help="With --changed-since: only findings on changed lines."),
         click.option("--baseline", type=click.Path(path_type=Path, dir_okay=False), help="Hide and leave unfixed the findings recorded in this file."),
+        click.option("--min-impact", type=click.Choice(["low", "medium", "high"]), default=None,
+                     help="Hide and leave unfixed the findings of a lower impact (size class times how often the "
+                          "site runs: per-step, one-time or unreached, from the project's call graph or --profile)."),
     ])
+
+
+PROFILE = click.option(
+    "--profile", "profile", type=click.Path(path_type=Path, dir_okay=False, exists=True), metavar="TRACE",
+    help="A torch.profiler Chrome trace (with_stack=True) or a py-spy speedscope profile: rank the findings by the "
+         "time measured at each site, and take its frequency from the measurement (docs/profiling.md).",
+)
 
 
 class Terminated(KeyboardInterrupt):
@@ -491,6 +509,7 @@ def entry() -> None:
 @report_options
 @validation_options
 @FORMAT_COMMAND
+@PROFILE
 def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     """Analyse REPO and write the patch of every fix that applies."""
     from optpatch.patch import write_patch
@@ -585,6 +604,7 @@ def _written_note(written: list[str], repo: Path) -> str | None:
 @report_options
 @validation_options
 @FORMAT_COMMAND
+@PROFILE
 def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, **options) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
     paths = paths or (Path("."),)
@@ -806,6 +826,7 @@ def _rule_listing(rules) -> str:
 @click.argument("target")
 @selection_options
 @header_options
+@PROFILE
 def explain(target: str, **options) -> None:
     """Why each site in REPO[:FILE:LINE] was rewritten or kept: the proof, or the blocking use."""
     from optpatch.explain import explain_text

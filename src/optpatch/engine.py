@@ -54,7 +54,9 @@ def run(
     progress: Callable[[int, int], None] | None = None,
     use_cache: bool = True,
     filters: tuple[FindingFilter, ...] = (),
+    profile: Path | None = None,
 ) -> RunResult:
+    """`profile`: a torch.profiler trace or py-spy profile whose measurements weigh the findings (profile_trace.py)."""
     started = time.perf_counter()
     if os.environ.get(NO_HEADERS_VARIABLE):  # as --no-headers; in the settings, so in the cache key too
         settings = replace(settings, headers=False)
@@ -66,15 +68,16 @@ def run(
     task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy, filters=filters,
                      formatters=formatters, headers=headers)
     results: list[FileResult] = []
-    todo = found.files
     store = _open_cache(root, rules, settings, formatters) if use_cache else None
-    if store is not None:
-        cached, todo = _cached(store, found.files, settings.max_file_size)
-        for path, rel, raw, record in cached:
-            with _collections_paused():
-                results.append(task.settle(record, path, rel, raw))
-            if record.changed:  # this policy led to a text, or a rewrite, the cache had not seen
-                store.put(rel, record)
+    cached, todo = _cached(store, found.files, settings.max_file_size) if store is not None else ([], found.files)
+    calls, fresh = _project_calls(root, settings, cached, todo, paths, store)
+    weights = _frequencies(calls, profile, rules)
+    for path, rel, raw, record in cached:
+        with _collections_paused():
+            results.append(task.settle(record, path, rel, raw, weights(rel)))
+        if record.changed:  # this policy led to a text, or a rewrite, the cache had not seen
+            store.put(rel, record)
+    todo = [(path, rel, fresh.get(rel), weights(rel)) for path, rel in todo]
     done = len(results)
     for result, record in _map(task, todo, jobs, _offset(progress, done, len(found.files))):
         results.append(result)
@@ -132,6 +135,53 @@ def _cached(store, files: list[tuple[Path, str]], max_bytes: int):
         else:
             hits.append((path, rel, raw, record))
     return hits, misses
+
+
+def _project_calls(root: Path, settings: Settings, cached, todo, paths, store):
+    """Every Python file's part of the call graph, by path; and those of the files to analyse, for their records.
+
+    A cached record carries its file's; the others are read from their
+    `ast` here. A run narrowed to some paths still needs the whole
+    project's, since callers live anywhere.
+    """
+    from optpatch.call_graph import index_file
+    from optpatch.model import Language
+    from optpatch.source import language_of
+
+    calls = {rel: record.calls for _, rel, _, record in cached if record.calls is not None}
+    fresh = {}
+    for path, rel in todo:
+        if language_of(rel) is Language.PYTHON:
+            source = read_source(path, rel, settings.max_file_size)
+            if not isinstance(source, FileError) and (index := index_file(rel, source.text)) is not None:
+                calls[rel] = fresh[rel] = index
+    if paths is not None:
+        for path, rel in discover(root, settings.exclude, None, settings.force_exclude).files:
+            if rel in calls or language_of(rel) is not Language.PYTHON:
+                continue
+            source = read_source(path, rel, settings.max_file_size)
+            if isinstance(source, FileError):
+                continue
+            record = store.get(rel, text_digest(source.raw)) if store is not None else None
+            index = record.calls if record is not None else index_file(rel, source.text)
+            if index is not None:
+                calls[rel] = index
+    return calls, fresh
+
+
+def _frequencies(calls: dict, profile: Path | None, rules: list[RuleFacts]):
+    """rel -> how often each of its functions runs (frequency.py), measured where the profile says."""
+    from optpatch.call_graph import CallGraph
+    from optpatch.frequency import Frequencies
+
+    frequencies = Frequencies.classify(CallGraph.build(calls))
+    measured = None
+    if profile is not None:
+        from optpatch.profile_trace import Profile
+
+        measured = Profile.read(profile, list(calls))
+    ops = {facts.code: facts.profiled_ops for facts in rules if facts.profiled_ops}
+    return lambda rel: frequencies.of_file(rel, measured.for_file(rel, ops) if measured is not None else None)
 
 
 def _offset(progress, done: int, total: int):
@@ -214,16 +264,20 @@ class _FileTask:
     def rules(self, rel: str) -> list[type[Rule]]:
         return rules_for(rel, [rule for rule in load_rules() if rule.code in self.codes], self.settings)
 
-    def __call__(self, item: tuple[Path, str]) -> tuple[FileResult, FileRecord | None]:
-        """Analyse and settle one file: its result, and the record the cache keeps (None: not cacheable)."""
-        path, rel = item
+    def __call__(self, item: tuple) -> tuple[FileResult, FileRecord | None]:
+        """Analyse and settle one file: its result, and the record the cache keeps (None: not cacheable).
+
+        ITEM: the path, its name in the root, its part of the call graph and how often its functions run.
+        """
+        path, rel, calls, frequencies = item
         source = read_source(path, rel, self.settings.max_file_size)
         if isinstance(source, FileError):
             return FileResult(rel, error=source), None
         with _collections_paused():
             record = self.analyse(source)
-            result = self.settle(record, path, rel, source.raw, source)
-        self.anticipate_the_flip(record, path, rel, source)
+            record.calls = calls
+            result = self.settle(record, path, rel, source.raw, frequencies, source)
+        self.anticipate_the_flip(record, path, rel, source, frequencies)
         return result, record
 
     def analyse(self, source: SourceFile) -> FileRecord:
@@ -237,7 +291,7 @@ class _FileTask:
             record.analyses[record.digest] = analyse_text(source, self.rules(source.rel), record.style, self.headers)
         return record
 
-    def anticipate_the_flip(self, record: FileRecord, path: Path, rel: str, source: SourceFile) -> None:
+    def anticipate_the_flip(self, record: FileRecord, path: Path, rel: str, source: SourceFile, frequencies=None) -> None:
         """Settle once more with --unsafe-fixes flipped, when that changes what applies, so the record holds its
         later passes and safety-net verdict too.
 
@@ -251,10 +305,11 @@ class _FileTask:
         if not any(f.tier is Tier.UNSAFE for f in first.findings):
             return
         flipped = replace(self.policy, unsafe_fixes=not self.policy.unsafe_fixes)
-        settle(record, lambda: source, lambda: self.rules(rel), flipped, self.filters, rel, self.headers)
+        settle(record, lambda: source, lambda: self.rules(rel), flipped, self.filters, rel, self.headers, frequencies)
 
-    def settle(self, record: FileRecord, path: Path, rel: str, raw: bytes, source: SourceFile | None = None) -> FileResult:
+    def settle(self, record: FileRecord, path: Path, rel: str, raw: bytes, frequencies=None,
+               source: SourceFile | None = None) -> FileResult:
         def load() -> SourceFile:
             return source if source is not None else source_from_bytes(path, rel, raw)
 
-        return settle(record, load, lambda: self.rules(rel), self.policy, self.filters, rel, self.headers)
+        return settle(record, load, lambda: self.rules(rel), self.policy, self.filters, rel, self.headers, frequencies)

@@ -21,7 +21,13 @@ def explain_lines(finding: Finding) -> list[str]:
             lines.append(f"  Rewrite: {finding.replacement}")
         if not finding.applied and finding.not_applied_because:
             lines.append(f"  Not applied in this run: {finding.not_applied_because}")
-    lines.append(f"  Runs: {finding.context.value}; impact: {finding.impact.value} ({finding.impact_basis})")
+    if finding.frequency is None:
+        lines.append(f"  Runs: {finding.context.value}; impact: {finding.impact.value} ({finding.impact_basis})")
+        return lines
+    lines.append(f"  Runs: {finding.frequency.describe(finding.path)}")
+    size = finding.size.value if finding.size else finding.impact.value
+    lines.append(f"  Impact: {finding.impact.value}: size {size} ({finding.impact_basis}) x "
+                 f"{finding.frequency.frequency.value}")
     return lines
 
 

@@ -57,6 +57,99 @@ class Impact(enum.StrEnum):
     LOW = "low"
     NONE = "none"
 
+    @property
+    def rank(self) -> int:
+        return (Impact.NONE, Impact.LOW, Impact.MEDIUM, Impact.HIGH).index(self)
+
+
+class Frequency(enum.StrEnum):
+    """How often a function runs, from the project's call graph (frequency.py) or a profile: what a saving is worth."""
+
+    PER_STEP = "per-step"  # every step of a model: forward, a step method, anything they call
+    ONE_TIME = "one-time"  # set-up: __init__, module level, loading, warm-up, capture, entry points
+    UNREACHED = "unreached"  # nothing in the project calls it
+
+    @property
+    def rank(self) -> int:
+        """Higher runs more often: where several contexts reach a function, the highest wins."""
+        return (Frequency.UNREACHED, Frequency.ONE_TIME, Frequency.PER_STEP).index(self)
+
+
+class FrequencySource(enum.StrEnum):
+    """Why the function at the head of a call path runs as often as it does: what the evidence starts from."""
+
+    # per-step
+    FORWARD = "forward of a module"
+    AUTOGRAD = "autograd.Function forward/backward"
+    CALL_METHOD = "__call__"
+    STEP_METHOD = "step-style method"  # step, decode, generate, execute_model, prepare_inputs...
+    COMPILED = "handed to torch.compile"
+    HOOK = "registered as a hook"
+    # one-time
+    INIT = "constructor"
+    MODULE_LEVEL = "module level"
+    LOADING = "weight loading"
+    WARMUP = "warm-up"
+    CAPTURE = "CUDA-graph capture"
+    SETUP = "set-up"  # setup, build_*, init_*, register_*, a lazily initialised attribute
+    ENTRY_POINT = "entry point"  # main, a CLI command
+    TEST = "test"
+    CACHED = "cached per argument"
+    # unreached
+    NO_CALLER = "no caller in the project"
+    PUBLIC_API = "public API, no caller in the project"
+    MEASURED = "measured by the profile"
+
+
+@dataclass(frozen=True)
+class CallStep:
+    """One function on a call path, and the line in it of the call to the next (or of its definition, last)."""
+
+    function: str  # qualified name in its module: "LlamaAttention.forward"
+    line: int
+    path: str = ""  # the file it is defined in, relative to the root
+
+    def __str__(self) -> str:
+        return f"{self.function} (L{self.line})"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a profile measured at one site (profile_trace.py): calls, and time in the ops the rule saves."""
+
+    calls: int | None  # None from a sampling profile (py-spy), which counts time, not calls
+    microseconds: float  # summed over the site's calls, in the ops that matter (aten::zeros + aten::fill_, ...)
+    ops: tuple[str, ...]  # the ops counted
+    profile: str  # the trace's file name
+
+
+@dataclass(frozen=True)
+class FrequencyEvidence:
+    """A site's frequency and why: the call path from the context that reaches it, or a measurement."""
+
+    frequency: Frequency
+    source: FrequencySource
+    path: tuple[CallStep, ...] = ()  # from the root context down to the site's own function
+    static: Frequency | None = None  # with a measurement: what the call graph had said
+    measured: Measurement | None = None
+
+    def __str__(self) -> str:
+        return self.describe("")
+
+    def describe(self, site: str) -> str:
+        """In words, naming the file of each step outside SITE's: "per-step (forward of a module): A.forward (L9) -> f (L3)"."""
+        chain = " -> ".join(step_text(step, site) for step in self.path)
+        static = f"{self.static.value}: " if self.static is not None else ""
+        if self.measured is not None:
+            calls = f"{self.measured.calls} call(s), " if self.measured.calls is not None else ""
+            return (f"{self.frequency.value} (measured: {calls}{self.measured.microseconds:,.0f} us in "
+                    f"{'+'.join(self.measured.ops)}, {self.measured.profile}; the call graph said {static}{chain})")
+        return f"{self.frequency.value} ({self.source.value}): {chain}" if chain else f"{self.frequency.value} ({self.source.value})"
+
+
+def step_text(step: CallStep, site: str) -> str:
+    return str(step) if step.path in ("", site) else f"{step.path}:{step}"
+
 
 class CodeArea(enum.StrEnum):
     """Which part of a project a file belongs to (areas.py): where a saving lands."""
@@ -216,6 +309,9 @@ class Finding:
     out_of_scope: str | None = None  # why --changed-lines or --baseline hides it
     applied: bool = False
     refusal: Refusal | None = None  # why a fix is not applied
+    # Filled in by the run from the project's call graph or a profile (frequency.py), after the cache:
+    frequency: FrequencyEvidence | None = None  # None: not known (C++, or a file outside the index)
+    size: Impact | None = None  # the rule's own class, before the frequency weighed it (`impact` after)
 
     @property
     def fixable(self) -> bool:

@@ -1,7 +1,8 @@
 """Narrowing a run to what the user asked about: changed files, changed lines, new findings.
 
 `--changed-since REF` narrows the files analysed. `--changed-lines` and
-`--baseline FILE` are filters on findings: during the run they mark the
+`--baseline FILE` are filters on findings, and so is `--min-impact LEVEL`
+(the impact weighed by the run's call graph or profile, frequency.py): during the run they mark the
 findings outside the scope (`Finding.out_of_scope`: off the changed lines,
 or already in the baseline), the fix policy refuses to apply those, and the
 command line drops them before reporting. A filtered finding is therefore
@@ -16,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from optpatch.model import Finding, Impact
 from optpatch.passes import FindingFilter
 from optpatch.results import RunResult
 
@@ -31,6 +33,7 @@ class NarrowingRequest:
     changed_since: str | None = None
     changed_lines: bool = False
     baseline: Path | None = None
+    min_impact: Impact | None = None  # --min-impact: findings whose impact is lower are neither fixed nor shown
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,22 @@ def narrow(root: Path, exclude: tuple[str, ...], paths: list[Path] | None, reque
             described.append(f"recorded in the baseline {request.baseline}")
     except (ChangesError, BaselineError) as error:
         raise NarrowingError(str(error)) from None
+    if request.min_impact is not None:
+        filters.append(MinImpact(request.min_impact))
+        described.append(f"of an impact below {request.min_impact.value} (--min-impact)")
     return Narrowing(paths, tuple(filters), " or ".join(described))
+
+
+@dataclass(frozen=True)
+class MinImpact:
+    """--min-impact: the findings whose impact, weighed by their frequency (frequency.py), is below the level."""
+
+    level: Impact
+
+    def mark(self, findings: list[Finding]) -> None:
+        for finding in findings:
+            if finding.out_of_scope is None and finding.impact.rank < self.level.rank:
+                finding.out_of_scope = f"impact {finding.impact.value}, below --min-impact {self.level.value}"
 
 
 def drop_out_of_scope(result: RunResult) -> int:

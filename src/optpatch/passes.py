@@ -43,7 +43,9 @@ from optpatch.source import SourceFile
 from optpatch.suppression import apply_suppressions, find_suppressions
 
 if TYPE_CHECKING:
+    from optpatch.call_graph import FileCalls
     from optpatch.formatter_config import FileStyle
+    from optpatch.frequency import FileFrequencies
     from optpatch.python_screen import CallIndex
 
 MAX_PASSES = 4  # rounds of re-analysis when fixes overlapped; real code needs at most two
@@ -91,6 +93,7 @@ class FileRecord:
     net: dict[str, str | None] = field(default_factory=dict)  # rewritten text -> why it would not parse, or None
     changed: bool = field(default=False, compare=False)
     style: "FileStyle | None" = None  # how the project's formatter lays the file out: every analysis of it uses this
+    calls: "FileCalls | None" = None  # a Python file's part of the project's call graph (call_graph.py)
 
     @property
     def first(self) -> Analysis:
@@ -244,8 +247,13 @@ def settle(
     filters: tuple[FindingFilter, ...] = (),
     rel: str | None = None,
     headers: HeaderSetup | None = None,
+    frequencies: "FileFrequencies | None" = None,
 ) -> FileResult:
     """The file's findings with this run's decisions, and its rewritten bytes when a fix applies.
+
+    `frequencies`: how often each of the file's functions runs in this
+    project (frequency.py); it weighs each finding's impact before the
+    filters see it (--min-impact is one).
 
     `load` gives the file's text; it is called only when a fix may apply.
     `rules` gives the rules, for a text the record holds no analysis of;
@@ -261,7 +269,7 @@ def settle(
     if first.skipped is not None:
         result.skipped = first.skipped
         return result
-    result.findings, edits = _decided(first.findings, policy, filters, _unmoved, 0)
+    result.findings, edits = _decided(first.findings, policy, filters, _unmoved, 0, frequencies)
     if not any(f.applied or f.deferred for f in result.findings):
         return result
     source = load()
@@ -279,7 +287,8 @@ def settle(
         if analysis.error is not None:  # a rewrite that no longer parses is a bug: keep the last good text
             result.error = FileError(rel, f"internal error: pass {attempt + 1} did not parse: {analysis.error.reason}")
             break
-        pass_findings, edits = _decided(analysis.findings, policy, filters, locator(source, current, applied), attempt)
+        pass_findings, edits = _decided(analysis.findings, policy, filters, locator(source, current, applied), attempt,
+                                        frequencies)
         result.findings = _merge_later_pass(result.findings, pass_findings)
     if current.text != source.text:
         broken = record.net_verdict(source, current, applied)
@@ -297,13 +306,17 @@ def _unmoved(line: int, col: int) -> tuple[int, int]:
     return line, col
 
 
-def _decided(findings, policy: FixPolicy, filters, locate, attempt: int) -> tuple[list[Finding], list[Edit]]:
-    """Fresh copies of an analysis's findings, placed in the original file, filtered and planned; and their edits."""
+def _decided(findings, policy: FixPolicy, filters, locate, attempt: int,
+             frequencies: "FileFrequencies | None" = None) -> tuple[list[Finding], list[Edit]]:
+    """Fresh copies of an analysis's findings, placed in the original file, weighed, filtered and planned; and
+    their edits."""
     decided = []
     for finding in findings:
         finding = copy.copy(finding)
         finding.analysis_pass = attempt
         finding.line, finding.col = locate(finding.line, finding.col)
+        if frequencies is not None:
+            frequencies.weigh(finding)
         decided.append(finding)
     for narrowing in filters:
         narrowing.mark(decided)

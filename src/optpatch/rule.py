@@ -72,6 +72,8 @@ class Rule:
     # Cheap text filter: a file containing none of these strings is skipped
     # before any parser runs.
     trigger_words: ClassVar[tuple[str, ...]] = ()
+    # The profiler's names of the ops a fix saves (plain literals): `--profile` times them at the site.
+    profiled_ops: ClassVar[tuple[str, ...]] = ()
 
     VALID: ClassVar[list[str]] = []  # code this rule must leave unchanged
     INVALID: ClassVar[list[Example]] = []  # code this rule must rewrite

@@ -3,7 +3,7 @@
 Importing the rules imports libcst (about 0.2 s) and every rule module. A
 pre-commit run on one changed file that holds none of the rules' trigger
 words needs neither, so the engine first reads each rule's declarations
-(code, name, language, version, trigger words) straight from the source of
+(code, name, language, version, trigger words, the ops a profile times) straight from the source of
 `rules/*.py` with Python's `ast`, and imports the rules only for a file that
 some rule wants. A rule whose declarations are not plain literals, that
 derives from another rule, or that overrides `wants` is imported right away,
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Iterator
 if TYPE_CHECKING:
     from optpatch.source import SourceFile
 
-_DECLARED = ("code", "name", "language", "version", "trigger_words")
+_DECLARED = ("code", "name", "language", "version", "trigger_words", "profiled_ops")
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class RuleFacts:
     language: str
     version: int = 1
     trigger_words: tuple[str, ...] = ()
+    profiled_ops: tuple[str, ...] = ()
 
     def wants(self, source: "SourceFile") -> bool:
         """`Rule.wants`, from the declarations alone."""
@@ -40,7 +41,7 @@ class RuleFacts:
 
     @classmethod
     def of(cls, rule) -> "RuleFacts":
-        return cls(rule.code, rule.name, rule.language, rule.version, tuple(rule.trigger_words))
+        return cls(rule.code, rule.name, rule.language, rule.version, tuple(rule.trigger_words), tuple(rule.profiled_ops))
 
 
 @cache
@@ -94,6 +95,7 @@ def _declared_rules(path: Path) -> list[RuleFacts] | None:
         if not {"code", "name", "language"} <= values.keys():
             return None
         values["trigger_words"] = tuple(values.get("trigger_words", ()))
+        values["profiled_ops"] = tuple(values.get("profiled_ops", ()))
         rules.append(RuleFacts(**values))
     return rules
 

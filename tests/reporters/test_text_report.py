@@ -24,7 +24,7 @@ from optpatch.model import Verdict
 from optpatch.policy import FixPolicy
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.status import PATCH_WRITTEN
-from optpatch.reporters.text import ELLIPSIS, code_limit, prose, render_concise, render_full
+from optpatch.reporters.text import ELLIPSIS, code_limit, prose, ranking, render_concise, render_full
 from optpatch.results import FileResult, RunResult
 
 WIDTHS = (60, 80, 120, 200)
@@ -94,7 +94,7 @@ def test_no_line_is_longer_than_the_width_but_an_unbreakable_location(result, wi
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_reason_appears_whole_with_only_its_code_shortened(result, width):
-    findings = [f for f in result.findings if not f.out_of_scope]
+    findings = sorted((f for f in result.findings if not f.out_of_scope), key=ranking)
     found = blocks(rendered(result, width))
     assert len(found) == len(findings)
     shortened = 0
@@ -125,15 +125,17 @@ def test_lines_grow_linearly_with_the_findings(result, width):
     counts = {n: len(rendered(copies(result, n), width)) for n in (1, 2, 4)}
     per_copy = counts[2] - counts[1]
     assert abs((counts[4] - counts[2]) - 2 * per_copy) <= 4, counts  # the summary's wrapping may move a line or two
-    # A block is a header, a short message, the reason and a blank line; the table took 52 lines a finding.
-    assert per_copy <= {60: 10, 80: 8, 120: 6, 200: 5}[width] * len(result.findings), per_copy / len(result.findings)
+    # A block is a header, a short message, the reason, the call path and a blank line; the table took 52
+    # lines a finding.
+    assert per_copy <= {60: 12, 80: 10, 120: 8, 200: 6}[width] * len(result.findings), per_copy / len(result.findings)
 
 
 def test_concise_is_one_line_per_finding_then_the_summary(result):
     lines = rendered(result, 80, render_concise)
     findings = [line for line in lines[: lines.index("")]]
     assert len(findings) == len(result.findings)
-    assert all(line.startswith(f"{f.location()}: {f.code} {f.name} [") for line, f in zip(findings, result.findings))
+    ranked = sorted(result.findings, key=ranking)
+    assert all(line.startswith(f"{f.location()}: {f.code} {f.name} [") for line, f in zip(findings, ranked))
     assert lines[len(findings) + 1].startswith("Summary:")
 
 

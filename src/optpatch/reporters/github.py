@@ -62,7 +62,8 @@ def annotation(finding: Finding, root: Path, delivery: Delivery) -> str:
         tier = finding.tier.value if finding.tier else "safe"
         status = str(status_of(finding, delivery)) if finding.applied else f"not applied: {finding.not_applied_because}"
         body.append(f"Fix ({tier}, {status}): {finding.replacement}")
-        body.append(f"Impact: {finding.impact.value} ({finding.context.value}); {finding.impact_basis}")
+        runs = finding.frequency.describe(finding.path) if finding.frequency else finding.context.value
+        body.append(f"Impact: {finding.impact.value} ({runs}); {finding.impact_basis}")
     return workflow_command(_COMMAND[finding.verdict], properties, "\n".join(body))
 
 

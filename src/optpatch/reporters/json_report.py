@@ -5,6 +5,9 @@ new fields may be added within a version. Version 2: `applied` means that
 this command wrote the fix (into the patch, or into the file), and
 `fixable` that the run's policy accepts it; in version 1 `applied` meant the
 latter, so `check` said `"applied": true` of fixes it never wrote.
+Version 3: `impact` is the rule's size class weighed by how often the site
+runs (`frequency`, from the project's call graph or a profile); the rule's
+own class is `size`.
 """
 
 from __future__ import annotations
@@ -12,12 +15,12 @@ from __future__ import annotations
 import json
 
 from optpatch import __version__
-from optpatch.model import FileError, Finding, Verdict
+from optpatch.model import FileError, Finding, FrequencyEvidence, Impact, Verdict
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.status import NOTHING_WRITTEN, Delivery, Status, status_of
 from optpatch.results import RunResult
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def finding_to_dict(finding: Finding, delivery: Delivery = NOTHING_WRITTEN) -> dict:
@@ -40,6 +43,8 @@ def finding_to_dict(finding: Finding, delivery: Delivery = NOTHING_WRITTEN) -> d
         "context": finding.context.value,
         "impact": finding.impact.value,
         "impact_basis": finding.impact_basis,
+        "size": finding.size.value if finding.size else None,
+        "frequency": frequency_to_dict(finding.frequency) if finding.frequency else None,
         "replacement": finding.replacement or None,
         "edits": [{"start": e.start, "end": e.end, "text": e.text} for e in finding.edits],
         "regions": [
@@ -52,6 +57,20 @@ def finding_to_dict(finding: Finding, delivery: Delivery = NOTHING_WRITTEN) -> d
             }
             for r in finding.regions
         ],
+    }
+
+
+def frequency_to_dict(evidence: FrequencyEvidence) -> dict:
+    measured = evidence.measured
+    return {
+        "frequency": evidence.frequency.value,
+        "source": evidence.source.value,
+        "path": [{"function": step.function, "path": step.path, "line": step.line} for step in evidence.path],
+        "static": evidence.static.value if evidence.static else None,
+        "measured": None if measured is None else {
+            "calls": measured.calls, "microseconds": round(measured.microseconds, 3), "ops": list(measured.ops),
+            "profile": measured.profile,
+        },
     }
 
 
@@ -72,6 +91,8 @@ def summary_of(result: RunResult, delivery: Delivery = NOTHING_WRITTEN) -> dict:
         "kept": sum(f.verdict is Verdict.KEEP for f in findings),
         "advice": sum(f.verdict is Verdict.ADVICE for f in findings),
         "suppressed": result.suppressed,
+        "fixes_by_impact": {level.value: sum(f.impact is level for f in findings if f.verdict is Verdict.FIX)
+                            for level in (Impact.HIGH, Impact.MEDIUM, Impact.LOW, Impact.NONE)},
         "seconds": round(result.seconds, 3),
     }
 

@@ -104,7 +104,7 @@ def findings_table(findings: list[Finding]) -> list[str]:
                     f"`{finding.code}` {finding.name}",
                     f"`{finding.location()}`",
                     finding.tier.value if finding.tier else "-",
-                    f"{finding.impact.value} ({finding.context.value})",
+                    f"{finding.impact.value} ({finding.frequency.frequency.value if finding.frequency else finding.context.value})",
                     cell(why(finding)),
                 ]
             )

@@ -8,8 +8,9 @@
       proof: every path overwrites `gpu_blocks` before reading it: L35: overwritten
         in full by `gpu_blocks.copy_(cpu_blocks, non_blocking=True)`
 
-Findings come in path and line order, so each file's findings stay
-together. Every line is wrapped at word boundaries to the width; only a
+Findings come highest impact first (the impact weighed by how often the
+site runs: frequency.py; then the time a --profile measured), kept sites
+last, and in path and line order within a class. Every line is wrapped at word boundaries to the width; only a
 single word longer than the width (a long path) runs over it. Quoted code
 (between backticks) is collapsed to one line and shortened with an
 ellipsis, so source pasted into a reason cannot flood the screen, while the
@@ -27,7 +28,7 @@ from collections import Counter
 from rich.text import Text
 
 from optpatch.locations import rewritten_line
-from optpatch.model import CodeArea, Finding, KeepCategory, Verdict
+from optpatch.model import CodeArea, Finding, Impact, KeepCategory, Verdict
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.status import Status, status_of
 from optpatch.reporters.wrapping import together, wrap
@@ -48,6 +49,7 @@ _COUNTED = {
     Status.FIXED: "{} fixed", Status.IN_PATCH: "{} fixes in the patch", Status.FIXABLE: "{} fixable",
     Status.PROPOSED: "{} proposed (not applied)", Status.KEPT: "{} kept", Status.ADVICE: "{} advice",
 }
+IMPACT_ORDER = (Impact.HIGH, Impact.MEDIUM, Impact.LOW, Impact.NONE)
 SUMMARY_ORDER = (Status.FIXED, Status.IN_PATCH, Status.FIXABLE, Status.PROPOSED, Status.KEPT, Status.ADVICE)
 
 
@@ -79,7 +81,16 @@ def render_concise(result: RunResult, options: ReportOptions) -> list[Text]:
 
 
 def shown_findings(result: RunResult, options: ReportOptions) -> list[Finding]:
-    return [f for f in result.findings if options.verbose or f.verdict is not Verdict.KEEP]
+    """The findings to list, highest impact first (the time a profile measured next), then in path order."""
+    shown = [f for f in result.findings if options.verbose or f.verdict is not Verdict.KEEP]
+    return sorted(shown, key=ranking)
+
+
+def ranking(finding: Finding) -> tuple:
+    """Fixes and advice before kept sites, then by impact, then by measured time, highest first."""
+    measured = finding.frequency.measured if finding.frequency is not None else None
+    return (finding.verdict is Verdict.KEEP, -finding.impact.rank, -(measured.microseconds if measured else 0.0),
+            finding.sort_key)
 
 
 # -- one finding --------------------------------------------------------------------------
@@ -94,6 +105,8 @@ def finding_block(finding: Finding, options: ReportOptions, width: int) -> list[
     if status is Status.PROPOSED and finding.not_applied_because:
         body += wrap(f"not applied: {finding.not_applied_because}", width, "  ", "    ")
     body += wrap(f"{_LABEL[finding.verdict]}: {prose(finding.reason, limit)}", width, "  ", "    ")
+    if finding.frequency is not None and finding.verdict is not Verdict.KEEP:
+        body += wrap(f"runs: {finding.frequency.describe(finding.path)}", width, "  ", "    ")
     if options.show_fixes and finding.verdict is Verdict.FIX:
         body += fix_diff(finding, options.original_text(finding.path), width)
     return head + [Text(line) for line in body]
@@ -124,7 +137,10 @@ def _style_header(lines: list[Text], finding: Finding, status: Status) -> None:
 
 def short_message(finding: Finding, limit: int) -> str:
     """What the finding is, from its typed fields: the rewrite and its impact, or why the site was kept."""
-    where = f"{finding.impact.value}, {finding.context.value}"
+    runs = finding.frequency.frequency.value if finding.frequency is not None else finding.context.value
+    where = f"{finding.impact.value}, {runs}"
+    if finding.size is not None and finding.size is not finding.impact:
+        where += f" (size {finding.size.value})"
     if finding.area is not CodeArea.LIBRARY:
         where += f"; in {finding.area.value}"
     if finding.verdict is Verdict.KEEP:
@@ -291,6 +307,11 @@ def summary_lines(result: RunResult, options: ReportOptions, width: int) -> list
             label = f"  {status}:".ljust(label_width + 3)
             detail = "; ".join(breakdown(by_status[status], status))
             lines += [Text(line) for line in wrap(detail, width, label, " " * len(label))]
+    impacts = Counter(f.impact for f in result.findings if f.verdict is Verdict.FIX)
+    if impacts:
+        label = "  impact:".ljust(label_width + 3)
+        counts = ", ".join(together(f"{impacts[level]} {level.value}") for level in IMPACT_ORDER if impacts[level])
+        lines += [Text(line) for line in wrap(f"{counts} (fixes, highest first above)", width, label, " " * len(label))]
     if Status.KEPT in by_status and not options.verbose:
         hint = "Kept sites are listed with -v; `optpatch explain REPO:FILE:LINE` shows any site's proof or blocking use."
         lines += [Text(line, style="dim") for line in wrap(hint, width, "", "")]

@@ -1,0 +1,551 @@
+"""The project's call graph: who calls whom, across files, from each file's `ast`.
+
+Two halves, like the analysis and the settling of passes.py:
+
+1. `index_file` reads one Python file's `ast` into a `FileCalls`: its
+   definitions, classes (their bases and the classes of the attributes
+   their methods assign), imports, and call sites, each call written as the
+   dotted text of its callee (`self.norm`, `F.linear`, `apply_rope`). It
+   depends only on the file's text, so the result cache keeps it in the
+   file's `FileRecord` and a warm run reads no file's `ast` again.
+2. `CallGraph.build` resolves every call once per run, across files:
+   imports (absolute and relative, `from x import y`, `mod.f`), `self.m`
+   and `cls.m` through the project's base classes, `super().m`, the
+   attributes a constructor assigned (`self.attn = Attention()`, so
+   `self.attn(x)` calls `Attention.forward`), a class called (its
+   `__init__`), and, last, a method name defined once in the whole project.
+   A call nothing resolves is left out: the graph under-approximates, so a
+   function it cannot reach is "unreached", never wrongly "per-step".
+
+Cost: one `ast` walk per file, then one dictionary look-up per call, with
+import chains and base classes followed to a fixed depth: linear in the
+project.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass, field
+from typing import Iterator
+
+MODULE = "<module>"  # the qualified name of a file's module-level code
+MAX_HOPS = 8  # re-exports and base classes followed at most this deep (cycles end here too)
+# Method names too common to resolve by name alone: `x.update()` is a dict as often as anything of the project's.
+_COMMON = frozenset({
+    "update", "apply", "get", "set", "add", "run", "call", "copy", "clone", "to", "item", "view", "append", "extend",
+    "pop", "keys", "values", "items", "format", "join", "split", "read", "write", "close", "open", "start", "stop",
+    "reset", "clear", "load", "save", "init", "build", "setup", "forward", "backward", "step", "cuda", "cpu",
+    "float", "half", "size", "numel", "sum", "mean", "max", "min", "register", "wait", "sync", "send", "recv",
+})
+
+
+class Edge(enum.StrEnum):
+    """How a site reaches its callee."""
+
+    CALL = "call"
+    CAPTURE = "capture"  # inside `with torch.cuda.graph(...)`: the Python runs at capture only
+    LAZY = "lazy"  # under `if self.x is None:` that assigns `self.x`: runs once
+    COMPILED = "compiled"  # handed to torch.compile: its callee is a per-step root
+    HOOK = "hook"  # handed to register_*hook: runs on every forward or backward
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A function or method; `cls` is the qualified name of the class it is defined in, if any."""
+
+    qualname: str
+    line: int
+    end_line: int
+    cls: str | None = None
+    decorators: tuple[str, ...] = ()
+    first_line: int = 0  # of its first decorator, or its `def`: where a profiler's frame names it
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class ClassInfo:
+    qualname: str
+    line: int
+    bases: tuple[str, ...]  # dotted texts
+    attributes: tuple[tuple[str, str], ...] = ()  # (attribute, dotted text of the class assigned to it in a method)
+
+
+@dataclass(frozen=True)
+class CallSite:
+    caller: str  # the qualified name of the enclosing function, or MODULE
+    callee: str  # dotted text: "f", "self.f", "mod.f", "super.f"; "self.attn" calls the attribute
+    line: int
+    edge: Edge = Edge.CALL
+
+
+@dataclass(frozen=True)
+class Import:
+    local: str  # the name bound in the file
+    module: str  # the module as written ("" for `from . import x`)
+    name: str | None  # `from module import name`; None for `import module`
+    level: int = 0  # leading dots of a relative import
+
+
+@dataclass(frozen=True)
+class FileCalls:
+    """One file's part of the call graph: what `CallGraph.build` resolves."""
+
+    rel: str
+    definitions: tuple[Definition, ...]
+    classes: tuple[ClassInfo, ...]
+    imports: tuple[Import, ...]
+    calls: tuple[CallSite, ...]
+    exports: tuple[str, ...] | None = None  # `__all__`, when the file spells it as a literal
+
+    @property
+    def module(self) -> str:
+        return module_name(self.rel)
+
+    @property
+    def package(self) -> bool:
+        return self.rel.endswith("__init__.py")
+
+
+def module_name(rel: str) -> str:
+    parts = rel[: -len(".py")].split("/") if rel.endswith(".py") else rel.split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+# -- 1. one file ------------------------------------------------------------------------------
+
+
+def index_file(rel: str, text: str) -> FileCalls | None:
+    """The file's definitions, imports and calls; None when Python's parser refuses it."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    indexer = _Indexer()
+    try:
+        indexer.visit_body(tree.body, MODULE, None, Edge.CALL)
+    except RecursionError:
+        return None
+    return FileCalls(rel, tuple(indexer.definitions), tuple(indexer.class_infos()), tuple(indexer.imports),
+                     tuple(indexer.calls), indexer.exports)
+
+
+def dotted(node: ast.AST) -> str | None:
+    """`a.b.c` for a chain of names and attributes; `super().f` is `super.f`; None for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super":
+        parts.append("super")
+    else:
+        return None
+    return ".".join(reversed(parts))
+
+
+class _Indexer:
+    def __init__(self):
+        self.definitions: list[Definition] = []
+        self.classes: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self.attributes: dict[str, dict[str, str]] = {}
+        self.imports: list[Import] = []
+        self.calls: list[CallSite] = []
+        self.exports: tuple[str, ...] | None = None
+
+    def class_infos(self) -> Iterator[ClassInfo]:
+        for qualname, (line, bases) in self.classes.items():
+            yield ClassInfo(qualname, line, bases, tuple(sorted(self.attributes.get(qualname, {}).items())))
+
+    def visit_body(self, body, scope: str, cls: str | None, edge: Edge) -> None:
+        for statement in body:
+            self.visit_statement(statement, scope, cls, edge)
+
+    def visit_statement(self, node: ast.stmt, scope: str, cls: str | None, edge: Edge) -> None:
+        kind = type(node)
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            self.function(node, scope, cls, edge)
+        elif kind is ast.ClassDef:
+            self.klass(node, scope, edge)
+        elif kind in (ast.Import, ast.ImportFrom):
+            self.import_(node)
+        elif kind is ast.With or kind is ast.AsyncWith:
+            inner = Edge.CAPTURE if any(_is_graph_capture(item.context_expr) for item in node.items) else edge
+            for item in node.items:
+                self.expression(item.context_expr, scope, cls, edge)
+            self.visit_body(node.body, scope, cls, inner)
+        elif kind is ast.If:
+            self.expression(node.test, scope, cls, edge)
+            inner = Edge.LAZY if edge is Edge.CALL and _lazy_guard(node) else edge
+            self.visit_body(node.body, scope, cls, inner)
+            self.visit_body(node.orelse, scope, cls, edge)
+        else:
+            if kind is ast.Assign and scope == MODULE and any(
+                    isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                self.exports = _literal_names(node.value)
+            if kind in (ast.Assign, ast.AnnAssign) and cls is not None:
+                self.attribute_types(node, cls)
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    self.visit_statement(child, scope, cls, edge)
+                elif isinstance(child, ast.excepthandler):
+                    self.visit_body(child.body, scope, cls, edge)
+                elif isinstance(child, ast.match_case):
+                    self.visit_body(child.body, scope, cls, edge)
+                elif isinstance(child, ast.expr):
+                    self.expression(child, scope, cls, edge)
+
+    def function(self, node, scope: str, cls: str | None, edge: Edge) -> None:
+        qualname = node.name if scope == MODULE else f"{scope}.{node.name}"
+        owner = cls if cls is not None and scope == cls else None
+        decorators = tuple(filter(None, (dotted(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list)))
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        self.definitions.append(Definition(qualname, node.lineno, node.end_lineno or node.lineno, owner, decorators, first))
+        for decorator in node.decorator_list:
+            self.expression(decorator, scope, cls, edge)
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.expression(default, scope, cls, edge)
+        self.visit_body(node.body, qualname, cls, Edge.CALL)
+
+    def klass(self, node: ast.ClassDef, scope: str, edge: Edge) -> None:
+        qualname = node.name if scope == MODULE else f"{scope}.{node.name}"
+        self.classes[qualname] = (node.lineno, tuple(filter(None, (dotted(base) for base in node.bases))))
+        for expression in node.bases + [k.value for k in node.keywords] + node.decorator_list:
+            self.expression(expression, scope, None, edge)
+        self.visit_body(node.body, qualname, qualname, edge)
+
+    def import_(self, node) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                self.imports.append(Import(local, alias.name if alias.asname else local, None))
+            return
+        for alias in node.names:
+            if alias.name != "*":
+                self.imports.append(Import(alias.asname or alias.name, node.module or "", alias.name, node.level))
+
+    def attribute_types(self, node, cls: str) -> None:
+        """`self.x = SomeClass(...)` in a method: `self.x(...)` later calls SomeClass's forward."""
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value
+        if not isinstance(value, ast.Call):
+            return
+        callee = dotted(value.func)
+        if callee is None:
+            return
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                self.attributes.setdefault(cls, {}).setdefault(target.attr, callee)
+
+    def expression(self, node: ast.expr, scope: str, cls: str | None, edge: Edge) -> None:
+        """Every call in an expression (lambdas and comprehensions included: they run as part of their function)."""
+        for sub in ast.walk(node):
+            if type(sub) is ast.Call:
+                self.call(sub, scope, edge)
+
+    def call(self, node: ast.Call, scope: str, edge: Edge) -> None:
+        callee = dotted(node.func)
+        if callee is None:
+            return
+        self.calls.append(CallSite(scope, callee, node.lineno, edge))
+        last = callee.rsplit(".", 1)[-1]
+        handed = Edge.COMPILED if last == "compile" else Edge.HOOK if "hook" in last else edge
+        for argument in node.args:  # a function handed on is called by the callee: as often as this call, or more
+            name = dotted(argument)
+            if name is not None:
+                self.calls.append(CallSite(scope, name, node.lineno, handed))
+
+
+def _is_graph_capture(node: ast.expr) -> bool:
+    """`torch.cuda.graph(g)`, `graph_capture(...)`, `capture(...)`-like context managers."""
+    if not isinstance(node, ast.Call):
+        return False
+    name = dotted(node.func) or ""
+    last = name.rsplit(".", 1)[-1]
+    return name.endswith("cuda.graph") or "capture" in last.lower()
+
+
+def _lazy_guard(node: ast.If) -> bool:
+    """`if self.x is None:` (or `if not self.x:`) whose body assigns `self.x`: the body runs once."""
+    test = node.test
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) and \
+            isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        guarded = test.left
+    elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        guarded = test.operand
+    else:
+        return False
+    target = dotted(guarded)
+    if target is None or not target.startswith("self."):
+        return False
+    return any(isinstance(t, ast.Attribute) and dotted(t) == target
+               for statement in node.body for sub in ast.walk(statement)
+               if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+               for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))
+
+
+def _literal_names(node: ast.expr) -> tuple[str, ...] | None:
+    if isinstance(node, (ast.List, ast.Tuple)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return tuple(e.value for e in node.elts)
+    return None
+
+
+# -- 2. the project ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class Node:
+    """A function of the project (or a file's module-level code: qualname MODULE)."""
+
+    rel: str
+    qualname: str
+
+
+@dataclass(frozen=True)
+class Arc:
+    caller: Node
+    callee: Node
+    line: int
+    edge: Edge
+
+
+@dataclass
+class CallGraph:
+    """Every resolved call of the project, and every definition."""
+
+    files: dict[str, FileCalls]
+    definitions: dict[Node, Definition] = field(default_factory=dict)
+    callers: dict[Node, list[Arc]] = field(default_factory=dict)
+    callees: dict[Node, list[Arc]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, files: dict[str, FileCalls]) -> "CallGraph":
+        graph = cls(files)
+        resolver = _Resolver(files)
+        for rel, calls in files.items():
+            for definition in calls.definitions:
+                graph.definitions[Node(rel, definition.qualname)] = definition
+        for rel, calls in files.items():
+            for site in calls.calls:
+                caller = Node(rel, site.caller)
+                for callee in resolver.targets(calls, site):
+                    if callee != caller:
+                        arc = Arc(caller, callee, site.line, site.edge)
+                        graph.callers.setdefault(callee, []).append(arc)
+                        graph.callees.setdefault(caller, []).append(arc)
+        return graph
+
+    def exported(self, node: Node) -> bool:
+        """Public: no leading underscore on its name or its class, in a file that is not a test."""
+        calls = self.files[node.rel]
+        top = node.qualname.split(".")[0]
+        if calls.exports is not None:
+            return top in calls.exports
+        return not any(part.startswith("_") and not part.startswith("__") for part in node.qualname.split("."))
+
+
+class _Resolver:
+    """Callee texts -> the project's functions. Every look-up is bounded by MAX_HOPS."""
+
+    def __init__(self, files: dict[str, FileCalls]):
+        self.files = files
+        self.by_module: dict[str, str] = {}
+        suffixes: dict[str, list[str]] = {}
+        for rel, calls in files.items():
+            module = calls.module
+            self.by_module[module] = rel
+            parts = module.split(".")
+            for start in range(1, len(parts)):
+                suffixes.setdefault(".".join(parts[start:]), []).append(rel)
+        # A module imported by a shorter name than its path (a src/ layout): only where the suffix is unique.
+        for suffix, rels in suffixes.items():
+            if len(rels) == 1 and suffix not in self.by_module:
+                self.by_module[suffix] = rels[0]
+        self.top: dict[str, dict[str, object]] = {}
+        self.class_info: dict[Node, ClassInfo] = {}
+        self.methods: dict[Node, dict[str, Definition]] = {}
+        self.nested: dict[tuple[str, str], dict[str, Definition]] = {}
+        self.owner: dict[tuple[str, str], str] = {}
+        by_name: dict[str, list[Node]] = {}
+        for rel, calls in files.items():
+            names: dict[str, object] = {}
+            for info in calls.classes:
+                self.class_info[Node(rel, info.qualname)] = info
+                if "." not in info.qualname:
+                    names[info.qualname] = Node(rel, info.qualname)
+            for definition in calls.definitions:
+                node = Node(rel, definition.qualname)
+                if definition.cls is not None:
+                    self.owner[rel, definition.qualname] = definition.cls
+                    self.methods.setdefault(Node(rel, definition.cls), {})[definition.name] = definition
+                    by_name.setdefault(definition.name, []).append(node)
+                elif "." not in definition.qualname:
+                    names[definition.qualname] = node
+                else:
+                    parent = definition.qualname.rsplit(".", 1)[0]
+                    self.nested.setdefault((rel, parent), {})[definition.name] = definition
+            for imported in calls.imports:
+                names.setdefault(imported.local, imported)
+            self.top[rel] = names
+        self.unique_methods = {name: nodes[0] for name, nodes in by_name.items()
+                               if len(nodes) == 1 and name not in _COMMON and not name.startswith("__")}
+
+    # -- names --
+
+    def module_rel(self, calls: FileCalls, imported: Import) -> str | None:
+        """The file of the module an import names (relative imports from the importing file's package)."""
+        name = imported.module
+        if imported.level:
+            package = calls.module.split(".") if calls.package else calls.module.split(".")[:-1]
+            package = package[: len(package) - (imported.level - 1)] if imported.level > 1 else package
+            name = ".".join(package + ([name] if name else []))
+        return self.by_module.get(name)
+
+    def lookup(self, rel: str, name: str, hops: int = 0):
+        """What NAME is at the top of file REL: a Node (function or class), a module's rel (str), or None."""
+        target = self.top.get(rel, {}).get(name)
+        if isinstance(target, Import) and hops < MAX_HOPS:
+            calls = self.files[rel]
+            module_rel = self.module_rel(calls, target)
+            if target.name is None:
+                return ("module", module_rel) if module_rel is not None else None
+            if module_rel is not None:
+                found = self.lookup(module_rel, target.name, hops + 1)
+                if found is not None:
+                    return found
+            submodule = self.module_rel(calls, Import(target.local, f"{target.module}.{target.name}".lstrip("."),
+                                                      None, target.level)) if target.module or target.level else None
+            return ("module", submodule) if submodule is not None else None
+        return target if isinstance(target, Node) else None
+
+    def resolve_dotted(self, calls: FileCalls, scope: str, parts: list[str]):
+        """A Node, a ("module", rel) or None for a dotted name read in SCOPE of the file."""
+        head, rest = parts[0], parts[1:]
+        found = self.local_definition(calls.rel, scope, head) or self.lookup(calls.rel, head)
+        for part in rest:
+            if found is None:
+                return None
+            if isinstance(found, tuple):
+                found = self.lookup(found[1], part) or self.submodule(found[1], part)
+            elif found in self.class_info:
+                method = self.method(found, part)
+                found = method if method is not None else self.nested_class(found, part)
+            else:
+                return None
+        return found
+
+    def submodule(self, rel: str, name: str):
+        sub = self.by_module.get(f"{self.files[rel].module}.{name}")
+        return ("module", sub) if sub is not None else None
+
+    def nested_class(self, cls: Node, name: str) -> Node | None:
+        node = Node(cls.rel, f"{cls.qualname}.{name}")
+        return node if node in self.class_info else None
+
+    def local_definition(self, rel: str, scope: str, name: str) -> Node | None:
+        """A function defined in SCOPE or an enclosing function (closures), innermost first."""
+        while scope != MODULE:
+            nested = self.nested.get((rel, scope), {})
+            if name in nested:
+                return Node(rel, nested[name].qualname)
+            if "." not in scope:
+                break
+            scope = scope.rsplit(".", 1)[0]
+        return None
+
+    # -- classes --
+
+    def bases(self, cls: Node) -> Iterator[Node]:
+        """CLS and its bases defined in the project, nearest first, at most MAX_HOPS deep."""
+        seen, queue = set(), [cls]
+        while queue and len(seen) < MAX_HOPS:
+            current = queue.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            yield current
+            calls = self.files[current.rel]
+            for base in self.class_info[current].bases:
+                found = self.resolve_dotted(calls, MODULE, base.split("."))
+                if isinstance(found, Node) and found in self.class_info:
+                    queue.append(found)
+
+    def method(self, cls: Node, name: str) -> Node | None:
+        for base in self.bases(cls):
+            definition = self.methods.get(base, {}).get(name)
+            if definition is not None:
+                return Node(base.rel, definition.qualname)
+        return None
+
+    def attribute_class(self, cls: Node, attribute: str) -> Node | None:
+        for base in self.bases(cls):
+            text = dict(self.class_info[base].attributes).get(attribute)
+            if text is not None:
+                found = self.resolve_dotted(self.files[base.rel], MODULE, text.split("."))
+                return found if isinstance(found, Node) and found in self.class_info else None
+        return None
+
+    def instantiated(self, cls: Node) -> list[Node]:
+        return [node for node in (self.method(cls, "__init__"), self.method(cls, "__post_init__")) if node]
+
+    def called(self, cls: Node) -> list[Node]:
+        """Calling an instance: its `__call__`, or an nn.Module's `forward`."""
+        target = self.method(cls, "__call__") or self.method(cls, "forward")
+        return [target] if target else []
+
+    # -- a call --
+
+    def targets(self, calls: FileCalls, site: CallSite) -> list[Node]:
+        parts = site.callee.split(".")
+        cls = self.enclosing_class(calls, site.caller)
+        if parts[0] in ("self", "cls", "super") and cls is not None:
+            return self.on_self(cls, parts)
+        found = self.resolve_dotted(calls, site.caller, parts)
+        if isinstance(found, Node):
+            return self.instantiated(found) if found in self.class_info else [found]
+        if found is None and len(parts) > 1 and parts[-1] in self.unique_methods:
+            return [self.unique_methods[parts[-1]]]
+        return []
+
+    def on_self(self, cls: Node, parts: list[str]) -> list[Node]:
+        if len(parts) == 1:
+            return []
+        start = cls
+        if parts[0] == "super":
+            bases = list(self.bases(cls))[1:]
+            for base in bases:
+                definition = self.methods.get(base, {}).get(parts[1])
+                if definition is not None:
+                    return [Node(base.rel, definition.qualname)] if len(parts) == 2 else []
+            return []
+        if len(parts) == 2:
+            method = self.method(start, parts[1])
+            if method is not None:
+                return [method]
+            held = self.attribute_class(start, parts[1])
+            return self.called(held) if held is not None else []
+        held = self.attribute_class(start, parts[1])
+        if held is not None and len(parts) == 3:
+            method = self.method(held, parts[2])
+            return [method] if method is not None else []
+        if parts[-1] in self.unique_methods:
+            return [self.unique_methods[parts[-1]]]
+        return []
+
+    def enclosing_class(self, calls: FileCalls, scope: str) -> Node | None:
+        """The class whose method (or a function nested in one) SCOPE is."""
+        while scope != MODULE:
+            owner = self.owner.get((calls.rel, scope))
+            if owner is not None:
+                return Node(calls.rel, owner)
+            if "." not in scope:
+                return None
+            scope = scope.rsplit(".", 1)[0]
+        return None

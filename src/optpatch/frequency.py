@@ -1,0 +1,269 @@
+"""How often each function runs, from the project's call graph; and what that makes a finding's impact worth.
+
+A run-level fact, decided after the cache as the fix policy is (passes.settle):
+a file's cached analysis never holds it, since an edit anywhere in the
+project may change who calls what.
+
+Every function gets the most frequent context that reaches it, with the call
+path from that context as evidence:
+
+- **per-step**: a module's `forward` and `__call__`, an autograd.Function's
+  `forward`/`backward`, step-style methods (`step`, `*_step`, `decode`,
+  `generate`, `execute_model`, `prepare_inputs`, ...), a function handed to
+  `torch.compile` or registered as a hook; and whatever they call, except
+  through a CUDA-graph capture (`with torch.cuda.graph(g):` runs its Python
+  once) or a lazy initialisation (`if self.x is None: self.x = ...`).
+- **one-time**: constructors, module level and class bodies, weight loading,
+  warm-up, CUDA-graph capture, set-up (`setup`, `build_*`, `init_*`,
+  `register_*`), `main` and CLI commands, tests, functions cached per
+  argument; and whatever they call that nothing per-step reaches. Loading,
+  warm-up, capture, entry points and tests stay one-time even when a
+  per-step path calls them (a `load_weights` under `forward` is a first-call
+  branch); a constructor or a `build_*` that a per-step path calls runs per
+  step.
+- **unreached**: no caller in the project ("public API" when its name is
+  public), and what only such functions call.
+
+Per-step roots are searched first, then one-time, then unreached, each
+breadth-first, so every function is labelled once, by the shortest path from
+the most frequent context: linear in the graph.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from optpatch.call_graph import MODULE, CallGraph, Definition, Edge, Node
+from optpatch.model import CallStep, Finding, Frequency, FrequencyEvidence, FrequencySource, Impact, Measurement
+
+MAX_PATH = 8  # call steps kept in the evidence: the root's end and the site's end of a longer path
+
+_STEP = re.compile(
+    r"^(step|_step|.+_step|decode|_?decode_.*|prefill.*|_?generate|generate_step|_?execute_model|run_model|"
+    r"_?prepare_(model_)?inputs?|_?sample|forward_.+|_forward.*|.+_forward|_?schedule)$"
+)
+_ONE_TIME_NAMES: tuple[tuple[FrequencySource, re.Pattern], ...] = (
+    (FrequencySource.INIT, re.compile(r"^(__init__|__post_init__|__new__|__init_subclass__|__set_name__)$")),
+    (FrequencySource.LOADING, re.compile(
+        r"^(from_pretrained|from_hf.*|_?load_(state_dict|from_state_dict|weights?|checkpoint|model|pretrained.*|"
+        r"params|parameters|sharded.*|ckpt.*|hf.*)|_load_from_state_dict|load|_load)$")),
+    (FrequencySource.WARMUP, re.compile(r"^.*warm_?up.*$", re.IGNORECASE)),
+    (FrequencySource.CAPTURE, re.compile(r"^.*capture.*$")),
+    (FrequencySource.ENTRY_POINT, re.compile(r"^(_?main|cli|run_cli|parse_args)$")),
+    (FrequencySource.TEST, re.compile(r"^(test_.*|test|setUp|setUpClass|tearDown|tearDownClass)$")),
+    (FrequencySource.SETUP, re.compile(
+        r"^(_?setup.*|set_up|_?build|_?build_.+|_?init_.+|_?initiali[sz]e.*|_?reset_parameters|_init_weights|"
+        r"_?register_(?!.*hook).+|_?configure_.+)$")),
+)
+_PER_STEP = frozenset({FrequencySource.FORWARD, FrequencySource.AUTOGRAD, FrequencySource.CALL_METHOD,
+                       FrequencySource.STEP_METHOD, FrequencySource.COMPILED, FrequencySource.HOOK})
+# One-time sources a per-step path cannot make per-step: what they are named for happens once.
+_FIRM = frozenset({FrequencySource.LOADING, FrequencySource.WARMUP, FrequencySource.CAPTURE,
+                   FrequencySource.ENTRY_POINT, FrequencySource.TEST})
+_CACHES = ("cache", "lru_cache", "cached_property")
+_COMMANDS = ("command", "group")  # click's and typer's decorators
+_COMPILERS = ("compile", "script")  # torch.compile, torch.jit.script
+
+
+def source_of(definition: Definition, bases: tuple[str, ...] = ()) -> FrequencySource | None:
+    """What the function is, from its name, decorators and class: a context of its own, or None (its callers')."""
+    name = definition.name
+    decorators = [d.rsplit(".", 1)[-1] for d in definition.decorators]
+    if any(d in _COMPILERS for d in decorators):
+        return FrequencySource.COMPILED
+    if any(d in _COMMANDS for d in decorators):
+        return FrequencySource.ENTRY_POINT
+    if any(d in _CACHES for d in decorators):
+        return FrequencySource.CACHED
+    if definition.cls is not None:
+        autograd = any(base.rsplit(".", 1)[-1] == "Function" for base in bases)
+        if name in ("forward", "backward") and autograd:
+            return FrequencySource.AUTOGRAD
+        if name == "forward":
+            return FrequencySource.FORWARD
+        if name == "__call__":
+            return FrequencySource.CALL_METHOD
+    if _STEP.match(name):
+        return FrequencySource.STEP_METHOD
+    for source, pattern in _ONE_TIME_NAMES:
+        if pattern.match(name):
+            return source
+    return None
+
+
+@dataclass
+class _Label:
+    frequency: Frequency
+    source: FrequencySource
+    arc: object | None = None  # the Arc it was reached by; None at a root
+
+
+@dataclass
+class Frequencies:
+    """Every function's frequency with its evidence, for one run."""
+
+    graph: CallGraph
+    labels: dict[Node, _Label] = field(default_factory=dict)
+
+    @classmethod
+    def classify(cls, graph: CallGraph) -> "Frequencies":
+        frequencies = cls(graph)
+        sources = {node: source_of(d, _bases(graph, node, d)) for node, d in graph.definitions.items()}
+        handed = [(arc, FrequencySource.COMPILED if arc.edge is Edge.COMPILED else FrequencySource.HOOK)
+                  for arcs in graph.callees.values() for arc in arcs if arc.edge in (Edge.COMPILED, Edge.HOOK)]
+        per_step = [(node, source, None) for node, source in sources.items() if source in _PER_STEP]
+        per_step += [(arc.callee, source, arc) for arc, source in handed]
+        frequencies._spread(Frequency.PER_STEP, per_step, lambda node: sources.get(node) not in _FIRM)
+        once = [(node, source, None) for node, source in sources.items() if source is not None and source not in _PER_STEP]
+        once += [(Node(rel, MODULE), FrequencySource.MODULE_LEVEL, None) for rel in graph.files]
+        once += [(caller, FrequencySource.MODULE_LEVEL, None) for caller in graph.callees
+                 if caller not in graph.definitions]  # class bodies
+        once += [(arc.callee, FrequencySource.CAPTURE if arc.edge is Edge.CAPTURE else FrequencySource.SETUP, arc)
+                 for arcs in graph.callees.values() for arc in arcs if arc.edge in (Edge.CAPTURE, Edge.LAZY)]
+        frequencies._spread(Frequency.ONE_TIME, once, lambda node: True)
+        orphans = [(node, FrequencySource.PUBLIC_API if graph.exported(node) else FrequencySource.NO_CALLER, None)
+                   for node in graph.definitions if not graph.callers.get(node)]
+        frequencies._spread(Frequency.UNREACHED, orphans, lambda node: True)
+        for node in graph.definitions:  # in a cycle nothing outside calls
+            frequencies.labels.setdefault(node, _Label(Frequency.UNREACHED, FrequencySource.NO_CALLER))
+        return frequencies
+
+    def _spread(self, frequency: Frequency, roots, enterable) -> None:
+        """Label the roots, then breadth-first whatever they call that is still unlabelled and enterable."""
+        queue = []
+        for node, source, arc in roots:
+            if node not in self.labels:
+                self.labels[node] = _Label(frequency, source, arc)
+                queue.append(node)
+        for node in queue:  # grows as it goes: each node is queued once
+            label = self.labels[node]
+            for arc in self.graph.callees.get(node, ()):
+                if arc.edge in (Edge.CAPTURE, Edge.LAZY) or arc.callee in self.labels or not enterable(arc.callee):
+                    continue
+                self.labels[arc.callee] = _Label(frequency, label.source, arc)
+                queue.append(arc.callee)
+
+    def evidence(self, node: Node) -> FrequencyEvidence | None:
+        label = self.labels.get(node)
+        if label is None:
+            return None
+        return FrequencyEvidence(label.frequency, label.source, self._path(node))
+
+    def _path(self, node: Node) -> tuple[CallStep, ...]:
+        """From the root context down to NODE: each function and the line of its call to the next; NODE at its def."""
+        steps = [CallStep(node.qualname, self._line(node), node.rel)]
+        seen = {node}
+        label = self.labels[node]
+        while label.arc is not None and len(steps) < 4 * MAX_PATH:
+            caller = label.arc.caller
+            steps.append(CallStep(caller.qualname, label.arc.line, caller.rel))
+            if caller in seen or caller not in self.labels:
+                break
+            seen.add(caller)
+            label = self.labels[caller]
+        steps.reverse()
+        if len(steps) > MAX_PATH:
+            steps = steps[: MAX_PATH // 2] + steps[-MAX_PATH // 2 :]
+        return tuple(steps)
+
+    def _line(self, node: Node) -> int:
+        definition = self.graph.definitions.get(node)
+        return definition.line if definition is not None else 0
+
+    def of_file(self, rel: str, measured: "FileMeasurements | None" = None) -> "FileFrequencies | None":
+        """What `settle` needs to weigh one file's findings; None for a file outside the call graph."""
+        calls = self.graph.files.get(rel)
+        if calls is None:
+            return None
+        functions = tuple(
+            (d.line, d.end_line, d.first_line, self.evidence(Node(rel, d.qualname))) for d in calls.definitions
+        )
+        module = FrequencyEvidence(Frequency.ONE_TIME, FrequencySource.MODULE_LEVEL, (CallStep(MODULE, 0, rel),))
+        return FileFrequencies(functions, module, measured)
+
+
+def _bases(graph: CallGraph, node: Node, definition: Definition) -> tuple[str, ...]:
+    if definition.cls is None:
+        return ()
+    return next((info.bases for info in graph.files[node.rel].classes if info.qualname == definition.cls), ())
+
+
+# -- weighing a finding -------------------------------------------------------------------------
+
+
+def weighed(size: Impact, frequency: Frequency) -> Impact:
+    """Size class times frequency: a per-step site keeps its size; one-time and unreached code is low at most."""
+    if frequency is Frequency.PER_STEP or size is Impact.NONE:
+        return size
+    return Impact.LOW
+
+
+HIGH_SHARE = 0.01  # of the profiled time: a site over 1% is high, over 0.1% medium
+MEDIUM_SHARE = 0.001
+
+
+@dataclass(frozen=True)
+class FileMeasurements:
+    """A profile's times in one file (profile_trace.py): by the first line of a function, the ops it ran."""
+
+    by_function: dict[int, dict[str, tuple[int, float, int]]]  # first line -> op -> (calls, microseconds, steps)
+    ops: dict[str, tuple[str, ...]]  # rule code -> the ops its fix saves
+    total_us: float
+    profile: str
+    sampled: bool = False  # py-spy: time by line, no call counts
+
+
+@dataclass(frozen=True)
+class FileFrequencies:
+    """One file's functions, each with its frequency evidence; what `settle` weighs the findings with."""
+
+    functions: tuple[tuple[int, int, int, FrequencyEvidence | None], ...]  # (def line, end line, first line, evidence)
+    module: FrequencyEvidence
+    measured: FileMeasurements | None = None
+
+    def weigh(self, finding: Finding) -> None:
+        """Set the finding's frequency and its honest impact; its own impact becomes its size class."""
+        enclosing = self._enclosing(finding.line)
+        evidence = self.module if enclosing is None else enclosing[3]
+        if evidence is None:
+            return
+        if evidence.path:
+            last = evidence.path[-1]
+            evidence = replace(evidence, path=evidence.path[:-1] + (replace(last, line=finding.line),))
+        size = finding.impact if finding.size is None else finding.size
+        measurement = self._measured(finding, enclosing)
+        finding.size = size
+        if measurement is None:
+            finding.frequency, finding.impact = evidence, weighed(size, evidence.frequency)
+            return
+        reading, steps = measurement
+        frequency = Frequency.PER_STEP if steps > 1 else Frequency.ONE_TIME
+        finding.frequency = FrequencyEvidence(frequency, FrequencySource.MEASURED, evidence.path,
+                                              static=evidence.frequency, measured=reading)
+        share = reading.microseconds / self.measured.total_us if self.measured.total_us else 0.0
+        by_time = Impact.HIGH if share >= HIGH_SHARE else Impact.MEDIUM if share >= MEDIUM_SHARE else Impact.LOW
+        finding.impact = weighed(by_time, frequency) if size is not Impact.NONE else Impact.NONE
+
+    def _enclosing(self, line: int):
+        best = None
+        for function in self.functions:
+            if function[0] <= line <= function[1] and (best is None or function[0] >= best[0]):
+                best = function
+        return best
+
+    def _measured(self, finding: Finding, enclosing) -> tuple[Measurement, int] | None:
+        """The profile's calls and time in the finding's ops at its function (at its line, for a sampled profile)."""
+        measured = self.measured
+        if measured is None:
+            return None
+        ops = measured.ops.get(finding.code, ())
+        key = finding.line if measured.sampled else (enclosing[2] if enclosing is not None else 0)
+        times = measured.by_function.get(key, {})
+        wanted = [op for op in ops if op in times] if not measured.sampled else list(times)
+        if not wanted:
+            return None
+        calls = max(times[op][0] for op in wanted)
+        microseconds = sum(times[op][1] for op in wanted)
+        steps = max(times[op][2] for op in wanted)
+        return Measurement(None if measured.sampled else calls, microseconds, tuple(wanted), measured.profile), steps
