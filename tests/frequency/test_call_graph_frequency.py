@@ -1,0 +1,122 @@
+"""Frequency from the project's call graph (call_graph.py, frequency.py), and the impact it weighs.
+
+The fixture package tests/fixtures/frequency/minillm marks every site with
+the frequency a reader gives it from its callers (`# expect: per-step`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, run_cli
+from optpatch import call_graph, engine
+from optpatch.config import Settings
+from optpatch.model import Frequency, Impact
+from optpatch.policy import FixPolicy
+
+PROJECT = FIXTURES / "frequency" / "minillm"
+_EXPECT = re.compile(r"# expect: (per-step|one-time|unreached)")
+
+
+def expected(root: Path) -> dict[tuple[str, int], Frequency]:
+    marks = {}
+    for path in sorted(root.rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if match := _EXPECT.search(line):
+                marks[path.relative_to(root).as_posix(), number] = Frequency(match[1])
+    return marks
+
+
+def frequencies(result) -> dict[tuple[str, int], Frequency]:
+    return {(f.path, f.line): f.frequency.frequency for f in result.findings if f.frequency is not None}
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    return Path(shutil.copytree(PROJECT, tmp_path / "minillm"))
+
+
+def test_every_site_has_the_frequency_its_callers_give_it(project):
+    result = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    assert frequencies(result) == expected(project)
+    for finding in result.findings:
+        if finding.frequency.frequency is not Frequency.PER_STEP:
+            assert finding.impact.rank <= Impact.LOW.rank, finding.location()
+
+
+def test_the_evidence_is_the_call_path_across_files(project):
+    result = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    rope = next(f for f in result.findings if (f.path, f.line) == ("rope.py", 5))
+    assert [(step.path, step.function) for step in rope.frequency.path] == [
+        ("model.py", "Attention.forward"), ("model.py", "Attention._rotate"), ("rope.py", "apply_rope")]
+    assert [step.line for step in rope.frequency.path] == [17, 25, 5]
+    assert rope.frequency.describe("rope.py") == (
+        "per-step (forward of a module): model.py:Attention.forward (L17) -> model.py:Attention._rotate (L25) -> "
+        "apply_rope (L5)")
+    public = next(f for f in result.findings if (f.path, f.line) == ("rope.py", 17))
+    assert public.size is Impact.MEDIUM and public.impact is Impact.LOW
+    assert "public API, no caller in the project" in public.frequency.describe("rope.py")
+
+
+def test_a_caller_edited_changes_the_frequency_of_a_cached_file(project, tmp_path, monkeypatch):
+    """The frequency is decided per run: rope.py's analysis comes from the cache, its callers' edit still counts."""
+    monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path / "cache"))
+    first = engine.run(project, Settings(), FixPolicy(), jobs=1)
+    assert frequencies(first)["rope.py", 5] is Frequency.PER_STEP
+    model = project / "model.py"
+    model.write_text(model.read_text().replace("return rope.apply_rope(x)", "return x"))
+    indexed = []
+    monkeypatch.setattr(call_graph, "index_file", lambda rel, text: indexed.append(rel) or _index(rel, text))
+    second = engine.run(project, Settings(), FixPolicy(), jobs=1)
+    assert indexed == ["model.py"]  # every other file's part of the graph came from its cached record
+    assert frequencies(second)["rope.py", 5] is Frequency.UNREACHED
+
+
+_index = call_graph.index_file
+
+
+def test_a_narrowed_run_still_reads_the_callers_in_the_rest_of_the_project(project):
+    result = engine.run(project, Settings(), FixPolicy(), paths=[project / "rope.py"], use_cache=False)
+    assert frequencies(result)["rope.py", 5] is Frequency.PER_STEP
+
+
+def test_min_impact_hides_and_leaves_unfixed_the_lower_impacts_and_the_report_ranks_them(project):
+    shown = run_cli("check", str(project), "--no-cache", "--output-format", "concise", "--exit-zero")
+    lines = shown.stdout.splitlines()
+    order = [line.split(": OPT")[0] for line in lines[: lines.index("")]]
+    assert order[:2] == ["model.py:51:15", "rope.py:5:15"]  # the two medium per-step fixes first, in path order
+    assert re.search(r"impact: +2 medium, 8 low", shown.stdout)
+    diff = run_cli("check", str(project), "--no-cache", "--min-impact", "medium", "--diff")
+    changed = [line for line in diff.stdout.splitlines() if line.startswith("+") and "torch.empty" in line]
+    assert len(changed) == 2
+    report = json.loads(run_cli("check", str(project), "--no-cache", "--min-impact", "medium", "--output-format",
+                                "json", "--exit-zero").stdout)
+    assert [(f["path"], f["line"]) for f in report["findings"]] == [("model.py", 51), ("rope.py", 5)]
+    assert report["summary"]["fixes_by_impact"] == {"high": 0, "medium": 2, "low": 0, "none": 0}
+    assert report["findings"][1]["frequency"]["path"][0] == {"function": "Attention.forward", "path": "model.py",
+                                                             "line": 17}
+
+
+def test_explain_gives_the_call_path():
+    shown = " ".join(line.strip() for line in run_cli("explain", f"{PROJECT}:runner.py:22", "--no-cache").stdout.splitlines())
+    assert "Runs: one-time (CUDA-graph capture): Runner.step (L18) -> Runner._graph_inputs (L22)" in shown
+
+
+def test_the_index_resolves_imports_methods_and_attributes():
+    files = {rel: call_graph.index_file(rel, (PROJECT / rel).read_text()) for rel in
+             ("__init__.py", "model.py", "rope.py", "runner.py")}
+    graph = call_graph.CallGraph.build(files)
+    arcs = {(arc.caller.qualname, arc.callee.rel, arc.callee.qualname, arc.edge.value)
+            for arcs in graph.callees.values() for arc in arcs}
+    assert ("Attention.__init__", "rope.py", "build_rope_cache", "call") in arcs  # from .rope import name
+    assert ("Attention._rotate", "rope.py", "apply_rope", "call") in arcs  # from . import module; module.name
+    assert ("Attention.forward", "model.py", "Attention._allocate", "lazy") in arcs  # if self.x is None: self.x = ...
+    assert ("Block.forward", "model.py", "Attention.forward", "call") in arcs  # self.attn = Attention(); self.attn(x)
+    assert ("Runner.__init__", "model.py", "LlamaModel.__init__", "call") in arcs  # a class called
+    assert ("Runner.step", "runner.py", "Runner._graph_inputs", "capture") in arcs
+    assert ("<module>", "runner.py", "_fused_update", "compiled") in arcs
