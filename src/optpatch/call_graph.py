@@ -60,6 +60,10 @@ class Definition:
     cls: str | None = None
     decorators: tuple[str, ...] = ()
     first_line: int = 0  # of its first decorator, or its `def`: where a profiler's frame names it
+    loops: tuple[tuple[int, int], ...] = ()  # the lines of its outermost loops (not those of nested functions)
+
+    def in_loop(self, line: int) -> bool:
+        return any(start <= line <= end for start, end in self.loops)
 
     @property
     def name(self) -> str:
@@ -206,7 +210,9 @@ class _Indexer:
         owner = cls if cls is not None and scope == cls else None
         decorators = tuple(filter(None, (dotted(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list)))
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-        self.definitions.append(Definition(qualname, node.lineno, node.end_lineno or node.lineno, owner, decorators, first))
+        loops = tuple((loop.lineno, loop.end_lineno or loop.lineno) for loop in _outermost_loops(node.body))
+        self.definitions.append(Definition(qualname, node.lineno, node.end_lineno or node.lineno, owner, decorators,
+                                           first, loops))
         for decorator in node.decorator_list:
             self.expression(decorator, scope, cls, edge)
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
@@ -260,6 +266,20 @@ class _Indexer:
             name = dotted(argument)
             if name is not None:
                 self.calls.append(CallSite(scope, name, node.lineno, handed))
+
+
+def _outermost_loops(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    pending = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            for handler in getattr(node, "handlers", ()):
+                pending.extend(handler.body)
+            for case in getattr(node, "cases", ()):
+                pending.extend(case.body)
 
 
 def _is_graph_capture(node: ast.expr) -> bool:
@@ -396,6 +416,10 @@ class _Resolver:
             self.top[rel] = names
         self.unique_methods = {name: nodes[0] for name, nodes in by_name.items()
                                if len(nodes) == 1 and name not in _COMMON and not name.startswith("__")}
+        self.subclasses: dict[Node, list[Node]] = {}
+        for cls in self.class_info:
+            for base in list(self.bases(cls))[1:2 + MAX_HOPS]:
+                self.subclasses.setdefault(base, []).append(cls)
 
     # -- names --
 
@@ -527,8 +551,9 @@ class _Resolver:
             return []
         if len(parts) == 2:
             method = self.method(start, parts[1])
-            if method is not None:
-                return [method]
+            targets = ([method] if method is not None else []) + self.overrides(start, parts[1], method)
+            if targets:
+                return targets
             held = self.attribute_class(start, parts[1])
             return self.called(held) if held is not None else []
         held = self.attribute_class(start, parts[1])
@@ -538,6 +563,15 @@ class _Resolver:
         if parts[-1] in self.unique_methods:
             return [self.unique_methods[parts[-1]]]
         return []
+
+    def overrides(self, cls: Node, name: str, found: Node | None) -> list[Node]:
+        """`self.m()` in a base class may run a subclass's `m`: every override in the project's subclasses."""
+        targets = []
+        for sub in self.subclasses.get(cls, ())[: 4 * MAX_HOPS]:
+            definition = self.methods.get(sub, {}).get(name)
+            if definition is not None and Node(sub.rel, definition.qualname) != found:
+                targets.append(Node(sub.rel, definition.qualname))
+        return targets
 
     def enclosing_class(self, calls: FileCalls, scope: str) -> Node | None:
         """The class whose method (or a function nested in one) SCOPE is."""

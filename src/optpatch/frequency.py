@@ -9,20 +9,25 @@ path from that context as evidence:
 
 - **per-step**: a module's `forward` and `__call__`, an autograd.Function's
   `forward`/`backward`, step-style methods (`step`, `*_step`, `decode`,
-  `generate`, `execute_model`, `prepare_inputs`, ...), a function handed to
+  `generate`, `execute_model`, `prepare_inputs`, ...), a data iterator's
+  `__next__` and a dataset's `__getitem__`, a function handed to
   `torch.compile` or registered as a hook; and whatever they call, except
   through a CUDA-graph capture (`with torch.cuda.graph(g):` runs its Python
   once) or a lazy initialisation (`if self.x is None: self.x = ...`).
 - **one-time**: constructors, module level and class bodies, weight loading,
   warm-up, CUDA-graph capture, set-up (`setup`, `build_*`, `init_*`,
   `register_*`), `main` and CLI commands, tests, functions cached per
-  argument; and whatever they call that nothing per-step reaches. Loading,
-  warm-up, capture, entry points and tests stay one-time even when a
-  per-step path calls them (a `load_weights` under `forward` is a first-call
-  branch); a constructor or a `build_*` that a per-step path calls runs per
-  step.
+  argument; and whatever they call that nothing per-step reaches. A
+  function named for one of these stays one-time even where a per-step path
+  calls it (a `load_weights` or a `build_cache` under `forward` is a
+  first-call branch; a per-step constructor is rare and holds no model
+  state): the labels err towards one-time, never towards per-step.
+- Inside the loop of a training, evaluation or serving loop (`train`,
+  `evaluate`, `*_loop`, `generate`, ...) each iteration is a step: the
+  sites in that loop, and what it calls, are per-step.
 - **unreached**: no caller in the project ("public API" when its name is
-  public), and what only such functions call.
+  public), only tests as callers (a test's calls are not followed into the
+  code it tests), and what only such functions call.
 
 Per-step roots are searched first, then one-time, then unreached, each
 breadth-first, so every function is labelled once, by the shortest path from
@@ -35,7 +40,9 @@ import re
 from dataclasses import dataclass, field, replace
 
 from optpatch.call_graph import MODULE, CallGraph, Definition, Edge, Node
-from optpatch.model import CallStep, Finding, Frequency, FrequencyEvidence, FrequencySource, Impact, Measurement
+from optpatch.areas import area_of
+from optpatch.model import (CallStep, CodeArea, Finding, Frequency, FrequencyEvidence, FrequencySource, Impact,
+                            Measurement)
 
 MAX_PATH = 8  # call steps kept in the evidence: the root's end and the site's end of a longer path
 
@@ -43,7 +50,13 @@ _STEP = re.compile(
     r"^(step|_step|.+_step|decode|_?decode_.*|prefill.*|_?generate|generate_step|_?execute_model|run_model|"
     r"_?prepare_(model_)?inputs?|_?sample|forward_.+|_forward.*|.+_forward|_?schedule)$"
 )
+# A loop in one of these runs a step per iteration: what it calls is per-step (a loop in __init__ is not).
+_STEP_LOOPS = re.compile(
+    r"^(_?train|_?train_(epoch|loop|model|one_epoch)|fit|_?evaluate.*|_?eval|.+_loop|_?run_training|serve|"
+    r"_?generate.*|run_inference|predict|_?run_engine.*|_?benchmark.*)$"
+)
 _ONE_TIME_NAMES: tuple[tuple[FrequencySource, re.Pattern], ...] = (
+    (FrequencySource.TEST, re.compile(r"^(test_.*|test|setUp|setUpClass|tearDown|tearDownClass)$")),
     (FrequencySource.INIT, re.compile(r"^(__init__|__post_init__|__new__|__init_subclass__|__set_name__)$")),
     (FrequencySource.LOADING, re.compile(
         r"^(from_pretrained|from_hf.*|_?load_(state_dict|from_state_dict|weights?|checkpoint|model|pretrained.*|"
@@ -51,16 +64,16 @@ _ONE_TIME_NAMES: tuple[tuple[FrequencySource, re.Pattern], ...] = (
     (FrequencySource.WARMUP, re.compile(r"^.*warm_?up.*$", re.IGNORECASE)),
     (FrequencySource.CAPTURE, re.compile(r"^.*capture.*$")),
     (FrequencySource.ENTRY_POINT, re.compile(r"^(_?main|cli|run_cli|parse_args)$")),
-    (FrequencySource.TEST, re.compile(r"^(test_.*|test|setUp|setUpClass|tearDown|tearDownClass)$")),
+    (FrequencySource.CHECKPOINT, re.compile(r"^_?save_.*(checkpoint|ckpt|state_dict|model|weights).*$")),
     (FrequencySource.SETUP, re.compile(
         r"^(_?setup.*|set_up|_?build|_?build_.+|_?init_.+|_?initiali[sz]e.*|_?reset_parameters|_init_weights|"
         r"_?register_(?!.*hook).+|_?configure_.+)$")),
 )
+# Set-up names a per-step path may still call every step: `_build_attention_mask` under `get_batch` builds one a batch.
+_SOFT = re.compile(r"^_?build_.+$")
 _PER_STEP = frozenset({FrequencySource.FORWARD, FrequencySource.AUTOGRAD, FrequencySource.CALL_METHOD,
-                       FrequencySource.STEP_METHOD, FrequencySource.COMPILED, FrequencySource.HOOK})
-# One-time sources a per-step path cannot make per-step: what they are named for happens once.
-_FIRM = frozenset({FrequencySource.LOADING, FrequencySource.WARMUP, FrequencySource.CAPTURE,
-                   FrequencySource.ENTRY_POINT, FrequencySource.TEST})
+                       FrequencySource.STEP_METHOD, FrequencySource.COMPILED, FrequencySource.HOOK,
+                       FrequencySource.STEP_LOOP})
 _CACHES = ("cache", "lru_cache", "cached_property")
 _COMMANDS = ("command", "group")  # click's and typer's decorators
 _COMPILERS = ("compile", "script")  # torch.compile, torch.jit.script
@@ -70,6 +83,8 @@ def source_of(definition: Definition, bases: tuple[str, ...] = ()) -> FrequencyS
     """What the function is, from its name, decorators and class: a context of its own, or None (its callers')."""
     name = definition.name
     decorators = [d.rsplit(".", 1)[-1] for d in definition.decorators]
+    if name.startswith("test"):
+        return FrequencySource.TEST
     if any(d in _COMPILERS for d in decorators):
         return FrequencySource.COMPILED
     if any(d in _COMMANDS for d in decorators):
@@ -84,6 +99,8 @@ def source_of(definition: Definition, bases: tuple[str, ...] = ()) -> FrequencyS
             return FrequencySource.FORWARD
         if name == "__call__":
             return FrequencySource.CALL_METHOD
+        if name in ("__next__", "__getitem__"):  # a data iterator's or dataset's: a batch or a sample a step
+            return FrequencySource.STEP_METHOD
     if _STEP.match(name):
         return FrequencySource.STEP_METHOD
     for source, pattern in _ONE_TIME_NAMES:
@@ -97,6 +114,7 @@ class _Label:
     frequency: Frequency
     source: FrequencySource
     arc: object | None = None  # the Arc it was reached by; None at a root
+    root: bool = False  # a root by its own name, or by how it is called (then `arc` says where)
 
 
 @dataclass
@@ -110,36 +128,45 @@ class Frequencies:
     def classify(cls, graph: CallGraph) -> "Frequencies":
         frequencies = cls(graph)
         sources = {node: source_of(d, _bases(graph, node, d)) for node, d in graph.definitions.items()}
-        handed = [(arc, FrequencySource.COMPILED if arc.edge is Edge.COMPILED else FrequencySource.HOOK)
-                  for arcs in graph.callees.values() for arc in arcs if arc.edge in (Edge.COMPILED, Edge.HOOK)]
+        arcs = [arc for arcs in graph.callees.values() for arc in arcs if not _from_tests(arc)]
+        handed = {Edge.COMPILED: FrequencySource.COMPILED, Edge.HOOK: FrequencySource.HOOK}
         per_step = [(node, source, None) for node, source in sources.items() if source in _PER_STEP]
-        per_step += [(arc.callee, source, arc) for arc, source in handed]
-        frequencies._spread(Frequency.PER_STEP, per_step, lambda node: sources.get(node) not in _FIRM)
+        per_step += [(arc.callee, handed[arc.edge], arc) for arc in arcs if arc.edge in handed]
+        per_step += [(arc.callee, FrequencySource.STEP_LOOP, arc) for arc in arcs if _in_step_loop(graph, arc)]
+        frequencies._spread(Frequency.PER_STEP, per_step,
+                            lambda node: sources.get(node) is None or bool(_SOFT.match(node.qualname.rsplit(".", 1)[-1])))
         once = [(node, source, None) for node, source in sources.items() if source is not None and source not in _PER_STEP]
         once += [(Node(rel, MODULE), FrequencySource.MODULE_LEVEL, None) for rel in graph.files]
         once += [(caller, FrequencySource.MODULE_LEVEL, None) for caller in graph.callees
                  if caller not in graph.definitions]  # class bodies
         once += [(arc.callee, FrequencySource.CAPTURE if arc.edge is Edge.CAPTURE else FrequencySource.SETUP, arc)
-                 for arcs in graph.callees.values() for arc in arcs if arc.edge in (Edge.CAPTURE, Edge.LAZY)]
+                 for arc in arcs if arc.edge in (Edge.CAPTURE, Edge.LAZY)]
         frequencies._spread(Frequency.ONE_TIME, once, lambda node: True)
         orphans = [(node, FrequencySource.PUBLIC_API if graph.exported(node) else FrequencySource.NO_CALLER, None)
                    for node in graph.definitions if not graph.callers.get(node)]
+        orphans += [(node, FrequencySource.TESTS_ONLY, None) for node in graph.definitions
+                    if any(_from_tests(arc) for arc in graph.callers.get(node, ()))]
         frequencies._spread(Frequency.UNREACHED, orphans, lambda node: True)
         for node in graph.definitions:  # in a cycle nothing outside calls
             frequencies.labels.setdefault(node, _Label(Frequency.UNREACHED, FrequencySource.NO_CALLER))
         return frequencies
 
     def _spread(self, frequency: Frequency, roots, enterable) -> None:
-        """Label the roots, then breadth-first whatever they call that is still unlabelled and enterable."""
+        """Label the roots, then breadth-first whatever they call that is still unlabelled and enterable.
+
+        A test's calls are not followed into the code it tests: a library
+        function that only tests call has no caller users run.
+        """
         queue = []
         for node, source, arc in roots:
             if node not in self.labels:
-                self.labels[node] = _Label(frequency, source, arc)
+                self.labels[node] = _Label(frequency, source, arc, root=True)
                 queue.append(node)
         for node in queue:  # grows as it goes: each node is queued once
             label = self.labels[node]
             for arc in self.graph.callees.get(node, ()):
-                if arc.edge in (Edge.CAPTURE, Edge.LAZY) or arc.callee in self.labels or not enterable(arc.callee):
+                if arc.edge in (Edge.CAPTURE, Edge.LAZY) or arc.callee in self.labels or not enterable(arc.callee) \
+                        or _from_tests(arc):
                     continue
                 self.labels[arc.callee] = _Label(frequency, label.source, arc)
                 queue.append(arc.callee)
@@ -158,8 +185,8 @@ class Frequencies:
         while label.arc is not None and len(steps) < 4 * MAX_PATH:
             caller = label.arc.caller
             steps.append(CallStep(caller.qualname, label.arc.line, caller.rel))
-            if caller in seen or caller not in self.labels:
-                break
+            if label.root or caller in seen or caller not in self.labels:
+                break  # a root by how it is called: the path starts at that call
             seen.add(caller)
             label = self.labels[caller]
         steps.reverse()
@@ -177,10 +204,22 @@ class Frequencies:
         if calls is None:
             return None
         functions = tuple(
-            (d.line, d.end_line, d.first_line, self.evidence(Node(rel, d.qualname))) for d in calls.definitions
+            (d.line, d.end_line, d.first_line, self.evidence(Node(rel, d.qualname)),
+             d.loops if _STEP_LOOPS.match(d.name) else ()) for d in calls.definitions
         )
         module = FrequencyEvidence(Frequency.ONE_TIME, FrequencySource.MODULE_LEVEL, (CallStep(MODULE, 0, rel),))
         return FileFrequencies(functions, module, measured)
+
+
+def _from_tests(arc) -> bool:
+    """A call from a test file into a file that is not one."""
+    return area_of(arc.caller.rel) is CodeArea.TESTS and area_of(arc.callee.rel) is not CodeArea.TESTS
+
+
+def _in_step_loop(graph: CallGraph, arc) -> bool:
+    """A call inside the loop of a training, evaluation or serving loop: one call per step."""
+    caller = graph.definitions.get(arc.caller)
+    return caller is not None and caller.in_loop(arc.line) and bool(_STEP_LOOPS.match(caller.name))
 
 
 def _bases(graph: CallGraph, node: Node, definition: Definition) -> tuple[str, ...]:
@@ -218,7 +257,8 @@ class FileMeasurements:
 class FileFrequencies:
     """One file's functions, each with its frequency evidence; what `settle` weighs the findings with."""
 
-    functions: tuple[tuple[int, int, int, FrequencyEvidence | None], ...]  # (def line, end line, first line, evidence)
+    # (def line, end line, first line, evidence, the lines of its loops when each iteration is a step)
+    functions: tuple[tuple[int, int, int, FrequencyEvidence | None, tuple[tuple[int, int], ...]], ...]
     module: FrequencyEvidence
     measured: FileMeasurements | None = None
 
@@ -231,6 +271,9 @@ class FileFrequencies:
         if evidence.path:
             last = evidence.path[-1]
             evidence = replace(evidence, path=evidence.path[:-1] + (replace(last, line=finding.line),))
+        if enclosing is not None and evidence.frequency is not Frequency.PER_STEP and any(
+                start <= finding.line <= end for start, end in enclosing[4]):
+            evidence = FrequencyEvidence(Frequency.PER_STEP, FrequencySource.STEP_LOOP, evidence.path[-1:])
         size = finding.impact if finding.size is None else finding.size
         measurement = self._measured(finding, enclosing)
         finding.size = size

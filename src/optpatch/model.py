@@ -99,6 +99,9 @@ class FrequencySource(enum.StrEnum):
     NO_CALLER = "no caller in the project"
     PUBLIC_API = "public API, no caller in the project"
     MEASURED = "measured by the profile"
+    STEP_LOOP = "the loop of a training, evaluation or serving loop"  # per-step
+    CHECKPOINT = "checkpoint saving"  # one-time
+    TESTS_ONLY = "called only from tests"  # unreached
 
 
 @dataclass(frozen=True)
