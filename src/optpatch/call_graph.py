@@ -40,6 +40,11 @@ _COMMON = frozenset({
 })
 
 
+# Calls that take a function or a class without calling it.
+_NOT_CALLING = frozenset({"super", "isinstance", "issubclass", "type", "getattr", "setattr", "hasattr", "id", "print",
+                          "repr", "str", "len", "wraps", "partial_repr", "register_buffer", "register_parameter"})
+
+
 class Edge(enum.StrEnum):
     """How a site reaches its callee."""
 
@@ -61,9 +66,13 @@ class Definition:
     decorators: tuple[str, ...] = ()
     first_line: int = 0  # of its first decorator, or its `def`: where a profiler's frame names it
     loops: tuple[tuple[int, int], ...] = ()  # the lines of its outermost loops (not those of nested functions)
+    forever: tuple[tuple[int, int], ...] = ()  # the lines of its `while True:` loops: a server's or a worker's
 
     def in_loop(self, line: int) -> bool:
         return any(start <= line <= end for start, end in self.loops)
+
+    def in_forever_loop(self, line: int) -> bool:
+        return any(start <= line <= end for start, end in self.forever)
 
     @property
     def name(self) -> str:
@@ -84,6 +93,7 @@ class CallSite:
     callee: str  # dotted text: "f", "self.f", "mod.f", "super.f"; "self.attn" calls the attribute
     line: int
     edge: Edge = Edge.CALL
+    handed: bool = False  # a function passed as an argument, not called here: a class passed is not instantiated
 
 
 @dataclass(frozen=True)
@@ -210,9 +220,11 @@ class _Indexer:
         owner = cls if cls is not None and scope == cls else None
         decorators = tuple(filter(None, (dotted(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list)))
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-        loops = tuple((loop.lineno, loop.end_lineno or loop.lineno) for loop in _outermost_loops(node.body))
+        loops = list(_outermost_loops(node.body))
+        spans = tuple((loop.lineno, loop.end_lineno or loop.lineno) for loop in loops)
+        forever = tuple((loop.lineno, loop.end_lineno or loop.lineno) for loop in _serving_loops(node.body))
         self.definitions.append(Definition(qualname, node.lineno, node.end_lineno or node.lineno, owner, decorators,
-                                           first, loops))
+                                           first, spans, forever))
         for decorator in node.decorator_list:
             self.expression(decorator, scope, cls, edge)
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
@@ -262,10 +274,12 @@ class _Indexer:
         self.calls.append(CallSite(scope, callee, node.lineno, edge))
         last = callee.rsplit(".", 1)[-1]
         handed = Edge.COMPILED if last == "compile" else Edge.HOOK if "hook" in last else edge
+        if last in _NOT_CALLING:
+            return
         for argument in node.args:  # a function handed on is called by the callee: as often as this call, or more
             name = dotted(argument)
-            if name is not None:
-                self.calls.append(CallSite(scope, name, node.lineno, handed))
+            if name is not None and name not in ("self", "cls"):
+                self.calls.append(CallSite(scope, name, node.lineno, handed, handed=True))
 
 
 def _outermost_loops(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -280,6 +294,18 @@ def _outermost_loops(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 pending.extend(handler.body)
             for case in getattr(node, "cases", ()):
                 pending.extend(case.body)
+
+
+def _serving_loops(body: list[ast.stmt]) -> Iterator[ast.While]:
+    """`while True:` loops, but not one in a `try` (an exception ends it: an enumeration, not a server)."""
+    pending = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try)):
+            continue
+        if isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value:
+            yield node
+        pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
 
 
 def _is_graph_capture(node: ast.expr) -> bool:
@@ -533,7 +559,9 @@ class _Resolver:
             return self.on_self(cls, parts)
         found = self.resolve_dotted(calls, site.caller, parts)
         if isinstance(found, Node):
-            return self.instantiated(found) if found in self.class_info else [found]
+            if found in self.class_info:
+                return [] if site.handed else self.instantiated(found)
+            return [found]
         if found is None and len(parts) > 1 and parts[-1] in self.unique_methods:
             return [self.unique_methods[parts[-1]]]
         return []

@@ -23,8 +23,9 @@ path from that context as evidence:
   first-call branch; a per-step constructor is rare and holds no model
   state): the labels err towards one-time, never towards per-step.
 - Inside the loop of a training, evaluation or serving loop (`train`,
-  `evaluate`, `*_loop`, `generate`, ...) each iteration is a step: the
-  sites in that loop, and what it calls, are per-step.
+  `evaluate`, `*_loop`, `generate`, ...) and inside any `while True:` (a
+  server's or a worker's loop) each iteration is a step: the sites in that
+  loop, and what it calls, are per-step.
 - **unreached**: no caller in the project ("public API" when its name is
   public), only tests as callers (a test's calls are not followed into the
   code it tests), and what only such functions call.
@@ -53,7 +54,7 @@ _STEP = re.compile(
 # A loop in one of these runs a step per iteration: what it calls is per-step (a loop in __init__ is not).
 _STEP_LOOPS = re.compile(
     r"^(_?train|_?train_(epoch|loop|model|one_epoch)|fit|_?evaluate.*|_?eval|.+_loop|_?run_training|serve|"
-    r"_?generate.*|run_inference|predict|_?run_engine.*|_?benchmark.*)$"
+    r"_?generate.*|run_inference|predict|_?run_engine.*|_?benchmark.*|__call__)$"
 )
 _ONE_TIME_NAMES: tuple[tuple[FrequencySource, re.Pattern], ...] = (
     (FrequencySource.TEST, re.compile(r"^(test_.*|test|setUp|setUpClass|tearDown|tearDownClass)$")),
@@ -97,8 +98,8 @@ def source_of(definition: Definition, bases: tuple[str, ...] = ()) -> FrequencyS
             return FrequencySource.AUTOGRAD
         if name == "forward":
             return FrequencySource.FORWARD
-        if name == "__call__":
-            return FrequencySource.CALL_METHOD
+        if name == "__call__" and any(base.endswith(("Module", "Layer")) for base in bases):
+            return FrequencySource.CALL_METHOD  # a module's; a pipeline's __call__ runs once a generation
         if name in ("__next__", "__getitem__"):  # a data iterator's or dataset's: a batch or a sample a step
             return FrequencySource.STEP_METHOD
     if _STEP.match(name):
@@ -130,11 +131,14 @@ class Frequencies:
         sources = {node: source_of(d, _bases(graph, node, d)) for node, d in graph.definitions.items()}
         arcs = [arc for arcs in graph.callees.values() for arc in arcs if not _from_tests(arc)]
         handed = {Edge.COMPILED: FrequencySource.COMPILED, Edge.HOOK: FrequencySource.HOOK}
+        def enterable(node: Node) -> bool:
+            return sources.get(node) is None or bool(_SOFT.match(node.qualname.rsplit(".", 1)[-1]))
+
         per_step = [(node, source, None) for node, source in sources.items() if source in _PER_STEP]
-        per_step += [(arc.callee, handed[arc.edge], arc) for arc in arcs if arc.edge in handed]
-        per_step += [(arc.callee, FrequencySource.STEP_LOOP, arc) for arc in arcs if _in_step_loop(graph, arc)]
-        frequencies._spread(Frequency.PER_STEP, per_step,
-                            lambda node: sources.get(node) is None or bool(_SOFT.match(node.qualname.rsplit(".", 1)[-1])))
+        per_step += [(arc.callee, handed[arc.edge], arc) for arc in arcs if arc.edge in handed and enterable(arc.callee)]
+        per_step += [(arc.callee, FrequencySource.STEP_LOOP, arc) for arc in arcs
+                     if _in_step_loop(graph, arc) and enterable(arc.callee)]
+        frequencies._spread(Frequency.PER_STEP, per_step, enterable)
         once = [(node, source, None) for node, source in sources.items() if source is not None and source not in _PER_STEP]
         once += [(Node(rel, MODULE), FrequencySource.MODULE_LEVEL, None) for rel in graph.files]
         once += [(caller, FrequencySource.MODULE_LEVEL, None) for caller in graph.callees
@@ -205,7 +209,7 @@ class Frequencies:
             return None
         functions = tuple(
             (d.line, d.end_line, d.first_line, self.evidence(Node(rel, d.qualname)),
-             d.loops if _STEP_LOOPS.match(d.name) else ()) for d in calls.definitions
+             (d.loops if _STEP_LOOPS.match(d.name) else ()) + d.forever) for d in calls.definitions
         )
         module = FrequencyEvidence(Frequency.ONE_TIME, FrequencySource.MODULE_LEVEL, (CallStep(MODULE, 0, rel),))
         return FileFrequencies(functions, module, measured)
@@ -219,7 +223,9 @@ def _from_tests(arc) -> bool:
 def _in_step_loop(graph: CallGraph, arc) -> bool:
     """A call inside the loop of a training, evaluation or serving loop: one call per step."""
     caller = graph.definitions.get(arc.caller)
-    return caller is not None and caller.in_loop(arc.line) and bool(_STEP_LOOPS.match(caller.name))
+    if caller is None:
+        return False
+    return caller.in_forever_loop(arc.line) or (caller.in_loop(arc.line) and bool(_STEP_LOOPS.match(caller.name)))
 
 
 def _bases(graph: CallGraph, node: Node, definition: Definition) -> tuple[str, ...]:
