@@ -84,7 +84,7 @@ class ClassInfo:
     qualname: str
     line: int
     bases: tuple[str, ...]  # dotted texts
-    attributes: tuple[tuple[str, str], ...] = ()  # (attribute, dotted text of the class assigned to it in a method)
+    attributes: tuple[tuple[str, str], ...] = ()  # (attribute, dotted text of a class assigned to it in a method)
 
 
 @dataclass(frozen=True)
@@ -168,14 +168,15 @@ class _Indexer:
     def __init__(self):
         self.definitions: list[Definition] = []
         self.classes: dict[str, tuple[int, tuple[str, ...]]] = {}
-        self.attributes: dict[str, dict[str, str]] = {}
+        self.attributes: dict[str, dict[str, list[str]]] = {}
         self.imports: list[Import] = []
         self.calls: list[CallSite] = []
         self.exports: tuple[str, ...] | None = None
 
     def class_infos(self) -> Iterator[ClassInfo]:
         for qualname, (line, bases) in self.classes.items():
-            yield ClassInfo(qualname, line, bases, tuple(sorted(self.attributes.get(qualname, {}).items())))
+            assigned = self.attributes.get(qualname, {})
+            yield ClassInfo(qualname, line, bases, tuple((name, text) for name in sorted(assigned) for text in assigned[name]))
 
     def visit_body(self, body, scope: str, cls: str | None, edge: Edge) -> None:
         for statement in body:
@@ -259,7 +260,9 @@ class _Indexer:
             return
         for target in targets:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                self.attributes.setdefault(cls, {}).setdefault(target.attr, callee)
+                assigned = self.attributes.setdefault(cls, {}).setdefault(target.attr, [])
+                if callee not in assigned:  # each branch's class: `self.backend = NcclBackend()` or `MpiBackend()`
+                    assigned.append(callee)
 
     def expression(self, node: ast.expr, scope: str, cls: str | None, edge: Edge) -> None:
         """Every call in an expression (lambdas and comprehensions included: they run as part of their function)."""
@@ -534,13 +537,14 @@ class _Resolver:
                 return Node(base.rel, definition.qualname)
         return None
 
-    def attribute_class(self, cls: Node, attribute: str) -> Node | None:
+    def attribute_classes(self, cls: Node, attribute: str) -> list[Node]:
+        """The project's classes a method of CLS (or of a base) assigns an instance of to `self.ATTRIBUTE`."""
         for base in self.bases(cls):
-            text = dict(self.class_info[base].attributes).get(attribute)
-            if text is not None:
-                found = self.resolve_dotted(self.files[base.rel], MODULE, text.split("."))
-                return found if isinstance(found, Node) and found in self.class_info else None
-        return None
+            texts = [text for name, text in self.class_info[base].attributes if name == attribute]
+            if texts:
+                found = (self.resolve_dotted(self.files[base.rel], MODULE, text.split(".")) for text in texts)
+                return [node for node in found if isinstance(node, Node) and node in self.class_info]
+        return []
 
     def instantiated(self, cls: Node) -> list[Node]:
         return [node for node in (self.method(cls, "__init__"), self.method(cls, "__post_init__")) if node]
@@ -582,12 +586,10 @@ class _Resolver:
             targets = ([method] if method is not None else []) + self.overrides(start, parts[1], method)
             if targets:
                 return targets
-            held = self.attribute_class(start, parts[1])
-            return self.called(held) if held is not None else []
-        held = self.attribute_class(start, parts[1])
-        if held is not None and len(parts) == 3:
-            method = self.method(held, parts[2])
-            return [method] if method is not None else []
+            return [target for held in self.attribute_classes(start, parts[1]) for target in self.called(held)]
+        held = self.attribute_classes(start, parts[1])
+        if held and len(parts) == 3:
+            return [method for method in (self.method(cls, parts[2]) for cls in held) if method is not None]
         if parts[-1] in self.unique_methods:
             return [self.unique_methods[parts[-1]]]
         return []
