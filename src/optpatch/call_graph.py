@@ -321,8 +321,14 @@ def _is_graph_capture(node: ast.expr) -> bool:
 
 
 def _lazy_guard(node: ast.If) -> bool:
-    """`if self.x is None:` (or `if not self.x:`) whose body assigns `self.x`: the body runs once."""
+    """The body runs once (or once a key): `if self.x is None:` (or `if not self.x:`) whose body assigns `self.x`;
+    a memo, `if key not in self.cache:`; `if not hasattr(self, "x"):`."""
     test = node.test
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
+        return (dotted(test.comparators[0]) or "").startswith("self.")
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call) and \
+            dotted(test.operand.func) == "hasattr" and test.operand.args and dotted(test.operand.args[0]) == "self":
+        return True
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) and \
             isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
         guarded = test.left
