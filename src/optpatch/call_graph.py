@@ -572,7 +572,8 @@ class _Resolver:
             if found in self.class_info:
                 return [] if site.handed else self.instantiated(found)
             return [found]
-        if found is None and len(parts) > 1 and parts[-1] in self.unique_methods:
+        if found is None and len(parts) > 1 and parts[-1] in self.unique_methods and \
+                not isinstance(self.top[calls.rel].get(parts[0]), Import):  # `torch.nan_to_num` is torch's
             return [self.unique_methods[parts[-1]]]
         return []
 
