@@ -77,7 +77,7 @@ _PER_STEP = frozenset({FrequencySource.FORWARD, FrequencySource.AUTOGRAD, Freque
                        FrequencySource.STEP_LOOP})
 _CACHES = ("cache", "lru_cache", "cached_property")
 _COMMANDS = ("command", "group")  # click's and typer's decorators
-_COMPILERS = ("compile", "script")  # torch.compile, torch.jit.script
+_COMPILERS = ("compile",)  # torch.compile (torch.jit.script compiles, but says nothing of how often)
 
 
 def source_of(definition: Definition, bases: tuple[str, ...] = ()) -> FrequencySource | None:
