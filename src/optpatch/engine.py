@@ -130,7 +130,7 @@ def _cached(store, files: list[tuple[Path, str]], max_bytes: int):
                 record = store.get(rel, text_digest(raw))
         except OSError:
             pass  # the analysis reports it
-        if record is None:
+        if record is None or not record.analyses:  # none, or the call-graph index alone (a narrowed run's)
             misses.append((path, rel))
         else:
             hits.append((path, rel, raw, record))
@@ -144,29 +144,38 @@ def _project_calls(root: Path, settings: Settings, cached, todo, paths, store):
     `ast` here. A run narrowed to some paths still needs the whole
     project's, since callers live anywhere.
     """
-    from optpatch.call_graph import index_file
     from optpatch.model import Language
     from optpatch.source import language_of
 
     calls = {rel: record.calls for _, rel, _, record in cached if record.calls is not None}
     fresh = {}
     for path, rel in todo:
-        if language_of(rel) is Language.PYTHON:
-            source = read_source(path, rel, settings.max_file_size)
-            if not isinstance(source, FileError) and (index := index_file(rel, source.text)) is not None:
-                calls[rel] = fresh[rel] = index
+        if language_of(rel) is Language.PYTHON and (index := _indexed(path, rel, settings, store)) is not None:
+            calls[rel] = fresh[rel] = index
     if paths is not None:
         for path, rel in discover(root, settings.exclude, None, settings.force_exclude).files:
-            if rel in calls or language_of(rel) is not Language.PYTHON:
-                continue
-            source = read_source(path, rel, settings.max_file_size)
-            if isinstance(source, FileError):
-                continue
-            record = store.get(rel, text_digest(source.raw)) if store is not None else None
-            index = record.calls if record is not None else index_file(rel, source.text)
-            if index is not None:
-                calls[rel] = index
+            if rel not in calls and language_of(rel) is Language.PYTHON:
+                if (index := _indexed(path, rel, settings, store, keep=True)) is not None:
+                    calls[rel] = index
     return calls, fresh
+
+
+def _indexed(path: Path, rel: str, settings: Settings, store, keep: bool = False):
+    """A file's part of the call graph: the cache's, else read from its `ast` (and kept, for a file this run does
+    not analyse: a narrowed run, such as pre-commit's, would otherwise read the whole project's every time)."""
+    from optpatch.call_graph import index_file
+
+    source = read_source(path, rel, settings.max_file_size)
+    if isinstance(source, FileError):
+        return None
+    digest = text_digest(source.raw)
+    record = store.get(rel, digest) if store is not None else None
+    if record is not None and record.calls is not None:
+        return record.calls
+    index = index_file(rel, source.text)
+    if keep and store is not None and index is not None:
+        store.put(rel, FileRecord(digest, calls=index))
+    return index
 
 
 def _frequencies(calls: dict, profile: Path | None, rules: list[RuleFacts]):
