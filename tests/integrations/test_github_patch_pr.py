@@ -43,7 +43,7 @@ def test_opens_a_pull_request_whose_branch_is_the_patch_then_leaves_it_alone(rem
         pull = fake.pulls[1]
         assert (pull.head_ref, pull.base_ref, pull.title) == (BRANCH, "main", "optpatch: 1 fix(es) in 1 file(s)")
         assert pull.body.startswith("<!-- optpatch-report -->\n### optpatch: 1 fix(es) in 1 file(s)")
-        assert "| fix | `OPT101` zeros-to-empty | `model.py:5:11` | safe | low (hot) |" in pull.body
+        assert "| fix | `OPT101` zeros-to-empty | `model.py:5:11` | safe | low (per-step) |" in pull.body
         assert f"#### Validation\n\n`{PASSING_SUITE}`, " in pull.body
         assert "Each scheduled run updates this pull request" in pull.body
 
