@@ -184,8 +184,14 @@ def finding_line(finding: dict, applied: bool) -> str:
     status = "fix" if applied else f"proposed, not applied: {one_line(finding['not_applied_because'] or 'not applied')}"
     return (
         f"**optpatch `{finding['code']}` {finding['name']}** ({tier} tier, {status}; impact {finding['impact']}, "
-        f"{finding['context']}): {one_line(finding['reason'])}"
+        f"{runs(finding)}): {one_line(finding['reason'])}"
     )
+
+
+def runs(finding: dict) -> str:
+    """How often the site runs: the frequency the run's call graph gave (JSON schema 3), else the rule's context."""
+    frequency = finding.get("frequency")
+    return frequency["frequency"] if frequency else finding["context"]
 
 
 def one_line(text: str) -> str:
