@@ -87,10 +87,12 @@ def shown_findings(result: RunResult, options: ReportOptions) -> list[Finding]:
 
 
 def ranking(finding: Finding) -> tuple:
-    """Fixes and advice before kept sites, then by impact, then by measured time, highest first."""
-    measured = finding.frequency.measured if finding.frequency is not None else None
-    return (finding.verdict is Verdict.KEEP, -finding.impact.rank, -(measured.microseconds if measured else 0.0),
-            finding.sort_key)
+    """Fixes and advice before kept sites, then by impact, how often the site runs and measured time, highest
+    first (a one-time site's first call may take longer than a per-step one's five)."""
+    frequency = finding.frequency
+    measured = frequency.measured if frequency is not None else None
+    return (finding.verdict is Verdict.KEEP, -finding.impact.rank, -(frequency.frequency.rank if frequency else 0),
+            -(measured.microseconds if measured else 0.0), finding.sort_key)
 
 
 # -- one finding --------------------------------------------------------------------------
