@@ -8,13 +8,18 @@ value: code in tests is never on a model's per-step path.
 The area is read from the path alone, the way projects lay themselves out:
 the first directory or file name that says "tests" or "benchmarks/examples"
 decides, so `benchmarks/test_utils.py` counts as a benchmark and
-`tests/benchmarks/x.py` as a test.
+`tests/benchmarks/x.py` as a test. The `areas` setting overrides it for
+the paths its gitignore-style patterns match (`{"mypkg/testing/**" =
+"tests"}`); where several match, the last one written wins, as in a
+`.gitignore`.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+import pathspec
 
 from optpatch.model import CodeArea
 
@@ -29,8 +34,21 @@ _AROUND_FILE = re.compile(r"^(bench_.*|benchmark_.*|.*_benchmark|.*_bench|profil
 
 
 @lru_cache(maxsize=4096)
-def area_of(rel: str) -> CodeArea:
-    """The area of a path relative to the scanned root, with forward slashes."""
+def area_of(rel: str, overrides: tuple[tuple[str, CodeArea], ...] = ()) -> CodeArea:
+    """The area of a path relative to the scanned root, with forward slashes; OVERRIDES: the `areas` setting."""
+    for pattern, area in reversed(overrides):
+        if _spec(pattern).match_file(rel):
+            return area
+    return _area_by_name(rel)
+
+
+@lru_cache(maxsize=256)
+def _spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
+
+
+def _area_by_name(rel: str) -> CodeArea:
+    """The path heuristic: the first directory or file name that says tests or benchmarks decides."""
     parts = rel.lower().split("/")
     for part in parts[:-1]:
         if part in _TEST_DIRS or part.startswith("test_"):

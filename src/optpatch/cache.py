@@ -56,7 +56,7 @@ STALE_AFTER_DAYS = 30
 # Settings that cannot change one file's analysis: which files are found, where the settings came from,
 # and the fix policy and commands, which are applied after the cache.
 _NOT_IN_KEY = frozenset({"exclude", "force_exclude", "source", "tiers", "unsafe_fixes", "validate_command",
-                         "format_command"})
+                         "format_command", "fix_areas"})
 
 
 def digest(data: bytes) -> str:

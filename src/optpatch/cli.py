@@ -66,6 +66,9 @@ def selection_options(function):
         click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."),
         click.option("--extend-ignore", multiple=True, metavar="CODES", help="Skip these too, on top of `ignore` (as --ignore)."),
         click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes of the `unsafe` tier."),
+        click.option("--fix-areas", metavar="AREAS",
+                     help="Apply fixes in these areas (comma-separated: library, tests, benchmarks; default: library). "
+                          "Fixes elsewhere are reported, not applied."),
         click.option("--force-exclude", is_flag=True, default=None,
                      help="Apply `exclude` also to files named on the command line (the pre-commit hooks pass it)."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
@@ -180,7 +183,7 @@ class Session:
         from optpatch.policy import FixPolicy
 
         narrowing = self.narrowing(paths)
-        policy = FixPolicy(unsafe_fixes=self.settings.unsafe_fixes, tiers=self.settings.tiers)
+        policy = FixPolicy.of(self.settings)
         progress = None
         if not self.options["quiet"] and self.stderr.is_terminal:
             progress = _ProgressBar(self.stderr)
@@ -223,6 +226,7 @@ class Session:
             patch_path=self.patch_path,
             validation=validation,
             original_text=_original_texts(result) if result is not None else ReportOptions.original_text,
+            fix_areas=self.settings.fix_areas,
         )
 
     def report(self, result, note: str | None = None, validation=None) -> None:
@@ -300,6 +304,8 @@ def _command_line_selection(settings, options: dict):
     overrides["ignore"] = settings.ignore + _codes(options["ignore"]) + _codes(options.get("extend_ignore") or ())
     if options["unsafe_fixes"]:
         overrides["unsafe_fixes"] = True
+    if options.get("fix_areas") is not None:
+        overrides["fix_areas"] = _fix_areas(options["fix_areas"])
     if options.get("force_exclude"):
         overrides["force_exclude"] = True
     if options.get("compile_commands"):
@@ -307,6 +313,16 @@ def _command_line_selection(settings, options: dict):
     if options.get("no_headers"):
         overrides["headers"] = False
     return replace(settings, **overrides)
+
+
+def _fix_areas(value: str):
+    """`--fix-areas library,tests` as areas (exit 2 for a name that is none)."""
+    from optpatch.config import ConfigError, code_areas
+
+    try:
+        return code_areas(_codes((value,)), "--fix-areas")
+    except ConfigError as error:
+        raise CommandError(str(error)) from None
 
 
 def _original_texts(result):

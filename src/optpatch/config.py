@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from optpatch.discovery import pattern_error
-from optpatch.model import Tier
+from optpatch.model import CodeArea, Tier
 from optpatch.source import DEFAULT_MAX_BYTES
 
 
@@ -42,6 +42,8 @@ class Settings:
     compile_commands: str | None = None  # --compile-commands: the compile_commands.json (or its folder) to use
     headers: bool = True  # False with --no-headers: C++/CUDA files are analysed without their headers
     source: str = "defaults"  # where the settings came from, for messages
+    fix_areas: tuple[CodeArea, ...] = (CodeArea.LIBRARY,)  # the areas whose fixes the run applies (policy.py)
+    areas: tuple[tuple[str, CodeArea], ...] = ()  # (gitignore pattern, area): overrides areas.py's path heuristic
 
 
 _KEYS = {
@@ -57,6 +59,8 @@ _KEYS = {
     "unsafe-fixes": "unsafe_fixes",
     "validate-command": "validate_command",
     "format-command": "format_command",
+    "fix-areas": "fix_areas",
+    "areas": "areas",
 }
 
 
@@ -148,6 +152,15 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
             if tier not in {t.value for t in Tier}:
                 raise ConfigError(f"{origin}: tiers.{code} = {tier!r}; use one of {', '.join(Tier)}")
         settings = replace(settings, tiers=tuple(sorted(tiers.items())))
+    if "fix_areas" in values:
+        settings = replace(settings, fix_areas=code_areas(_string_list(values["fix_areas"], "fix-areas", origin), origin))
+    if "areas" in values:
+        table = _table(values["areas"], "areas", origin)
+        _check_patterns(tuple(table), "areas", origin)
+        if not all(isinstance(area, str) for area in table.values()):
+            raise ConfigError(f"{origin}: `areas` maps patterns to one area each, e.g. {{\"mypkg/testing/**\" = \"tests\"}}")
+        pairs = tuple(zip(table, code_areas(tuple(table.values()), origin)))
+        settings = replace(settings, areas=pairs)
     if "max_file_size" in values:
         size = values["max_file_size"]
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
@@ -168,6 +181,15 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
                 )
             settings = replace(settings, **{name: str(values[name])})
     return settings
+
+
+def code_areas(names: tuple[str, ...], origin: str) -> tuple[CodeArea, ...]:
+    """`("library", "tests")` as areas; a name that is none is a configuration error naming the known ones."""
+    known = {area.value for area in CodeArea}
+    for name in names:
+        if name not in known:
+            raise ConfigError(f"{origin}: unknown area `{name}`; use {', '.join(area.value for area in CodeArea)}")
+    return tuple(CodeArea(name) for name in names)
 
 
 def extend_selection(select: tuple[str, ...], more: tuple[str, ...]) -> tuple[str, ...]:

@@ -279,7 +279,7 @@ class _FileTask:
         ITEM: the path, its name in the root, its part of the call graph and how often its functions run.
         """
         path, rel, calls, frequencies = item
-        source = read_source(path, rel, self.settings.max_file_size)
+        source = read_source(path, rel, self.settings.max_file_size, self.settings.areas)
         if isinstance(source, FileError):
             return FileResult(rel, error=source), None
         with _collections_paused():
@@ -319,6 +319,6 @@ class _FileTask:
     def settle(self, record: FileRecord, path: Path, rel: str, raw: bytes, frequencies=None,
                source: SourceFile | None = None) -> FileResult:
         def load() -> SourceFile:
-            return source if source is not None else source_from_bytes(path, rel, raw)
+            return source if source is not None else source_from_bytes(path, rel, raw, self.settings.areas)
 
         return settle(record, load, lambda: self.rules(rel), self.policy, self.filters, rel, self.headers, frequencies)

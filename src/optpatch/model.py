@@ -229,6 +229,7 @@ class Hold(enum.StrEnum):
     NOT_BUILT = "not-built"  # --validate without --build cannot validate C++/CUDA
     NOT_EXERCISED = "not-exercised"  # --validate ran, but no test process imported the fix's file
     NOT_CHOSEN = "not-chosen"  # a step of --validate's bisection left it out
+    AREA = "area"  # in an area outside `fix-areas` (tests, benchmarks): reported, applied only when asked for
 
 
 _HOLD_MESSAGES = {
@@ -240,6 +241,7 @@ _HOLD_MESSAGES = {
     Hold.NOT_BUILT: "not validated: no --build (a C++/CUDA fix is validated only by a run that rebuilt it)",
     Hold.NOT_EXERCISED: "not validated: no process the --validate command started imported this file",
     Hold.NOT_CHOSEN: "not part of this validation step",
+    Hold.AREA: "outside the areas this run fixes (fix-areas); include it with --fix-areas",
 }
 
 

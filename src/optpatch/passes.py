@@ -333,7 +333,8 @@ def _merge_later_pass(first: list[Finding], later: list[Finding]) -> list[Findin
 
 
 def _rewritten(source: SourceFile, text: str) -> SourceFile:
-    return SourceFile(source.rel, source.path, source.encode(text), text, source.encoding, source.bom, source.language)
+    return SourceFile(source.rel, source.path, source.encode(text), text, source.encoding, source.bom, source.language,
+                      area=source.area)
 
 
 # -- both halves, for one file ------------------------------------------------------------------

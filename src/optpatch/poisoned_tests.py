@@ -87,7 +87,7 @@ class CandidateFixes(FixPolicy):
     """Every fix a validation run may accept: the validate tier too, unsafe only with --unsafe-fixes."""
 
     def refuse(self, finding: Finding) -> Refusal | None:
-        if effective_tier(finding, self.tiers) is Tier.VALIDATE and finding.out_of_scope is None:
+        if effective_tier(finding, self.tiers) is Tier.VALIDATE and self.outside(finding) is None:
             return None
         return super().refuse(finding)
 
@@ -393,7 +393,7 @@ class FixRenderer:
         analysed = {r.rel: r.old for r in analysis.files}
         formatters = read_formatter_config(root, self.ids_by_file)
         for rel in self.ids_by_file:
-            source = read_source(root / rel, rel, settings.max_file_size)
+            source = read_source(root / rel, rel, settings.max_file_size, settings.areas)
             if not isinstance(source, SourceFile) or source.raw != analysed.get(rel):
                 raise ValidationSetupError(f"{root / rel}: changed while optpatch was reading it; run optpatch again")
             self.sources[rel] = source
@@ -408,7 +408,8 @@ class FixRenderer:
         own = chosen & self.ids_by_file[rel]
         key = (rel, own)
         if key not in self._memo:
-            policy = ChosenFixes(unsafe_fixes=self.policy.unsafe_fixes, tiers=self.policy.tiers, chosen=own)
+            policy = ChosenFixes(unsafe_fixes=self.policy.unsafe_fixes, tiers=self.policy.tiers,
+                                 fix_areas=self.policy.fix_areas, chosen=own)
             source, record = self.sources[rel], self.records[rel]
             rules = rules_for(rel, self.rules, self.settings)
             record.analysis_of(source, lambda: rules, self.headers)
@@ -496,7 +497,7 @@ def validate(
     """
     started = time.monotonic()
     timeout_s = timeout_s or DEFAULT_TIMEOUT_S
-    policy = CandidateFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers)
+    policy = CandidateFixes.of(settings)
     analysis = run(root, settings, policy, paths, jobs, use_cache=use_cache, filters=filters)
     unbuilt = tuple(
         (fix_id(f), Refusal(Hold.NOT_BUILT)) for f in analysis.findings if f.applied and _needs_a_build(f, settings, build_command)
@@ -504,7 +505,7 @@ def validate(
     candidates = [f for f in analysis.findings if f.applied and fix_id(f) not in dict(unbuilt)]
     if not candidates:
         if unbuilt:  # the candidate run applied them; the result must not
-            analysis = run(root, settings, ChosenFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, held=unbuilt),
+            analysis = run(root, settings, ChosenFixes.of(settings, held=unbuilt),
                            paths, jobs, use_cache=use_cache, filters=filters)
         return ValidationOutcome(command, ValidationStatus.NOTHING_TO_VALIDATE, f"no fix to validate: `{command}` was not run", analysis)
     report = progress or (lambda message: None)
@@ -522,7 +523,7 @@ def validate(
         chosen = frozenset(fix_id(f) for f in outcome.kept)
         held = tuple((fix_id(f), Refusal(Hold.BACKED_OUT, _dropped_reason(r))) for f, r in outcome.dropped) + unbuilt
         held += tuple((fix_id(f), Refusal(Hold.NOT_EXERCISED)) for f in outcome.unexercised)
-        final_policy = ChosenFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, chosen=chosen, held=held)
+        final_policy = ChosenFixes.of(settings, chosen=chosen, held=held)
         outcome.result = run(root, settings, final_policy, paths, jobs, use_cache=use_cache, filters=filters)
         _check_final_matches(outcome, validation_run.passed_tree())
     outcome.seconds = time.monotonic() - started

@@ -1,31 +1,54 @@
-"""Which of the fixes found a run applies: tiers, --unsafe-fixes, validation, scope.
+"""Which of the fixes found a run applies: tiers, --unsafe-fixes, validation, scope, areas.
 
 The fix policy is applied after analysis, never inside it: an analysis (and
 so the result cache) holds every fix found with its tier, and each run
 decides what to apply. A decision therefore never carries from one kind of
 run to another: a validate-tier fix is applied only by the run whose
-validation accepted it (`validated`).
+validation accepted it (`validated`). Likewise a fix in an area outside
+`fix-areas` (tests, benchmarks: areas.py) is found, cached and reported,
+and held here (`Hold.AREA`) unless the run asks for its area.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from optpatch.model import Finding, Hold, Refusal, Tier
+from optpatch.model import CodeArea, Finding, Hold, Refusal, Tier
+
+if TYPE_CHECKING:
+    from optpatch.config import Settings
 
 
 @dataclass(frozen=True)
 class FixPolicy:
-    """Which tiers this run applies. `validated` holds the ids of fixes a validation run accepted."""
+    """Which tiers and areas this run applies. `validated` holds the ids of fixes a validation run accepted."""
 
     unsafe_fixes: bool = False
     validated: frozenset[str] = frozenset()
     tiers: tuple[tuple[str, str], ...] = ()  # (code prefix, tier) from the `tiers` setting: stricter only
+    fix_areas: frozenset[CodeArea] = frozenset({CodeArea.LIBRARY})  # the `fix-areas` setting
+
+    @classmethod
+    def of(cls, settings: "Settings", **more) -> "FixPolicy":
+        """The policy the settings ask for (`unsafe-fixes`, `tiers`, `fix-areas`); MORE: a subclass's own fields."""
+        return cls(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, fix_areas=frozenset(settings.fix_areas),
+                   **more)
 
     def refuse(self, finding: Finding) -> Refusal | None:
         """Why this run must not apply the fix, or None."""
+        return self.outside(finding) or self._tier_refusal(finding)
+
+    def outside(self, finding: Finding) -> Refusal | None:
+        """Why the fix is outside what this run fixes, whatever its tier: the run's scope, or its area."""
         if finding.out_of_scope is not None:
             return Refusal(Hold.OUT_OF_SCOPE, finding.out_of_scope)
+        if finding.area not in self.fix_areas:
+            wanted = ",".join(area.value for area in CodeArea if area in self.fix_areas or area is finding.area)
+            return Refusal(Hold.AREA, f"in {finding.area.value}, outside fix-areas: include it with --fix-areas {wanted}")
+        return None
+
+    def _tier_refusal(self, finding: Finding) -> Refusal | None:
         tier = effective_tier(finding, self.tiers)
         if tier is Tier.SAFE:
             return None

@@ -47,17 +47,16 @@ class SourceFile:
     bom: bool
     language: Language
     _line_starts: list[int] | None = field(default=None, repr=False)
+    area: CodeArea | None = None  # None: from the path alone (areas.py); the engine gives the `areas` setting's
 
     def __post_init__(self) -> None:
         self.language = Language(self.language)  # "python" is Language.PYTHON
+        if self.area is None:
+            self.area = area_of(self.rel)
 
     @property
     def digest(self) -> str:
         return hashlib.sha256(self.raw).hexdigest()
-
-    @property
-    def area(self) -> CodeArea:
-        return area_of(self.rel)
 
     def encode(self, text: str) -> bytes:
         data = text.encode(self.encoding)
@@ -89,8 +88,9 @@ def line_starts(text: str) -> list[int]:
     return [0] + [m.end() for m in LINE_BREAK.finditer(text)]
 
 
-def read_source(path: Path, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceFile | FileError:
-    """Read and decode one file, or say precisely why it cannot be analysed."""
+def read_source(path: Path, rel: str, max_bytes: int = DEFAULT_MAX_BYTES,
+                areas: tuple[tuple[str, CodeArea], ...] = ()) -> SourceFile | FileError:
+    """Read and decode one file, or say precisely why it cannot be analysed. AREAS: the `areas` setting."""
     language = language_of(path)
     if language is None:
         return FileError(rel, "not a Python or C++/CUDA source file")
@@ -106,11 +106,12 @@ def read_source(path: Path, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sou
         return FileError(rel, "disappeared while optpatch was running")
     except OSError as error:
         return FileError(rel, f"cannot be read: {error.strerror or error}")
-    return source_from_bytes(path, rel, raw)
+    return source_from_bytes(path, rel, raw, areas)
 
 
-def source_from_bytes(path: Path, rel: str, raw: bytes) -> SourceFile | FileError:
-    """Decode bytes already read from PATH (a source file, by its suffix)."""
+def source_from_bytes(path: Path, rel: str, raw: bytes,
+                      areas: tuple[tuple[str, CodeArea], ...] = ()) -> SourceFile | FileError:
+    """Decode bytes already read from PATH (a source file, by its suffix). AREAS: the `areas` setting."""
     language = language_of(path)
     assert language is not None
     if b"\0" in raw:  # anywhere: a NUL past the first block makes the file no more Python or C++ than one in it
@@ -119,7 +120,7 @@ def source_from_bytes(path: Path, rel: str, raw: bytes) -> SourceFile | FileErro
     if isinstance(decoded, FileError):
         return FileError(rel, decoded.reason, decoded.line)
     text, encoding, bom = decoded
-    return SourceFile(rel, path, raw, text, encoding, bom, language)
+    return SourceFile(rel, path, raw, text, encoding, bom, language, area=area_of(rel, areas))
 
 
 def _decode(raw: bytes, language: Language) -> tuple[str, str, bool] | FileError:

@@ -141,8 +141,11 @@ def test_markdown_opens_with_the_fixes_by_rule_and_area(tmp_path):
     assert summary == [
         "| rule | library | tests | benchmarks | total |",
         "|---|---:|---:|---:|---:|",
-        "| `OPT101` zeros-to-empty | 2 | 1 | 1 | 4 |",
+        "| `OPT101` zeros-to-empty | 2 | 0 + 1 proposed | 0 + 1 proposed | 2 + 2 proposed |",
         "| `OPT102` create-on-device | 1 | - | - | 1 |",
+        "",
+        "2 fix(es) left out by area (1 in benchmarks, 1 in tests): this run fixes library (fix-areas); include them "
+        "with `--fix-areas library,tests,benchmarks`.",
     ]
     assert head.index("### optpatch:") < head.index("| rule |")
 

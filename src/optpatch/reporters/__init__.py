@@ -17,6 +17,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
+from optpatch.model import CodeArea
 from optpatch.reporters.status import NOTHING_WRITTEN, Delivery
 
 
@@ -31,6 +32,7 @@ class ReportOptions:
     patch_path: str | None = None  # the patch file written, for the JSON report
     validation: dict | None = None  # --validate's outcome (the JSON report's `validation` object)
     original_text: Callable[[str], str | None] = lambda rel: None  # a file's text before this run, for --show-fixes
+    fix_areas: tuple[CodeArea, ...] = (CodeArea.LIBRARY,)  # the areas whose fixes the run applies (`fix-areas`)
 
 
 class FormatKind(enum.Enum):

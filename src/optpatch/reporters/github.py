@@ -16,7 +16,7 @@ from pathlib import Path
 from optpatch.model import Finding, Verdict
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.json_report import summary_of
-from optpatch.reporters.status import Delivery, status_of
+from optpatch.reporters.status import Delivery, area_note, status_of
 from optpatch.results import RunResult
 
 _COMMAND = {Verdict.FIX: "warning", Verdict.ADVICE: "notice"}
@@ -47,6 +47,8 @@ def render_github(result: RunResult, options: ReportOptions = ReportOptions()) -
         f"optpatch: {summary['fixable']} fixable, {summary['fixes_not_applied']} proposed but not applied, "
         f"{summary['advice']} advice, {summary['files_failed']} file(s) not analysed."
     )
+    if note := area_note(result.findings, options.fix_areas):
+        lines.append(f"optpatch: {note}.")
     return "\n".join(lines) + "\n"
 
 

@@ -17,7 +17,7 @@ import json
 from optpatch import __version__
 from optpatch.model import FileError, Finding, FrequencyEvidence, Impact, Verdict
 from optpatch.reporters import ReportOptions
-from optpatch.reporters.status import NOTHING_WRITTEN, Delivery, Status, status_of
+from optpatch.reporters.status import NOTHING_WRITTEN, Delivery, Status, held_by_area, status_of
 from optpatch.results import RunResult
 
 SCHEMA_VERSION = 3
@@ -88,6 +88,7 @@ def summary_of(result: RunResult, delivery: Delivery = NOTHING_WRITTEN) -> dict:
         "fixes_applied": sum(status.written for status in statuses),
         "fixable": sum(f.applied for f in findings),
         "fixes_not_applied": statuses.count(Status.PROPOSED),
+        "held_by_area": {area.value: count for area, count in sorted(held_by_area(findings).items())},
         "kept": sum(f.verdict is Verdict.KEEP for f in findings),
         "advice": sum(f.verdict is Verdict.ADVICE for f in findings),
         "suppressed": result.suppressed,

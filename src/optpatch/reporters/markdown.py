@@ -27,6 +27,7 @@ from optpatch.model import CodeArea, Finding, Verdict
 from optpatch.patch import write_patch
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.json_report import summary_of
+from optpatch.reporters.status import area_note
 from optpatch.results import RunResult
 
 MARKER = "<!-- optpatch-report -->"
@@ -38,7 +39,8 @@ SCREEN_ROWS = 20  # a summary with more rules than this is folded: the findings 
 def render_markdown(result: RunResult, options: ReportOptions = ReportOptions()) -> str:
     findings = [f for f in result.findings if f.verdict is not Verdict.KEEP]
     patch = write_patch(result.changes).decode("utf-8", errors="replace")
-    head = [MARKER, headline(result), ""] + fixes_summary(findings) + errors_section(result) + validation_section(options.validation)
+    head = [MARKER, headline(result), ""] + fixes_summary(findings) + area_section(findings, options.fix_areas)
+    head += errors_section(result) + validation_section(options.validation)
     table = findings_table(findings) + [""] if findings else []
     suggestions = suggestions_section(findings)
     # Most complete first; GitHub rejects a longer comment outright.
@@ -85,6 +87,12 @@ def fixes_summary(findings: list[Finding]) -> list[str]:
         summary = f"Fixes by rule and area ({len(names)} rules)"
         return ["<details>", f"<summary>{summary}</summary>", ""] + rows + ["", "</details>", ""]
     return rows + [""]
+
+
+def area_section(findings: list[Finding], fix_areas: tuple[CodeArea, ...]) -> list[str]:
+    """The fixes `fix-areas` left out of the patch, and the option that includes them."""
+    note = area_note(findings, fix_areas)
+    return [re.sub(r"(--fix-areas \S+)$", r"`\1`", note) + ".", ""] if note else []
 
 
 def _count_cell(applied: int, proposed: int) -> str:

@@ -10,9 +10,10 @@ only for what this command wrote.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from dataclasses import dataclass
 
-from optpatch.model import Finding, Verdict
+from optpatch.model import CodeArea, Finding, Hold, Verdict
 
 
 class Status(enum.StrEnum):
@@ -50,3 +51,20 @@ def status_of(finding: Finding, delivery: Delivery = NOTHING_WRITTEN) -> Status:
     if finding.path in delivery.files:
         return Status.FIXED
     return Status.IN_PATCH if delivery.patch else Status.FIXABLE
+
+
+def held_by_area(findings: list[Finding]) -> Counter[CodeArea]:
+    """The fixes left out because their area is outside `fix-areas` (`Hold.AREA`), counted by area."""
+    return Counter(f.area for f in findings if f.refusal is not None and f.refusal.hold is Hold.AREA)
+
+
+def area_note(findings: list[Finding], fix_areas: tuple[CodeArea, ...]) -> str | None:
+    """How many fixes `fix-areas` left out, by area, and the option that includes them; None when it left out none."""
+    held = held_by_area(findings)
+    if not held:
+        return None
+    counts = ", ".join(f"{count} in {area.value}" for area, count in sorted(held.items(), key=lambda item: (-item[1], item[0])))
+    wanted = ",".join(area.value for area in CodeArea if area in fix_areas or area in held)
+    fixed = ", ".join(area.value for area in fix_areas) or "no area"
+    return (f"{sum(held.values())} fix(es) left out by area ({counts}): this run fixes {fixed} (fix-areas); include "
+            f"them with --fix-areas {wanted}")

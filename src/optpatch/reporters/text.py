@@ -30,7 +30,7 @@ from rich.text import Text
 from optpatch.locations import rewritten_line
 from optpatch.model import CodeArea, Finding, Impact, KeepCategory, Verdict
 from optpatch.reporters import ReportOptions
-from optpatch.reporters.status import Status, status_of
+from optpatch.reporters.status import Status, area_note, status_of
 from optpatch.reporters.wrapping import together, wrap
 from optpatch.cpp_headers import HeaderOutcome
 from optpatch.results import RunResult
@@ -314,6 +314,9 @@ def summary_lines(result: RunResult, options: ReportOptions, width: int) -> list
         label = "  impact:".ljust(label_width + 3)
         counts = ", ".join(together(f"{impacts[level]} {level.value}") for level in IMPACT_ORDER if impacts[level])
         lines += [Text(line) for line in wrap(f"{counts} (fixes, highest first above)", width, label, " " * len(label))]
+
+    if note := area_note(result.findings, options.fix_areas):
+        lines += [Text(line) for line in wrap(note, width, "", "  ")]
     if Status.KEPT in by_status and not options.verbose:
         hint = "Kept sites are listed with -v; `optpatch explain REPO:FILE:LINE` shows any site's proof or blocking use."
         lines += [Text(line, style="dim") for line in wrap(hint, width, "", "")]

@@ -1,0 +1,116 @@
+"""The default patch is library code: `fix-areas` and `--fix-areas`, the `areas` overrides, and what the run says.
+
+A fix in tests, benchmarks or examples is found, reported with its area and
+held (`Hold.AREA`) unless the run asks for its area; it then counts as a
+fix the run would not apply: `check` exits 0 for it, `--write` leaves its
+file alone, and the summary says how many were left out and how to include
+them (CONTRACT.md, "The default patch holds the fixes in library code").
+"""
+
+import json
+
+from conftest import run_cli
+
+from optpatch.config import ConfigError, Settings, settings_from_table
+from optpatch.engine import run
+from optpatch.model import CodeArea, Hold
+from optpatch.policy import FixPolicy
+
+LIBRARY, TEST, BENCH = "pkg/model.py", "tests/test_model.py", "benchmarks/bench_model.py"
+FIXABLE = "import torch\n\n\ndef step(x):\n    out = torch.zeros(x.shape)\n    out.copy_(x)\n    return out\n"
+FIXED = FIXABLE.replace("torch.zeros(", "torch.empty(")
+
+
+def _tree(tmp_path, files=(LIBRARY, TEST, BENCH), config: str = ""):
+    root = tmp_path / "repo"
+    for rel in files:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(FIXABLE)
+    if config:
+        (root / "optpatch.toml").write_text(config)
+    return root
+
+
+def _by_path(document: dict) -> dict:
+    return {f["path"]: f for f in document["findings"]}
+
+
+def test_the_default_patch_holds_library_fixes_and_reports_the_rest_by_area(tmp_path):
+    root = _tree(tmp_path)
+    patch = tmp_path / "p.diff"
+    result = run_cli("apply", str(root), "-o", str(patch), "--format", "json", "--no-cache")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    found = _by_path(document)
+    assert found[LIBRARY]["fixable"] and found[LIBRARY]["held"] is None
+    for rel, area in ((TEST, "tests"), (BENCH, "benchmarks")):
+        assert (found[rel]["area"], found[rel]["held"], found[rel]["fixable"]) == (area, "area", False)
+        assert f"--fix-areas library,{area}" in found[rel]["not_applied_because"]
+    assert document["summary"]["held_by_area"] == {"benchmarks": 1, "tests": 1}
+    diff = patch.read_text()
+    assert f"a/{LIBRARY}" in diff and "tests/" not in diff and "benchmarks/" not in diff
+
+    text = run_cli("apply", str(root), "-o", str(patch), "--no-cache")
+    assert "2 fix(es) left out by area (1 in benchmarks, 1 in tests)" in " ".join(text.stdout.split())
+    assert "--fix-areas library,tests,benchmarks" in text.stdout
+
+
+def test_check_exits_one_only_for_fixes_the_run_would_apply(tmp_path):
+    root = _tree(tmp_path, files=(TEST,))
+    held = run_cli("check", str(root), "--no-cache", "--format", "github")
+    assert held.returncode == 0, held.stdout + held.stderr  # a test fix held by its area is not fixable here
+    assert "left out by area (1 in tests)" in held.stdout and "--fix-areas library,tests" in held.stdout
+    assert run_cli("check", str(root), "--no-cache", "--fix-areas", "library,tests").returncode == 1
+
+
+def test_write_leaves_files_outside_the_fix_areas_alone(tmp_path):
+    root = _tree(tmp_path, files=(LIBRARY, TEST))
+    result = run_cli("apply", str(root), "--write", "-o", str(tmp_path / "p.diff"), "--no-cache")
+    assert result.returncode == 0, result.stderr
+    assert (root / LIBRARY).read_text() == FIXED
+    assert (root / TEST).read_text() == FIXABLE
+
+
+def test_markdown_says_what_was_left_out_and_how_to_include_it(tmp_path):
+    root = _tree(tmp_path, files=(LIBRARY, TEST))
+    body = run_cli("check", str(root), "--no-cache", "--format", "markdown").stdout
+    assert "1 fix(es) left out by area (1 in tests)" in body
+    assert "`--fix-areas library,tests`" in body
+
+
+def test_the_setting_widens_the_patch_and_areas_override_the_path_heuristic(tmp_path):
+    config = 'fix-areas = ["library", "tests"]\n[areas]\n"pkg/testing/**" = "tests"\n"tests/helpers/**" = "library"\n'
+    root = _tree(tmp_path, files=(LIBRARY, TEST, BENCH, "pkg/testing/fake.py", "tests/helpers/lib.py"), config=config)
+    result = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "json", "--no-cache")
+    found = _by_path(json.loads(result.stdout))
+    assert {rel: (f["area"], f["fixable"]) for rel, f in found.items()} == {
+        LIBRARY: ("library", True), TEST: ("tests", True), BENCH: ("benchmarks", False),
+        "pkg/testing/fake.py": ("tests", True), "tests/helpers/lib.py": ("library", True),
+    }
+    only_library = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "json", "--no-cache",
+                           "--fix-areas", "library")
+    assert {rel for rel, f in _by_path(json.loads(only_library.stdout)).items() if f["fixable"]} == {
+        LIBRARY, "tests/helpers/lib.py"}
+
+
+def test_an_unknown_area_is_a_usage_error(tmp_path):
+    root = _tree(tmp_path, files=(LIBRARY,))
+    result = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--fix-areas", "library,exampels")
+    assert result.returncode == 2 and "unknown area `exampels`" in result.stderr
+    assert not (tmp_path / "p.diff").exists()
+    for table in ({"fix-areas": ["docs"]}, {"areas": {"x/**": "test"}}, {"areas": {"x/**": ["tests"]}}):
+        try:
+            settings_from_table(table, "optpatch.toml", trust_config=False)
+        except ConfigError:
+            continue
+        raise AssertionError(f"{table} was accepted")
+
+
+def test_the_area_is_policy_applied_after_the_cache(tmp_path, monkeypatch):
+    """A warm run with other fix areas analyses nothing again and applies what it asks for."""
+    monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path / "cache"))
+    root = _tree(tmp_path, files=(LIBRARY, TEST))
+    cold = run(root, Settings(), FixPolicy(), jobs=1)
+    assert [f.refusal.hold for f in cold.findings if f.refusal] == [Hold.AREA]
+    warm = run(root, Settings(), FixPolicy(fix_areas=frozenset({CodeArea.LIBRARY, CodeArea.TESTS})), jobs=1)
+    assert all(f.applied for f in warm.findings) and len(warm.changes) == 2
