@@ -10,7 +10,7 @@ from libcst.metadata import Assignment
 
 from optpatch.formatter_config import PythonFormatter
 from optpatch.planner import preview
-from optpatch.python_edits import FormattedEdits, keyword_edit
+from optpatch.python_edits import FormattedEdits
 from optpatch.python_frontend import SCOPE_NODES, LOOP_NODES, PythonModule, walk
 from optpatch.python_screen import CallIndex, ast_dotted_name, callee_name, called_functions
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
@@ -290,8 +290,9 @@ class PinnedAsyncH2D(Rule):
     INVALID = [
         Example(
             "import torch\ndef f(ids: list[int]):\n    t = torch.tensor(ids, dtype=torch.long).cuda()\n    return t.sum()\n",
-            "import torch\ndef f(ids: list[int]):\n    t = torch.tensor(ids, dtype=torch.long, pin_memory=True).cuda(non_blocking=True)\n"
-            "    return t.sum()\n",
+            # Past 79 columns in a file with no formatter and no longer line: the keyword goes on a line of its own.
+            "import torch\ndef f(ids: list[int]):\n    t = torch.tensor(ids, dtype=torch.long,\n"
+            "                     pin_memory=True).cuda(non_blocking=True)\n    return t.sum()\n",
         ),
         Example(
             "import numpy as np\nimport torch\ndef f(a: np.ndarray):\n    return torch.from_numpy(a).to('cuda:0') * 2\n",
@@ -1402,12 +1403,12 @@ def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
     source = site.source
     edits = []
     # Under black or ruff, laid out as they would (docs/formatting.md); otherwise appended where they go, the
-    # statement's layout kept.
-    formatted = FormattedEdits(module) if module.style.formatter in _RESHAPING_FORMATTERS else None
+    # statement's layout kept, and on a line of their own where they would pass the line limit.
+    formatted = FormattedEdits(module)
     if site.move is None and source.callee in CUDA_LEGACY_TENSOR_TYPES:
         return _cuda_legacy_edits(module, site)
     if site.move is None:
-        return _device_keyword_edits(module, site, formatted)
+        return _device_keyword_edits(module, site, formatted if module.style.formatter in _RESHAPING_FORMATTERS else None)
     if not source.pinned:
         if source.pinned_at_the_move:
             receiver = source.name if source.name is not None else source.call
@@ -1415,14 +1416,10 @@ def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
             edits.append(Edit(end, end, ".pin_memory()"))
         elif source.call.lpar:
             return _IN_PARENTHESES
-        elif formatted is not None:
-            formatted.insert_keyword(source.call, "pin_memory", "True")
         else:
-            edits.append(keyword_edit(module, source.call, "pin_memory=True"))
+            formatted.insert_keyword(source.call, "pin_memory", "True")
     if site.copy.lpar:
         return _IN_PARENTHESES
-    if formatted is None:
-        return [*edits, keyword_edit(module, site.copy, "non_blocking=True")]
     formatted.insert_keyword(site.copy, "non_blocking", "True")
     return _shaped(formatted.add(*edits))
 

@@ -51,11 +51,10 @@ from functools import lru_cache
 import libcst as cst
 
 from optpatch.formatter_config import PythonFormatter, PythonStyle, Quotes
+from optpatch.line_limits import line_limit
 from optpatch.model import Edit
 from optpatch.python_frontend import PythonModule
 from optpatch.python_layout import Dialect, LayoutStyle, Unsupported, layout_statement, width
-
-PEP8_LINE_LENGTH = 79  # the least limit assumed for a file no formatter governs
 
 _COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar, cst.FunctionDef, cst.ClassDef, cst.Match,
              cst.SimpleStatementSuite)
@@ -101,10 +100,13 @@ class FormattedEdits:
         for statement, keywords in by_statement.values():
             inside = [edit for edit in others if statement is not None and statement.contains(edit)]
             others = [edit for edit in others if edit not in inside]
-            raw = [keyword_edit(module, call, added) for call, added in keywords] + inside
+            plain = [keyword_edit(module, call, added) for call, added in keywords]
+            raw = plain + inside
             shaped = _laid_out(module, statement, raw) if statement is not None else None
             if shaped is None:
-                local = [edit for call, added in keywords for edit in _local_keywords(module, call, added, raw)]
+                local: list[Edit] = []
+                for index, (call, added) in enumerate(keywords):  # each judged with the ones before it as laid out
+                    local += _local_keywords(module, call, added, local + plain[index:] + inside)
                 if _layout_style(module.style) is not None and any("\n" in edit.text for edit in local):
                     self.unreproduced_break = True
                 shaped = local + inside
@@ -293,12 +295,15 @@ def _local_keywords(module: PythonModule, call: cst.Call, added: str, raw: list[
     line_end = len(text) if line_end < 0 else line_end
     on_line = [Edit(e.start - last_line_start, e.end - last_line_start, e.text) for e in raw
                if last_line_start <= e.start and e.end <= line_end]
-    if width(_applied(text[last_line_start:line_end], on_line).rstrip("\r")) <= _limit(module):
+    written = _applied(text[last_line_start:line_end], on_line).split("\n")
+    if max(width(part.rstrip("\r")) for part in written) <= _limit(module):
         return [plain]
     opening = text.rfind("(", 0, module.span(call.args[0])[0])
     if opening >= last_line_start:  # the last argument shares the opening bracket's line: align after the bracket
-        first_start = module.span(call.args[0])[0]
-        indentation = " " * width(text[last_line_start:first_start])
+        first_start = module.span(call.args[0])[0] - last_line_start
+        before = [edit for edit in on_line if edit.end <= first_start]
+        # The column of the first argument once the edits before it on the line are made (a keyword they broke off)
+        indentation = " " * width(_applied(text[last_line_start : last_line_start + first_start], before).split("\n")[-1])
     else:
         indentation = last_indentation
     return [Edit(last_end, last_end, f",{_newline(text)}{indentation}{added}")]
@@ -322,15 +327,7 @@ def _newline(text: str) -> str:
 
 
 def _limit(module: PythonModule) -> int:
-    style = module.style
-    if style.formatter is not None and style.line_length:
-        return style.line_length
-    return max(PEP8_LINE_LENGTH, _longest_line(module.source.text))
-
-
-@lru_cache(maxsize=8)
-def _longest_line(text: str) -> int:
-    return max((width(line) for line in text.splitlines()), default=0)
+    return line_limit(module.style, module.source.text).columns
 
 
 # -- imports -------------------------------------------------------------------------------------------------

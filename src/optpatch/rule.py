@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Iterable
 
+from optpatch.line_limits import line_limit, overlong_line
 from optpatch.model import CodeArea, Context, Edit, Finding, Impact, KeepCategory, Tier, Verdict
 
 if TYPE_CHECKING:
@@ -87,8 +88,17 @@ class Rule:
         self, unit, at: tuple[int, int], *, reason: str, tier: Tier, edits, context: Context, impact: Impact,
         basis: str, replacement: str = "", proof=(),
     ) -> Finding:
-        """A rewrite at `at` (1-based line and column of the parsed text), with its proof and its tier."""
-        return self._finding(unit, at, Verdict.FIX, reason, context, impact, basis, tier=tier, edits=tuple(edits),
+        """A rewrite at `at` (1-based line and column of the parsed text), with its proof and its tier.
+
+        A fix whose edits would write a line past the file's line limit is kept instead (line_limits.py).
+        """
+        edits = tuple(edits)
+        source = unit.source
+        overlong = overlong_line(source.text, edits, line_limit(unit.style, source.text))
+        if overlong is not None:
+            return self.keep(unit, at, reason=overlong.reason(), category=KeepCategory.CANNOT_SPELL, context=context,
+                             proof=proof)
+        return self._finding(unit, at, Verdict.FIX, reason, context, impact, basis, tier=tier, edits=edits,
                              replacement=replacement, proof=tuple(proof))
 
     def keep(self, unit, at: tuple[int, int], *, reason: str, category: KeepCategory, context: Context, proof=()) -> Finding:
