@@ -13,6 +13,7 @@ from optpatch.python_frontend import SCOPE_NODES, PythonModule, dotted_name, wal
 from optpatch.python_screen import CallIndex, callee_name, called_functions
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 from optpatch.analysis.exception_contexts import expected_exception
+from optpatch.analysis.no_gain import rebound_before_read
 from optpatch.analysis.torch_api import (
     CONSTANT_FACTORIES,
     DATA_FACTORIES,
@@ -86,6 +87,8 @@ FROM_NUMPY_BASIS = (
 )
 ONCE_BASIS = "one-time creation (module level, __init__, set-up): the saving is paid once, not per step"
 CPU_BASIS = "a move to the CPU of a tensor on the CPU: `.to('cpu')` returns it unchanged, nothing to save"
+SAME_DEVICE_BASIS = "a move to the device the tensor is created on: `.to()` returns it unchanged, nothing to save"
+DEAD_STORE_BASIS = "a value assigned again before any read: nothing runs faster for rewriting it"
 
 
 class CreateOnDevice(Rule):
@@ -222,6 +225,11 @@ class CreateOnDevice(Rule):
     differ in the last bits); `requires_grad=True`, because
     `F(..., requires_grad=True).to(d)` is a non-leaf copy of a CPU leaf
     whereas `device=` makes the result itself the leaf that receives `.grad`.
+
+    Advice, not a fix, where the rewrite gains nothing: a move to the device
+    the factory already creates the tensor on (`F(..., device=d).to(d)`:
+    the move can go), and a moved tensor assigned to a local that is
+    assigned again before anything reads it (a dead store: delete the line).
 
     Kept, with the reason: a factory that already has a `device=` other than
     the CPU (never a second one); a legacy constructor whose argument is not
@@ -591,6 +599,9 @@ class CreateOnDevice(Rule):
         device = _device_spelling(module, move)
         if isinstance(device, Kept):
             return self._keep(module, site, device)
+        already = _already_there(module, site)
+        if already is not None:
+            return self._advice(module, site, already, SAME_DEVICE_BASIS)
         for kept in (_exception_expected(module, site), _discarded(module, site, reads), _factory_blocker(module, site)):
             if kept is not None:
                 return self._keep(module, site, kept)
@@ -608,6 +619,10 @@ class CreateOnDevice(Rule):
             if outcome is not None:
                 tier = max(tier, outcome[0], key=lambda t: t.strictness)
                 reasons.append(outcome[1])
+        rebound = rebound_before_read(module, site.move_call)
+        if rebound is not None:
+            return self.advice(module, module.start(site.factory), reason=rebound.advice("the moved tensor"),
+                               context=module.context(site.factory), basis=DEAD_STORE_BASIS, category=KeepCategory.DEAD_STORE)
         edits = _edits(module, site, device)
         if isinstance(edits, Kept):
             return self._keep(module, site, edits)
@@ -857,6 +872,20 @@ def _exception_expected(module: PythonModule, site: Site) -> Kept | None:
         return None
     return Kept(f"inside {found.construct}: the exception, its message or a warning is part of what the code does, "
                 "and the rewrite changes which call raises it and how", KeepCategory.EXPECTED_EXCEPTION)
+
+
+def _already_there(module: PythonModule, site: Site) -> str | None:
+    """Why the move goes to the device the factory already creates the tensor on, or None: `F(..., device=d).to(d)`,
+    `F(..., device="cuda").cuda()`."""
+    device = keyword_arg(site.factory, "device")
+    move = site.move
+    if device is None or site.ops or move.dtype is not None or move.blocker is not None:
+        return None
+    created = module.text(device.value)
+    if move.device is None and created.strip("'\"") == "cuda" or move.device is not None and created == module.text(move.device):
+        return (f"`{site.callee}(...)` already creates the tensor on `{created}`: `.{move.method}()` returns it unchanged, "
+                "so there is nothing to rewrite; the move can go")
+    return None
 
 
 def _factory_blocker(module: PythonModule, site: Site) -> Kept | None:

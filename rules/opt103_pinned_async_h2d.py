@@ -13,7 +13,9 @@ from optpatch.planner import preview
 from optpatch.python_edits import FormattedEdits
 from optpatch.python_frontend import SCOPE_NODES, LOOP_NODES, PythonModule, walk
 from optpatch.python_screen import CallIndex, ast_dotted_name, callee_name, called_functions
+from optpatch.model import CodeArea
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
+from optpatch.analysis.no_gain import literal_elements, read_back_at_once, rebound_before_read
 from optpatch.analysis.torch_api import (
     CONSTANT_FACTORIES,
     CUDA_LEGACY_TENSOR_TYPES,
@@ -51,6 +53,7 @@ PINNED_BASIS = (
     "5 ms or more, a non-blocking one from pinned memory in 24-170 us for up to 1,024 elements (H100, torch 2.11, "
     "docs/benchmarks.md)"
 )
+DEAD_STORE_BASIS = "a value assigned again before any read: nothing runs faster for rewriting it"
 ONCE_BASIS = "one-time copy (module level, __init__, set-up): a host stall removed once, not per step"
 HIDDEN_SYNC_BASIS = (
     "`non_blocking=True` from pageable memory still waits for queued GPU work (vLLM #54660, #51841; with 5 ms queued "
@@ -59,6 +62,8 @@ HIDDEN_SYNC_BASIS = (
 
 # Lists longer than this were not measured to gain (1,024 elements: yes, 65,536: 9 ms either way).
 MEASURED_LIST_LENGTH = 1024
+# A literal constant of at most this many numbers, in a test, is not worth an edit (16 elements: 17 -> 14 us idle).
+TINY_TEST_CONSTANT = 16
 # Steps followed from the copy's result (views, names it is bound to) before its uses count as unknown.
 MAX_FLOW_STEPS = 8
 # Sources this rule pins: data copied from host values, and CPU factories the function fills on the host.
@@ -209,7 +214,14 @@ class PinnedAsyncH2D(Rule):
     result read as a Python value: an f-string, `float()`, `if`, `assert`),
     as in `torch.tensor([flag], device="cuda")`, an all-reduce, then
     `.item()`: the host waits there for all queued work anyway, so the stall
-    only moves.
+    only moves; a copy the host reads back in its own statement (inside an
+    `assert`, an `if` or `while` test, `.item()`, `.tolist()`, `int(...)`,
+    a slice bound), such as `assert torch.equal(out, torch.tensor([0, 2],
+    device="cuda"))`; in tests, a literal constant of 16 numbers or fewer,
+    whose copy gains nothing measurable.
+
+    A copy whose result is assigned again before anything reads it (a dead
+    store) gets advice instead of a fix: delete the line.
 
     `non_blocking=True` on a copy from pageable memory gets advice: it still
     waits for queued GPU work (a hidden synchronisation, vLLM #54660,
@@ -381,6 +393,10 @@ class PinnedAsyncH2D(Rule):
             return self.keep(module, at, reason=verdict.reason, category=verdict.category, context=context)
         if isinstance(verdict, Advice):
             return self.advice(module, at, reason=verdict.reason, context=context, basis=HIDDEN_SYNC_BASIS)
+        rebound = rebound_before_read(module, site.copy)
+        if rebound is not None:
+            return self.advice(module, at, reason=rebound.advice("the copy"), context=context, basis=DEAD_STORE_BASIS,
+                               category=KeepCategory.DEAD_STORE)
         edits = _edits(module, site)
         if isinstance(edits, Kept):
             return self.keep(module, at, reason=edits.reason, category=edits.category, context=context)
@@ -678,7 +694,7 @@ def _verdict(module: PythonModule, site: Site) -> Proven | Kept | Advice:
     consumers = _consumer_verdict(module, site, readers)
     if isinstance(consumers, Kept):
         return consumers
-    waits = _host_wait_after(module, site, readers)
+    waits = _host_wait_after(module, site, readers) or _no_gain(module, site)
     if waits is not None:
         return waits
     proofs = [target, (data_tier, data_proof), consumers]
@@ -1315,6 +1331,20 @@ def _host_wait_after(module: PythonModule, site: Site, readers: "_Readers | None
         if _stream_block(module, wait, function) is stream and _innermost_loop(module, wait, function) is loop:
             return Kept(f"L{module.start(wait)[0]}: `{_shorten(module.text(wait))}` waits for the GPU on the host in "
                         "this function anyway: the stall only moves there, nothing to gain", KeepCategory.NO_GAIN)
+    return None
+
+
+def _no_gain(module: PythonModule, site: Site) -> Kept | None:
+    """A copy the host reads back in its own statement, or a tiny literal constant in a test: nothing to gain."""
+    read = read_back_at_once(module, site.copy)
+    if read is not None:
+        return Kept(f"{read} in the same statement: the host waits for the GPU there anyway, so the stall only "
+                    "moves; nothing to gain", KeepCategory.NO_GAIN)
+    data = _data_argument(site.source.call) if site.source.callee == "torch.tensor" else None
+    elements = literal_elements(data) if data is not None and module.source.area is CodeArea.TESTS else None
+    if elements is not None and elements <= TINY_TEST_CONSTANT:
+        return Kept(f"a literal constant of {elements} number(s) in a test: a copy that small, made once per test, "
+                    "gains nothing measurable", KeepCategory.NO_GAIN)
     return None
 
 

@@ -216,6 +216,7 @@ class KeepCategory(enum.StrEnum):
     # The edit itself
     CANNOT_SPELL = "the edit cannot be written"
     OTHER = "other use"
+    DEAD_STORE = "value rebound before any read"  # advice: an edit of it gains nothing; delete the line instead
 
 
 class Hold(enum.StrEnum):
