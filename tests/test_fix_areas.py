@@ -114,3 +114,14 @@ def test_the_area_is_policy_applied_after_the_cache(tmp_path, monkeypatch):
     assert [f.refusal.hold for f in cold.findings if f.refusal] == [Hold.AREA]
     warm = run(root, Settings(), FixPolicy(fix_areas=frozenset({CodeArea.LIBRARY, CodeArea.TESTS})), jobs=1)
     assert all(f.applied for f in warm.findings) and len(warm.changes) == 2
+
+
+def test_a_fix_its_tier_holds_is_not_counted_as_held_by_its_area(tmp_path):
+    """`held_by_area` counts what --fix-areas alone would apply: a validate-tier test fix is held by its tier."""
+    root = _tree(tmp_path, files=(TEST,))
+    run_validate = "import torch\n\n\nclass M:\n    def __init__(self, n):\n        self.buf = torch.zeros(n)\n\n" \
+                   "    def fill(self, x):\n        self.buf[: x.numel()].copy_(x)\n"
+    (root / "tests" / "test_module.py").write_text(run_validate)
+    result = run(root, Settings(), FixPolicy(), jobs=1, use_cache=False)
+    holds = {f.path: f.refusal.hold for f in result.findings if f.refusal}
+    assert holds == {TEST: Hold.AREA, "tests/test_module.py": Hold.VALIDATE_TIER}

@@ -36,17 +36,26 @@ class FixPolicy:
                    **more)
 
     def refuse(self, finding: Finding) -> Refusal | None:
-        """Why this run must not apply the fix, or None."""
-        return self.outside(finding) or self._tier_refusal(finding)
+        """Why this run must not apply the fix, or None.
+
+        The tier is asked before the area, so that a fix held by its area is
+        one that `--fix-areas` alone would apply (what the summary counts).
+        """
+        if finding.out_of_scope is not None:
+            return Refusal(Hold.OUT_OF_SCOPE, finding.out_of_scope)
+        return self._tier_refusal(finding) or self._area_refusal(finding)
 
     def outside(self, finding: Finding) -> Refusal | None:
         """Why the fix is outside what this run fixes, whatever its tier: the run's scope, or its area."""
         if finding.out_of_scope is not None:
             return Refusal(Hold.OUT_OF_SCOPE, finding.out_of_scope)
-        if finding.area not in self.fix_areas:
-            wanted = ",".join(area.value for area in CodeArea if area in self.fix_areas or area is finding.area)
-            return Refusal(Hold.AREA, f"in {finding.area.value}, outside fix-areas: include it with --fix-areas {wanted}")
-        return None
+        return self._area_refusal(finding)
+
+    def _area_refusal(self, finding: Finding) -> Refusal | None:
+        if finding.area in self.fix_areas:
+            return None
+        wanted = ",".join(area.value for area in CodeArea if area in self.fix_areas or area is finding.area)
+        return Refusal(Hold.AREA, f"in {finding.area.value}, outside fix-areas: include it with --fix-areas {wanted}")
 
     def _tier_refusal(self, finding: Finding) -> Refusal | None:
         tier = effective_tier(finding, self.tiers)
