@@ -27,7 +27,16 @@ For each TREE (only read: everything that writes works on a copy under $TMPDIR):
    it covers before and after the patch; the formatters read their settings
    ([tool.black], [tool.ruff], ruff.toml, .style.yapf, .clang-format) from
    the copy. Nothing the scanned tree names is ever executed.
-5. With `--tests`, for the trees in `PROJECT_TESTS`: `optpatch apply TREE
+5. Where the fixes land and the line limits: fixes in the patch in library
+   code against the rest, the fixes left out by area (`fix-areas`), the
+   fraction of the patch's default-tier fixes in library code (at least
+   `MIN_LIBRARY_FRACTION`); and every line the patch writes against the
+   limit optpatch keeps (optpatch.line_limits: the formatter's, else the
+   file's longest line but at least 79 columns for Python): a line past it
+   and longer than the longest line it replaces is a failure. Lines past
+   the file's own longest line with no formatter, but within 79 columns,
+   are counted apart.
+6. With `--tests`, for the trees in `PROJECT_TESTS`: `optpatch apply TREE
    --validate "python -m pytest ..."` on the tests that touch patched files
    (the patched test files, and test files that import a patched module or
    name a class it defines), their extra requirements installed into a cached
@@ -35,8 +44,10 @@ For each TREE (only read: everything that writes works on a copy under $TMPDIR):
 
 Prints markdown tables (`--review-list` adds every default-tier fix in
 library code: the hand review's worklist); `--json PATH` writes the raw data.
-Exits 1 when a patch does not apply, a patched file no longer compiles, or a
-file that passed its formatter fails it after the patch.
+Exits 1 when a patch does not apply, a patched file no longer compiles, a
+file that passed its formatter fails it after the patch, a patched line
+passes the line limit, or less than `MIN_LIBRARY_FRACTION` of the patch's
+default-tier fixes are in library code.
 """
 
 from __future__ import annotations
@@ -73,6 +84,9 @@ import yaml  # noqa: E402  (PyYAML comes with pre-commit, a test dependency)
 from kernels.build_check import NVCC_FLAGS, ToolchainMissing, find_toolchain, torch_include_dirs  # noqa: E402
 from optpatch.cpp_frontend import new_errors  # noqa: E402
 from optpatch.discovery import discover  # noqa: E402
+from optpatch.formatter_config import read_formatter_config  # noqa: E402
+from optpatch.line_limits import line_limit, longest_line  # noqa: E402
+from optpatch.python_layout import width  # noqa: E402
 from optpatch.model import FileError, Language  # noqa: E402
 from optpatch.source import language_of, read_source  # noqa: E402
 
@@ -81,6 +95,7 @@ DEFAULT_CACHE = Path.home() / ".cache" / "optpatch-field"
 # when this benchmark was written (2026-11-26), so that reruns compare like with like.
 UNPINNED_CLANG_FORMAT = "23.1.5"
 COMMAND_TIMEOUT_S = 600
+MIN_LIBRARY_FRACTION = 0.9  # of the default-tier fixes in the patch (issue 28)
 OUTPUT_TAIL = 1500
 
 
@@ -506,6 +521,9 @@ class PatchCheck:
     compiles: list[CompileCheck] = field(default_factory=list)
     formatting: list[FormatterCheck] = field(default_factory=list)
     unformatted_scope: list[str] = field(default_factory=list)  # patched files no pinned formatter checks
+    lines_written: int = 0  # lines the patch adds or changes
+    overlong: list[dict] = field(default_factory=list)  # those past the line limit, longer than what they replace
+    past_own_longest: int = 0  # with no formatter: past the file's longest line, but within 79 columns
 
     @property
     def compile_failures(self) -> list[CompileCheck]:
@@ -514,6 +532,51 @@ class PatchCheck:
     @property
     def regressions(self) -> list[FormatterCheck]:
         return [c for c in self.formatting if c.regression]
+
+
+def changed_blocks(patch: str) -> list[tuple[str, int, list[str], list[str]]]:
+    """(file, first old line, old lines, new lines) of each run of `-`/`+` lines in a git-style patch."""
+    blocks, rel, old_line = [], None, 0
+    current: tuple[str, int, list[str], list[str]] | None = None
+    for line in patch.splitlines():
+        if line.startswith("+++ b/"):
+            rel = line[6:]
+        elif line.startswith("@@"):
+            old_line = int(re.match(r"@@ -(\d+)", line).group(1))
+        elif rel is not None and line[:1] in ("-", "+") and not line.startswith(("---", "+++")):
+            if current is None:
+                current = (rel, old_line, [], [])
+                blocks.append(current)
+            (current[2] if line[0] == "-" else current[3]).append(line[1:].rstrip("\r"))
+            old_line += line[0] == "-"
+        else:
+            current = None
+            old_line += line[:1] == " "
+    return blocks
+
+
+def check_line_limits(tree: Path, patch: str, outcome: PatchCheck) -> None:
+    """Every line the patch writes, against the limit optpatch keeps for its file (optpatch.line_limits)."""
+    blocks = changed_blocks(patch)
+    rels = sorted({rel for rel, *_ in blocks})
+    styles = read_formatter_config(tree, rels)
+    texts = {rel: read_source(tree / rel, rel) for rel in rels}
+    for rel, first, old, new in blocks:
+        source = texts[rel]
+        if isinstance(source, FileError) or not new:
+            continue
+        style = styles.style_of(rel, source.language)
+        limit = line_limit(style, source.text)
+        outcome.lines_written += len(new)
+        replaced = max((width(line) for line in old), default=0)
+        for offset, line in enumerate(new):
+            written = width(line)
+            if limit is not None and written > limit.columns and written > replaced:
+                outcome.overlong.append({"path": rel, "near_line": first + offset, "width": written,
+                                         "limit": limit.columns, "basis": limit.basis})
+            elif source.language is Language.PYTHON and getattr(style, "formatter", None) is None \
+                    and written > max(longest_line(source.text), replaced):
+                outcome.past_own_longest += 1
 
 
 def patched_paths(patch: str) -> list[str]:
@@ -534,6 +597,7 @@ def check_patch(tree: Path, patch: Path, formatters: list[InstalledFormatter], t
     outcome = PatchCheck(patched_files=patched_paths(patch.read_text(errors="replace")))
     if not outcome.patched_files:
         return outcome
+    check_line_limits(tree, patch.read_text(errors="replace"), outcome)
     copy = copy_tree(tree, scratch / "tree")
     applied = subprocess.run(["git", "apply", "--check", str(patch)], cwd=copy, capture_output=True, text=True)
     if applied.returncode != 0:
@@ -614,10 +678,25 @@ class TreeReport:
     review: list[ReviewItem] = field(default_factory=list)
     library_files: list[str] = field(default_factory=list)  # files the patch changes in library code
     validation: dict | None = None
+    held_by_area: dict[str, int] = field(default_factory=dict)  # fixes `fix-areas` left out, by area
+    safe_found: dict[str, int] = field(default_factory=dict)  # default-tier fixes found, by area, in the patch or not
+
+    @property
+    def library_fixes(self) -> int:
+        return sum(count for key, count in self.applied.items() if key.endswith(" library"))
+
+    @property
+    def library_fraction(self) -> float | None:
+        """The fraction of the patch's default-tier fixes that are in library code; None for an empty patch."""
+        safe = {key: count for key, count in self.applied.items() if key.split()[1] == "safe"}
+        total = sum(safe.values())
+        return sum(count for key, count in safe.items() if key.endswith(" library")) / total if total else None
 
     @property
     def failed(self) -> bool:
-        return bool(self.problem or not self.patch.applies or self.patch.compile_failures or self.patch.regressions)
+        fraction = self.library_fraction
+        return bool(self.problem or not self.patch.applies or self.patch.compile_failures or self.patch.regressions
+                    or self.patch.overlong or (fraction is not None and fraction < MIN_LIBRARY_FRACTION))
 
 
 def tree_commit(tree: Path) -> str:
@@ -638,6 +717,8 @@ def count_findings(report: TreeReport, findings: list[dict]) -> None:
                 report.library_files.append(f["path"])
         elif f["verdict"] == "fix":
             count(report.proposed, f"{f['code']} {f['tier']} {f['held']}")
+        if f["verdict"] == "fix" and f["tier"] == "safe" and f["held"] in (None, "area", "overlap"):
+            count(report.safe_found, f["area"])
         elif f["verdict"] == "keep":
             count(report.kept, f["code"])
         else:
@@ -645,20 +726,21 @@ def count_findings(report: TreeReport, findings: list[dict]) -> None:
 
 
 def benchmark_tree(tree: Path, installed: list[InstalledFormatter], toolchain: CppToolchain, jobs: int,
-                   cache: Path) -> TreeReport:
+                   cache: Path, extra: tuple[str, ...] = ()) -> TreeReport:
     report = TreeReport(tree.name, str(tree), tree_commit(tree))
     languages = Counter(language_of(rel) for _, rel in discover(tree).files)
     report.python_files, report.cpp_files = languages[Language.PYTHON], languages[Language.CPP]
     report.formatters = [dict(asdict(i.formatter), version=i.formatter.version, problem=i.problem) for i in installed]
     with tempfile.TemporaryDirectory(prefix=f"optpatch-field-{tree.name}-") as scratch:
         patch = Path(scratch) / "model_patch.diff"
-        report.status, json_report, stderr, report.seconds = run_optpatch(tree, patch, jobs)
+        report.status, json_report, stderr, report.seconds = run_optpatch(tree, patch, jobs, list(extra))
         if json_report is None or "Traceback" in stderr:
             report.problem = f"exit status {report.status}, no JSON report or a traceback: {stderr.strip()[-OUTPUT_TAIL:]}"
             return report
         summary = json_report["summary"]
         report.files = summary["files_analysed"] + summary["files_failed"] + len(json_report["skipped"])
         report.errors = summary["files_failed"]
+        report.held_by_area = summary.get("held_by_area", {})
         count_findings(report, json_report["findings"])
         started = time.perf_counter()
         report.patch = check_patch(tree, patch, installed, toolchain, Path(scratch), jobs, VerdictStore.for_tree(tree, cache))
@@ -804,6 +886,27 @@ def applied_table(reports: list[TreeReport]) -> str:
     return markdown_table(["repository", "rule", "tier", "library", "tests", "benchmarks"], rows)
 
 
+def areas_table(reports: list[TreeReport]) -> str:
+    """Where the fixes land (library or not), what `fix-areas` left out, and the lines the patch writes."""
+    rows = []
+    for r in reports:
+        fraction = r.library_fraction
+        found = sum(r.safe_found.values())
+        check = r.patch
+        rows.append([
+            r.name, r.library_fixes, sum(r.applied.values()) - r.library_fixes,
+            ", ".join(f"{count} {area}" for area, count in sorted(r.held_by_area.items())) or "-",
+            "-" if fraction is None else f"{fraction:.2f}" + ("" if fraction >= MIN_LIBRARY_FRACTION else " **low**"),
+            f"{r.safe_found.get('library', 0)} of {found}" if found else "-",
+            check.lines_written, len(check.overlong) if not check.overlong else f"**{len(check.overlong)}**",
+            check.past_own_longest,
+        ])
+    return markdown_table(
+        ["repository", "library fixes", "other fixes in the patch", "left out by area", "library fraction of the "
+         "patch's default tier", "default-tier fixes found in library (any area)", "lines written",
+         "past the line limit", "past the file's longest line, within 79 (no formatter)"], rows)
+
+
 def proposed_table(reports: list[TreeReport]) -> str:
     rows = [[r.name, *key.split(), count] for r in reports for key, count in sorted(r.proposed.items())]
     return markdown_table(["repository", "rule", "tier", "held", "fixes"], rows)
@@ -857,6 +960,11 @@ def problems_section(reports: list[TreeReport]) -> list[str]:
             lines.append(f"- {r.name}: the patch does not apply: {r.patch.apply_error.splitlines()[0]}")
         for c in r.patch.compile_failures:
             lines.append(f"- {r.name}: `{c.path}` no longer compiles ({c.how}): {c.detail.splitlines()[-1]}")
+        for line in r.patch.overlong:
+            lines.append(f"- {r.name}: `{line['path']}` near L{line['near_line']}: a line of {line['width']} columns, "
+                         f"past the limit of {line['limit']} ({line['basis']})")
+        if r.library_fraction is not None and r.library_fraction < MIN_LIBRARY_FRACTION:
+            lines.append(f"- {r.name}: {r.library_fraction:.2f} of the patch's default-tier fixes are in library code")
         for c in r.patch.regressions:
             lines.append(f"- {r.name}: `{c.path}` passed {c.tool} {c.version} before the patch, not after ({c.after}):")
             lines += ["      " + line for line in c.output.splitlines()[:20]]
@@ -906,6 +1014,7 @@ def render(reports: list[TreeReport], header: str, review_list: bool) -> str:
     sections = [
         header, "", "### Runs", "", runs_table(reports),
         "", "### Fixes in the patch, by rule, tier and area", "", applied_table(reports),
+        "", "### Library fixes, the rest, and the line limits", "", areas_table(reports),
         "", "### Fixes proposed, not applied", "", proposed_table(reports),
         "", "### Sites kept, and advice", "", kept_table(reports),
         "", "### Formatters (each patched file checked before and after the patch)", "", formatter_table(reports),
@@ -941,6 +1050,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help=f"pip installs kept here (default {DEFAULT_CACHE})")
     parser.add_argument("--tests", action="store_true", help="also run the trees' CPU tests with --validate (PROJECT_TESTS)")
     parser.add_argument("--review-list", action="store_true", help="list every default-tier fix in library code")
+    parser.add_argument("--fix-areas", help="passed to optpatch: patch these areas too (the default patch is library code)")
     args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     trees = {tree.resolve(): formatters_of(tree.resolve()) for tree in args.trees}
@@ -948,7 +1058,8 @@ def main(argv: list[str] | None = None) -> int:
     toolchain = CppToolchain.find()
     reports = []
     for tree, formatters in trees.items():
-        report = benchmark_tree(tree, [installed[f] for f in formatters], toolchain, args.jobs, args.cache)
+        extra = ("--fix-areas", args.fix_areas) if args.fix_areas else ()
+        report = benchmark_tree(tree, [installed[f] for f in formatters], toolchain, args.jobs, args.cache, extra)
         if args.tests and tree.name in PROJECT_TESTS:
             report.validation = validate_tree(tree, PROJECT_TESTS[tree.name], report, args.cache, args.jobs)
         reports.append(report)

@@ -336,3 +336,26 @@ def test_the_tests_touching_patched_files_run_before_and_after(repo, cache, tmp_
     assert validation["dropped"] == [] and validation["baseline_failure"] is None
     assert "pkg/buffers.py:5:11:OPT101" in validation["kept"]
     assert outcome["passed_unexercised"] == []
+
+
+def test_lines_the_patch_writes_past_the_limit_are_failures(repo, tmp_path):
+    """black's --line-length 60 from the hook: a patched line of 61 columns is past it, one that shrinks is not."""
+    long_line = "out = torch.zeros(n, dtype=torch.float32, device='cpu:0')"
+    patch = planted(tmp_path, repo, "pkg/buffers.py", "out = torch.zeros(n)", long_line)
+    outcome = field.PatchCheck()
+    field.check_line_limits(repo, patch.read_text(), outcome)
+    assert outcome.lines_written == 1
+    assert [(o["path"], o["near_line"], o["width"], o["limit"]) for o in outcome.overlong] == [
+        ("pkg/buffers.py", 5, 4 + len(long_line), 60)]
+    shorter = planted(tmp_path, repo, "pkg/buffers.py", "out = torch.zeros(n)", "out = torch.empty(n)")
+    outcome = field.PatchCheck()
+    field.check_line_limits(repo, shorter.read_text(), outcome)
+    assert (outcome.lines_written, outcome.overlong) == (1, [])
+
+
+def test_the_library_fraction_is_of_the_patchs_default_tier_fixes():
+    report = field.TreeReport("t", "t", "c", applied={"OPT101 safe library": 9, "OPT102 safe tests": 1,
+                                                      "OPT102 validate tests": 5})
+    assert (report.library_fixes, report.library_fraction, report.failed) == (9, 0.9, False)
+    report.applied["OPT103 safe benchmarks"] = 1
+    assert report.library_fraction < field.MIN_LIBRARY_FRACTION and report.failed
