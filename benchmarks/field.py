@@ -709,6 +709,8 @@ def count_findings(report: TreeReport, findings: list[dict]) -> None:
         counts[key] = counts.get(key, 0) + 1
 
     for f in findings:
+        if f["verdict"] == "fix" and f["tier"] == "safe" and f["held"] in (None, "area", "overlap"):
+            count(report.safe_found, f["area"])
         if f["verdict"] == "fix" and f["applied"]:
             count(report.applied, f"{f['code']} {f['tier']} {f['area']}")
             if f["area"] == "library" and f["tier"] == "safe":
@@ -717,8 +719,6 @@ def count_findings(report: TreeReport, findings: list[dict]) -> None:
                 report.library_files.append(f["path"])
         elif f["verdict"] == "fix":
             count(report.proposed, f"{f['code']} {f['tier']} {f['held']}")
-        if f["verdict"] == "fix" and f["tier"] == "safe" and f["held"] in (None, "area", "overlap"):
-            count(report.safe_found, f["area"])
         elif f["verdict"] == "keep":
             count(report.kept, f["code"])
         else:

@@ -359,3 +359,16 @@ def test_the_library_fraction_is_of_the_patchs_default_tier_fixes():
     assert (report.library_fixes, report.library_fraction, report.failed) == (9, 0.9, False)
     report.applied["OPT103 safe benchmarks"] = 1
     assert report.library_fraction < field.MIN_LIBRARY_FRACTION and report.failed
+
+
+def test_findings_are_counted_once_each_by_verdict():
+    def finding(verdict, tier=None, applied=False, held=None, area="library"):
+        return {"verdict": verdict, "tier": tier, "applied": applied, "held": held, "area": area, "code": "OPT101",
+                "path": "m.py", "line": 1, "reason": "why", "replacement": None}
+
+    report = field.TreeReport("t", "t", "c")
+    field.count_findings(report, [finding("fix", "safe", applied=True), finding("fix", "safe", held="area", area="tests"),
+                                  finding("fix", "validate", held="validate-tier"), finding("keep"), finding("advice")])
+    assert (sum(report.applied.values()), sum(report.proposed.values()), report.kept, report.advice) == (
+        1, 2, {"OPT101": 1}, {"OPT101": 1})
+    assert report.safe_found == {"library": 1, "tests": 1}
