@@ -31,6 +31,8 @@ _DECLARATION_BLOCKERS = frozenset({
     "static", "extern", "thread_local", "register", "const", "volatile", "constexpr", "alignas", "__attribute__",
     "__shared__", "__constant__", "__device__", "(", ")", "&", "&&", ",", "=", "{", "[",
 })
+# Device memory (`__shared__`, `__constant__`): never a host array, whatever its bound.
+_DEVICE_MEMORY_ATTRIBUTES = frozenset({"CUDASHARED_ATTR", "CUDACONSTANT_ATTR"})
 _BEFORE_CALL_ARGUMENT = frozenset({"(", ","})
 _AFTER_CALL_ARGUMENT = frozenset({",", ")"})
 
@@ -229,10 +231,16 @@ class VlaToVector(Rule):
 
     @classmethod
     def needs_headers(cls, unit: CppUnit, findings: list[Finding]) -> bool:
-        """Any finding (its bound, element type or host side may resolve otherwise), and any `name[n]` that
-        reads as a declaration the header-free parse dropped (`std::complex<float> buf[n];` with no
-        declaration of std::complex)."""
-        return bool(findings) or _hidden_declaration(unit)
+        """A host candidate whose verdict may change with a declaration this parse could not see (`check` notes
+        each: a fix, an unresolved bound or use, a run-time bound where host and device cannot be told apart),
+        and any `name[n]` that reads as a host declaration the header-free parse dropped (`std::complex<float>
+        buf[n];` with no declaration of std::complex). Device code and `__shared__` arrays never need them."""
+        if any(question.startswith(f"{cls.code} ") for question in unit.header_questions):
+            return True
+        if _hidden_declaration(unit):
+            unit.ask_headers(f"{cls.code}: a `name[n]` that reads as a host declaration the parse dropped")
+            return True
+        return False
 
     def check(self, unit: CppUnit) -> Iterator[Finding]:
         for node in _array_declarations(unit):
@@ -243,17 +251,17 @@ class VlaToVector(Rule):
     # -- the verdict --------------------------------------------------------------------
 
     def _examine(self, unit: CppUnit, declaration: Node) -> Finding | None:
+        if any(child.kind in _DEVICE_MEMORY_ATTRIBUTES for child in declaration.children):
+            return None  # `__shared__`, `__constant__`: device memory, never a host array
         dependent = declaration.type_kind == "DEPENDENTSIZEDARRAY"
-        if declaration.cursor.type.element_type.get_canonical().kind.name in _NESTED_ARRAY_KINDS:
-            if dependent:
-                return None
-            where = unit.where(declaration)
-            context = unit.run_context(declaration, where.function)
-            return self._keep(unit, declaration, context, "multi-dimensional array: std::vector<std::vector<T>> would change its layout",
-                              KeepCategory.CANNOT_SPELL)
+        nested = declaration.cursor.type.element_type.get_canonical().kind.name in _NESTED_ARRAY_KINDS
+        if nested and dependent:
+            return None
         bound = _bound(declaration)
         if bound is None:
             return None
+        if nested:  # `T a[n][4]`: a run-time value in any bound makes it variable-length
+            bound = next((b for b in declaration.expressions() if _prove_runtime(unit, b, set()).runtime), bound)
         proof = _prove_runtime(unit, bound, set())
         if bound.cursor.type.get_canonical().kind.name not in _INTEGER_KINDS:
             proof.unresolved.insert(0, f"`{unit.node_text(bound)}` is not known to be an integer")
@@ -262,16 +270,24 @@ class VlaToVector(Rule):
         if dependent and not proof.runtime:
             return None  # a template-dependent bound is a constant per instantiation unless proven otherwise
         where = unit.where(declaration)
+        if where.place is Place.DEVICE and not proof.runtime:
+            return None  # device code has no VLAs (nvcc rejects them): a constant this parse could not evaluate
         context = unit.run_context(declaration, where.function)
         if where.place is Place.DEVICE:
             return self._keep(unit, declaration, context, f"device code ({where.reason}): std::vector cannot be used there",
                               KeepCategory.DEVICE_CODE)
         if where.place is Place.UNKNOWN:
+            if proof.witnesses:  # a run-time bound: host (a fix) or device (a keep) is the macro's to say
+                _ask_headers(unit, declaration, f"cannot tell host from device code: {where.reason}")
             return self._keep(unit, declaration, context, f"cannot tell host from device code: {where.reason}",
                               KeepCategory.UNRESOLVED)
         if not proof.runtime:
             return self._unproven(unit, declaration, bound, proof, context)
+        if nested:
+            return self._keep(unit, declaration, context, "multi-dimensional array: std::vector<std::vector<T>> would change its layout",
+                              KeepCategory.CANNOT_SPELL)
         if not dependent and not unit.warned_vla(declaration.start, declaration.end):
+            _ask_headers(unit, declaration, "clang did not warn that this is a variable-length array")
             return self._keep(unit, declaration, context, "clang did not warn that this is a variable-length array",
                               KeepCategory.UNRESOLVED)
         shape = _declaration_shape(unit, declaration)
@@ -280,14 +296,19 @@ class VlaToVector(Rule):
         uses = [_classify(unit, declaration, reference) for reference in unit.references_to(declaration)]
         blocking = next((u for u in uses if u.blocker), None)
         if blocking is not None:
+            if blocking.category is KeepCategory.UNRESOLVED:
+                _ask_headers(unit, declaration, blocking.blocker)
             return self._keep(unit, declaration, context, blocking.blocker, blocking.category)
         unseen = _unseen_use(unit, declaration, uses)
         if unseen:
+            _ask_headers(unit, declaration, unseen)
             return self._keep(unit, declaration, context, unseen, KeepCategory.UNRESOLVED)
+        _ask_headers(unit, declaration, "a fix: checked against the real declarations")
         return self._fix(unit, declaration, shape, uses, proof, context)
 
     def _unproven(self, unit, declaration: Node, bound: Node, proof: BoundProof, context: Context) -> Finding:
         bound_text = unit.node_text(bound)
+        _ask_headers(unit, declaration, f"the bound `{bound_text}` did not resolve")
         if proof.constexpr_names or not proof.unresolved:
             names = ", ".join(f"`{n}`" for n in proof.constexpr_names)
             origin = f"declared constexpr ({names})" if names else "a constant expression"
@@ -296,6 +317,12 @@ class VlaToVector(Rule):
                 f"if a container is wanted, use `std::array<{_element_text(unit, declaration)}, {bound_text}>`"
             )
             return self.advice(unit, unit.position(declaration.start), reason=reason, context=context, basis=ADVICE_BASIS)
+        unseen = _undeclared_names(unit, bound)
+        if unseen and not proof.witnesses:
+            names = ", ".join(f"`{n}`" for n in unseen)
+            reason = (f"the bound `{bound_text}` reads {names}, which this file does not declare: a constant from a "
+                      f"header the parse could not see, not shown to be a run-time value")
+            return self._keep(unit, declaration, context, reason, KeepCategory.UNRESOLVED)
         reason = f"bound `{bound_text}` is not proven to be a run-time value: " + "; ".join(proof.unresolved)
         return self._keep(unit, declaration, context, reason, KeepCategory.UNRESOLVED)
 
@@ -324,6 +351,23 @@ class VlaToVector(Rule):
 
     def _keep(self, unit: CppUnit, declaration: Node, context: Context, reason: str, category: KeepCategory) -> Finding:
         return self.keep(unit, unit.position(declaration.start), reason=reason, category=category, context=context)
+
+
+def _ask_headers(unit: CppUnit, declaration: Node, why: str) -> None:
+    """Note that the file's headers may change this host candidate's verdict (cpp_second_look.py reads it)."""
+    unit.ask_headers(f"OPT201 L{unit.line_of(declaration.start)} `{declaration.spelling}`: {why}")
+
+
+def _undeclared_names(unit: CppUnit, bound: Node) -> list[str]:
+    """The names in `bound` that resolve to nothing (declared, if anywhere, in a header the parse did not read)."""
+    names = []
+    for node in bound.walk():
+        if node.kind in ("DECL_REF_EXPR", "MEMBER_REF_EXPR", "OVERLOADED_DECL_REF") and unit.referenced(node) is None:
+            names.append(node.spelling or unit.node_text(node))
+    if not names:  # clang dropped the unresolved name from the tree: its tokens still spell it
+        names = [t.spelling for t in unit.tokens_in(bound.start, bound.end) if t.kind == "identifier"
+                 and unit.errors_in(t.start, t.end)]
+    return list(dict.fromkeys(n for n in names if n))
 
 
 # -- the edit text ----------------------------------------------------------------------------------
