@@ -39,6 +39,7 @@ from typing import Iterator
 from optpatch.formatter_config import CppStyle
 from optpatch.analysis_inputs import FileInput, record_header_set
 from optpatch.cpp_headers import CudaBuild, HeaderFlags, HeaderSetup
+from optpatch.cpp_missing_headers import DeepMissing, remember, remembered
 from optpatch.cpp_pch import LocalHeaders, Preamble, PrecompiledHeader, PrecompileError, discard, precompiled, preamble_of
 from optpatch.model import Context, Edit, FileError
 from optpatch.native_stack import call_with_large_stack
@@ -68,8 +69,11 @@ _INCOMPLETE = 0x02  # CXTranslationUnit_Incomplete: a header, to be precompiled
 _FOR_SERIALIZATION = 0x10
 _SKIP_FUNCTION_BODIES = 0x40  # in a precompiled header: the rules look only at the file itself
 _KEEP_GOING = 0x200  # CXTranslationUnit_KeepGoing: go on after a missing #include
-NOT_FOUND = "file not found"  # the end of clang's message for an #include it could not find
-VLA_WARNING = "variable length arrays in C++ are a Clang extension"
+# Diagnostics are told apart by clang's structure, never by their text: the warning option that controls one,
+# its category, its severity and where it points (tests/cpp/test_cpp_frontend.py rewords every message).
+VLA_OPTION = "-Wvla-cxx-extension"  # clang's warning that a declaration is a variable-length array
+PREPROCESSOR_CATEGORY = "Lexical or Preprocessor Issue"  # an #include not found is an error of this category
+_INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*(?:include|include_next|import)[ \t]*([<"])([^>"]+)[>"]')
 
 FUNCTION_KINDS = frozenset({
     "FUNCTION_DECL", "CXX_METHOD", "FUNCTION_TEMPLATE", "CONSTRUCTOR", "DESTRUCTOR", "CONVERSION_FUNCTION",
@@ -96,6 +100,15 @@ class CppParseError(Exception):
 class HeaderParseError(Exception):
     """The parse with headers is not usable for this file (an #include not found, a failed parse): the message
     says why, and the header-free parse stands."""
+
+
+class MissingHeader(HeaderParseError):
+    """An `#include` clang could not find: which header, and the file that includes it."""
+
+    def __init__(self, header: str, includer: str):
+        super().__init__(f"'{header}' not found (included from {includer})")
+        self.header = header
+        self.includer = includer
 
 
 class Place(enum.Enum):
@@ -247,6 +260,9 @@ class CppUnit:
         self._header_inputs: tuple = ()
         self._build_inputs: tuple = ()
         self._cursors: dict[int, object] = {}
+        # Host candidates whose verdict a declaration this parse could not see may change, noted by the rules
+        # (`ask_headers`): what starts a parse with headers, and what the report says of it.
+        self.header_questions: list[str] = []
         if flags is None:
             self._main_name = _MAIN_NAME
             self.tu = _parse(self._data, source.rel, self)
@@ -259,6 +275,10 @@ class CppUnit:
     @property
     def with_headers(self) -> bool:
         return self.flags is not None
+
+    def ask_headers(self, why: str) -> None:
+        """A rule notes a verdict the file's headers may change (cpp_second_look.py parses with them then)."""
+        self.header_questions.append(why)
 
     @property
     def inputs(self) -> tuple:
@@ -584,11 +604,22 @@ class CppUnit:
         headers has thousands of errors, and placing each costs more than the rule's look."""
         found = []
         for diagnostic in self.tu.diagnostics:
-            if diagnostic.spelling == VLA_WARNING:
+            if diagnostic.option == VLA_OPTION:
                 offset = self.char_offset(diagnostic.location)
                 if offset is not None:
                     found.append(offset)
         return found
+
+    def missing_include(self, diagnostic) -> str | None:
+        """The header an `#include` names when `diagnostic` is clang's error that it was not found, else None:
+        a preprocessor error that points at an include directive (the name read from the directive itself)."""
+        location = diagnostic.location
+        if location.file is not None and location.file.name == self._main_name:
+            lines = self.source.text.splitlines()
+            return _not_found(diagnostic, lines[location.line - 1] if 0 < location.line <= len(lines) else "")
+        if location.file is not None and location.file.name == _PRELUDE_NAME:
+            return None
+        return missing_include(diagnostic)
 
     def error_signature(self) -> Counter:
         """Clang's error messages, without positions: what a rewrite must not add to.
@@ -600,7 +631,7 @@ class CppUnit:
         """
         return Counter(
             d.spelling for d in self.tu.diagnostics
-            if d.severity >= 3 and (self.with_headers or not d.spelling.endswith(NOT_FOUND))
+            if d.severity >= 3 and (self.with_headers or self.missing_include(d) is None)
         )
 
     # -- host or device ---------------------------------------------------------------------
@@ -993,21 +1024,20 @@ def _header_arguments(flags: HeaderFlags) -> list[str]:
 
 def _parse_with_headers(source: SourceFile, main: str, flags: HeaderFlags, preamble: Preamble | None):
     """The translation unit of `source` parsed with its headers, and the inputs it read; HeaderParseError if
-    the parse cannot stand (an #include not found, libclang failing)."""
+    the parse cannot stand (an #include not found, libclang failing). Without KeepGoing: clang stops at the
+    first missing #include, which makes the parse unusable anyway."""
     arguments = _header_arguments(flags)
     text = source.text
     local = _local_headers(main, flags)
     missing = _missing_local_include(text, local)
     if missing:  # said before any header is parsed: building a precompiled header first would cost seconds
-        raise HeaderParseError(f"'{missing}' file not found (included from {main})")
+        raise MissingHeader(missing, main)
     if preamble is None or not preamble.fits(text):
         preamble = preamble_of(text, local)
     header = None
+    root = _root_of(source)
     if preamble is not None:
-        try:
-            header = precompiled(preamble, os.path.dirname(main), tuple(arguments), libclang_version(), _precompile(arguments))
-        except PrecompileError as error:
-            raise HeaderParseError(str(error)) from None
+        header = _precompiled(preamble, main, root, arguments, flags)
         text = preamble.blank(text)
     data = text.encode("utf-8")
     try:
@@ -1016,13 +1046,180 @@ def _parse_with_headers(source: SourceFile, main: str, flags: HeaderFlags, pream
         if header is None:
             raise HeaderParseError("libclang could not parse the file with its headers") from None
         discard(header)  # clang refused it: its headers changed after the manifest was checked
-        header = precompiled(preamble, os.path.dirname(main), tuple(arguments), libclang_version(), _precompile(arguments))
+        header = _precompiled(preamble, main, root, arguments, flags)
         unit = _parse_file(main, data, arguments, header)
-    missing = [d for d in unit.diagnostics if d.severity >= 3 and d.spelling.endswith(NOT_FOUND)]
-    if missing:
-        where = missing[0].location.file.name if missing[0].location.file else main
-        raise HeaderParseError(f"{missing[0].spelling} (included from {where})")
+    lines = text.splitlines()
+    for diagnostic in unit.diagnostics:
+        if _in_file(diagnostic, main):
+            line = diagnostic.location.line
+            name = _not_found(diagnostic, lines[line - 1] if line <= len(lines) else "")
+        else:
+            name = missing_include(diagnostic)
+        if name is not None:
+            includer = diagnostic.location.file.name if diagnostic.location.file else main
+            _remember_deep(flags, unit, main, lines, name, includer)
+            raise MissingHeader(name, includer)
     return unit, _inputs(source, unit, header)
+
+
+def _precompiled(preamble: Preamble, main: str, root: str, arguments: list[str], flags: HeaderFlags) -> PrecompiledHeader:
+    try:
+        return precompiled(preamble, os.path.dirname(main), root, tuple(arguments), libclang_version(),
+                           _precompile(arguments), _search_folders(flags))
+    except PrecompileError as error:
+        if error.missing is None:
+            raise HeaderParseError(str(error)) from None
+        if error.via is not None and error.headers is not None:
+            remember(flags.digest, DeepMissing(error.via, error.missing), error.headers)
+        raise MissingHeader(error.missing, error.includer or main) from None
+
+
+def _remember_deep(flags: HeaderFlags, unit, main: str, lines: list[str], header: str, includer: str) -> None:
+    """Remember a header missing inside a header the file includes, under that include (cpp_missing_headers.py)."""
+    if includer == main:
+        return
+    via = _top_include(unit, lines)
+    if via is not None:
+        read = [i.include.name for i in unit.get_includes() if i.include is not None]
+        remember(flags.digest, DeepMissing(via, header), record_header_set(read))
+
+
+def _top_include(unit, lines: list[str]) -> str | None:
+    """The include of the main file clang was inside when it stopped: the last one it entered, as spelled."""
+    last = None
+    for inclusion in unit.get_includes():
+        if inclusion.depth == 1:
+            last = inclusion
+    if last is None or not 0 < last.location.line <= len(lines):
+        return None
+    match = _INCLUDE_LINE.match(lines[last.location.line - 1])
+    return match.group(2).strip() if match else None
+
+
+def _search_folders(flags: HeaderFlags) -> tuple[str, ...]:
+    """Every folder an `#include <...>` is looked for in with these flags (and the CUDA toolkit's)."""
+    folders = _quoted_include_folders(flags)
+    if flags.language == "cuda" and flags.cuda_path:
+        folders += (os.path.join(flags.cuda_path, "include"),)
+    return folders
+
+
+def missing_include(diagnostic) -> str | None:
+    """The header an `#include` of a file on disk names, when `diagnostic` says clang did not find it."""
+    location = diagnostic.location
+    if location.file is None or not location.line:
+        return None
+    return _not_found(diagnostic, _line_on_disk(location.file.name, location.line))
+
+
+def _not_found(diagnostic, line: str) -> str | None:
+    if diagnostic.severity < 3 or diagnostic.category_name != PREPROCESSOR_CATEGORY:
+        return None
+    match = _INCLUDE_LINE.match(line)
+    return match.group(2).strip() if match else None
+
+
+def _in_file(diagnostic, name: str) -> bool:
+    location = diagnostic.location
+    return location.file is not None and location.file.name == name and location.line > 0
+
+
+def _line_on_disk(path: str, number: int) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as stream:
+            for index, line in enumerate(stream, 1):
+                if index == number:
+                    return line
+    except OSError:
+        pass
+    return ""
+
+
+def first_missing_include(source: SourceFile, flags: HeaderFlags) -> MissingHeader | None:
+    """The first include of the file that these flags cannot find, asked of clang with `__has_include` in one
+    tiny translation unit (milliseconds): the file's unconditional includes, the angle includes of the project
+    headers it reaches through quoted ones, and the deep missing headers remembered for this include set under
+    an include the file has (cpp_missing_headers.py). None when every one is found."""
+    main = str(Path(source.path).absolute())
+    asked = _probed_includes(source.text, main, _local_headers(main, flags))
+    deep = remembered(flags.digest)
+    asked += [("<", deep[name].header, name) for _bracket, name, _includer in asked if name in deep]
+    if not asked:
+        return None
+    probe_name = os.path.join(os.path.dirname(main), ".optpatch-include-probe.h")
+    lines = []
+    for bracket, name, _includer in asked:
+        spelled = f"<{name}>" if bracket == "<" else f'"{name}"'
+        lines += [f"#if !__has_include({spelled})", "#error", "#endif"]
+    arguments = _header_arguments(flags)
+    if flags.language == "cuda":  # no CUDA wrapper headers: nothing is included, only looked for
+        arguments += ["-nocudainc", "-idirafter", os.path.join(flags.cuda_path or "/", "include")]
+    data = ("\n".join(lines) + "\n").encode()
+
+    def parse():
+        return _index().parse(probe_name, args=arguments, unsaved_files=[(probe_name, data)], options=0)
+
+    try:
+        with _parsing_on_the_calling_thread():
+            unit = call_with_large_stack(parse)
+    except _clang().TranslationUnitLoadError:
+        return None  # the parse with headers will say what is wrong
+    failed = sorted({d.location.line for d in unit.diagnostics if d.severity >= 3 and d.location.line % 3 == 2})
+    if not failed:
+        return None
+    _bracket, name, includer = asked[(failed[0] - 2) // 3]
+    return MissingHeader(name, includer)
+
+
+_QUOTE = '"'  # an include in quotes, which is looked for in the including file's folder first
+
+
+def include_sources(source: SourceFile, flags: HeaderFlags) -> tuple[str, ...]:
+    """For -v: each unconditional include of the file, and where these flags find it (folder and origin)."""
+    folder = os.path.dirname(str(Path(source.path).absolute()))
+    return tuple(f"{name}: {flags.source_of(name, folder if bracket == _QUOTE else '')}"
+                 for bracket, name in _unconditional_includes(source.text))
+
+
+def _probed_includes(text: str, main: str, local: LocalHeaders) -> list[tuple[str, str, str]]:
+    """(bracket, name, includer) of the file's unconditional includes, then the angle includes of the project
+    headers its quoted includes reach (read as text, at most LocalHeaders.MAX_READ of them)."""
+    own = _unconditional_includes(text)
+    found = [(bracket, name, main) for bracket, name in own]
+    queue = [local.find(name) for bracket, name in own if bracket == '"']
+    seen: set[str] = set()
+    while queue and len(seen) < LocalHeaders.MAX_READ:
+        path = queue.pop(0)
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        try:
+            header_text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for bracket, name in _unconditional_includes(header_text):
+            if bracket == "<":
+                found.append((bracket, name, path))
+            else:
+                queue.append(local.find(name, os.path.dirname(path)))
+    return list(dict.fromkeys(found))
+
+
+def _unconditional_includes(text: str) -> list[tuple[str, str]]:
+    """(bracket, name) of the includes outside any #if (an include guard's aside)."""
+    lines = text.splitlines()
+    guard_depth, _ = _include_guard(lines)
+    depth, found = 0, []
+    for line in lines:
+        if _CONDITIONAL_OPEN.match(line):
+            depth += 1
+        elif _CONDITIONAL_CLOSE.match(line):
+            depth -= 1
+        elif depth <= guard_depth:
+            match = _INCLUDE_LINE.match(line)
+            if match:
+                found.append((match.group(1), match.group(2).strip()))
+    return found
 
 
 _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
@@ -1067,8 +1264,8 @@ def _parse_file(main: str, data: bytes, arguments: list[str], header: Precompile
 
     index = _index() if header is None else _local_index()
 
-    def parse():
-        return index.parse(main, args=arguments, unsaved_files=unsaved, options=_DETAILED_PROCESSING_RECORD | _KEEP_GOING)
+    def parse():  # without KeepGoing: a missing #include stops clang, and the parse is not used then
+        return index.parse(main, args=arguments, unsaved_files=unsaved, options=_DETAILED_PROCESSING_RECORD)
 
     with _parsing_on_the_calling_thread():
         return call_with_large_stack(parse)
@@ -1079,7 +1276,8 @@ def _precompile(arguments: list[str]):
 
     def build(source_name: str, text: str, output: str) -> list[str]:
         unsaved = [(source_name, text.encode("utf-8")), *_FALLBACK_HEADERS]
-        options = _DETAILED_PROCESSING_RECORD | _KEEP_GOING | _INCOMPLETE | _FOR_SERIALIZATION | _SKIP_FUNCTION_BODIES
+        # Without KeepGoing: a missing #include is fatal, and clang stops there instead of parsing on.
+        options = _DETAILED_PROCESSING_RECORD | _INCOMPLETE | _FOR_SERIALIZATION | _SKIP_FUNCTION_BODIES
 
         def parse():
             return _index().parse(source_name, args=arguments, unsaved_files=unsaved, options=options)
@@ -1091,8 +1289,7 @@ def _precompile(arguments: list[str]):
             raise PrecompileError(f"libclang could not parse the file's includes: {error}") from None
         errors = [d for d in unit.diagnostics if d.severity >= 3]
         if errors:
-            place = errors[0].location.file.name if errors[0].location.file else "the includes"
-            raise PrecompileError(f"{errors[0].spelling} (in {place})")
+            raise _precompile_error(unit, errors[0], source_name, text)
         try:
             unit.save(output)
         except _clang().TranslationUnitSaveError as error:
@@ -1100,6 +1297,23 @@ def _precompile(arguments: list[str]):
         return [inclusion.include.name for inclusion in unit.get_includes() if inclusion.include is not None]
 
     return build
+
+
+def _precompile_error(unit, error, source_name: str, text: str) -> PrecompileError:
+    """What stopped a precompiled header: the missing header and the include of the preamble that led to it, or
+    clang's first error; with the headers read up to there, which the failure is remembered with."""
+    lines = text.splitlines()
+    read = record_header_set(i.include.name for i in unit.get_includes() if i.include is not None)
+    place = error.location.file.name if error.location.file else source_name
+    if place == source_name:
+        name = _not_found(error, lines[error.location.line - 1] if 0 < error.location.line <= len(lines) else "")
+    else:
+        name = missing_include(error)
+    if name is None:
+        return PrecompileError(f"{error.spelling} (in {place})", headers=read)
+    via = None if place == source_name else _top_include(unit, lines)
+    return PrecompileError(f"'{name}' not found (included from {place})", missing=name, includer=place, via=via,
+                           headers=read)
 
 
 def _inputs(source: SourceFile, unit, header: PrecompiledHeader | None) -> tuple:

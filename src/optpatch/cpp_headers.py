@@ -98,6 +98,16 @@ class HeaderFlags:
     arguments: tuple[str, ...]  # include folders, macros, the standard; absolute paths
     origin: str  # for people: the compile_commands.json entry; with inferred flags, why not one
     cuda_path: str | None = None  # the CUDA toolkit clang's CUDA mode uses
+    # For people (-v): each include folder of `arguments`, with where it came from (`--include-dir`, `CPATH`...).
+    folders: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    def source_of(self, header: str, includer_folder: str) -> str:
+        """Where `#include <header>` (or a quoted one from `includer_folder`) is found: the folder and its origin."""
+        own = ((includer_folder, "the including file's folder"),) if includer_folder else ()
+        for folder, origin in (*own, *self.folders):
+            if os.path.isfile(os.path.join(folder, header)):
+                return f"{folder} ({origin})"
+        return "not found in any include folder"
 
     @property
     def digest(self) -> str:
@@ -114,6 +124,9 @@ class HeaderReport:
     flags: HeaderFlags | None = field(default=None, compare=False)  # with USED: what the safety net parses with
     # With USED: clang's errors in that parse (message, count), which a rewrite must not add to.
     errors: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    missing: str = ""  # with FAILED: the header these flags cannot find, when that is why
+    # For -v: each of the file's own includes, and the folder (with its origin) the flags find it in.
+    sources: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -132,19 +145,23 @@ class HeaderSetup:
     root: Path
     compile_commands: Path | None = None  # --compile-commands PATH
     enabled: bool = True  # False with --no-headers
+    include_dirs: tuple[str, ...] = ()  # --include-dir and the `include-dirs` setting, searched first
 
     @classmethod
-    def for_run(cls, root: Path, compile_commands: str | None, enabled: bool) -> "HeaderSetup":
+    def for_run(cls, root: Path, compile_commands: str | None, enabled: bool,
+                include_dirs: tuple[str, ...] = ()) -> "HeaderSetup":
         """The setup of a new run: what an earlier run in this process found out is looked at again."""
         _project.cache_clear()
+        _machine.cache_clear()
         forget_checks()
-        return cls(root.resolve(), Path(compile_commands).resolve() if compile_commands else None, enabled)
+        folders = tuple(os.path.realpath(os.path.join(root, folder)) for folder in include_dirs)
+        return cls(root.resolve(), Path(compile_commands).resolve() if compile_commands else None, enabled, folders)
 
     def flags_for(self, path: Path) -> HeaderFlags | HeaderReport:
         """The flags to parse `path` with its headers, or the report of why there are none."""
         if not self.enabled:
             return HeaderReport(HeaderMode.NONE, HeaderOutcome.DISABLED, "--no-headers")
-        return _flags_for(_project(self.root, self.compile_commands), _normal(path))
+        return _flags_for(_project(self.root, self.compile_commands), _normal(path), self.include_dirs)
 
     def flags_input(self, path: Path) -> FlagsInput:
         """An input that holds while `flags_for(path)` gives the same answer."""
@@ -219,16 +236,19 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root + os.sep)
 
 
-def _flags_for(project: _Project, path: str) -> HeaderFlags | HeaderReport:
+def _flags_for(project: _Project, path: str, include_dirs: tuple[str, ...] = ()) -> HeaderFlags | HeaderReport:
     entry = project.entries.get(path)
+    user = [(folder, "--include-dir or include-dirs") for folder in include_dirs] + list(_machine().environment_folders)
     if entry is not None:
         machine = _machine()
         arguments = entry.arguments
         if entry.language == "c++" and machine.host_folders and not any(a.startswith("-nostdinc") for a in arguments):
             arguments = (*_host_arguments(machine), *arguments)
         database = os.path.relpath(project.database, project.root) if project.database else "compile_commands.json"
+        arguments = (*_folder_arguments(user), *arguments)
+        folders = (*user, *_named_folders(entry.arguments, database))
         return HeaderFlags(HeaderMode.COMPILE_COMMANDS, entry.language, arguments, f"{database}: its entry for the file",
-                           entry.cuda_path or machine.cuda_path)
+                           entry.cuda_path or machine.cuda_path, folders)
     language = _inferred_language(path)
     machine = _machine()
     if language == "cuda" and machine.cuda_path is None:
@@ -236,10 +256,11 @@ def _flags_for(project: _Project, path: str) -> HeaderFlags | HeaderReport:
             return HeaderReport(HeaderMode.INFERRED, HeaderOutcome.UNAVAILABLE,
                                 "no CUDA toolkit found (set CUDA_HOME or put nvcc on PATH)")
         language = "c++"
-    arguments = [INFERRED_STANDARD, *_host_arguments(machine)]
+    arguments = [INFERRED_STANDARD, *_host_arguments(machine), *_folder_arguments(user)]
     for folder in project.include_folders:
         arguments += ["-I", folder]
-    for folder in machine.torch_folders + machine.python_folders + machine.cuda_folders:
+    system = [*machine.torch_folders, *machine.python_folders, *machine.cuda_folders, *machine.wheel_folders]
+    for folder, _origin in system:
         arguments += ["-isystem", folder]
     arguments += list(machine.torch_defines)
     if language == "cuda":
@@ -249,7 +270,18 @@ def _flags_for(project: _Project, path: str) -> HeaderFlags | HeaderReport:
         origin = project.database_error
     elif project.database:
         origin = f"{os.path.relpath(project.database, project.root)} has no entry for it"
-    return HeaderFlags(HeaderMode.INFERRED, language, tuple(arguments), origin, machine.cuda_path)
+    project_folders = [(folder, "the repository's include folders") for folder in project.include_folders]
+    host = [(folder, "the host compiler") for folder in machine.host_folders]
+    folders = (*user, *project_folders, *system, *host)
+    return HeaderFlags(HeaderMode.INFERRED, language, tuple(arguments), origin, machine.cuda_path, folders)
+
+
+def _folder_arguments(folders: list[tuple[str, str]]) -> list[str]:
+    return [word for folder, _origin in folders for word in ("-I", folder)]
+
+
+def _named_folders(arguments: tuple[str, ...], database: str) -> list[tuple[str, str]]:
+    return [(arguments[i + 1], database) for i, word in enumerate(arguments[:-1]) if word in _FOLDER_OPTIONS.values()]
 
 
 def _inferred_language(path: str) -> str:
@@ -584,12 +616,16 @@ def _cmake_folder(word: str, directory: Path, root: Path) -> str | None:
 
 @dataclass(frozen=True)
 class _Machine:
-    torch_folders: tuple[str, ...]
+    """The machine's include folders, each with where it came from (for -v)."""
+
+    torch_folders: tuple[tuple[str, str], ...]
     torch_defines: tuple[str, ...]
-    python_folders: tuple[str, ...]
+    python_folders: tuple[tuple[str, str], ...]
     cuda_path: str | None
-    cuda_folders: tuple[str, ...]
+    cuda_folders: tuple[tuple[str, str], ...]
     host_folders: tuple[str, ...]
+    environment_folders: tuple[tuple[str, str], ...]  # CPATH, CPLUS_INCLUDE_PATH: as compilers read them
+    wheel_folders: tuple[tuple[str, str], ...]  # nvidia/*/include of NVIDIA's pip wheels (cudnn, nccl, cublas...)
 
 
 @cache
@@ -597,10 +633,39 @@ def _machine() -> _Machine:
     torch_folders, torch_defines = _torch_folders()
     cuda_path = _cuda_path()
     python = sysconfig.get_paths().get("include")
+    pythons = ((python, "Python"),) if python and os.path.isfile(os.path.join(python, "Python.h")) else ()
+    cuda_folders = tuple((folder, f"the CUDA toolkit at {cuda_path}") for folder in _cuda_folders(cuda_path))
     return _Machine(
-        torch_folders, torch_defines, (python,) if python and os.path.isfile(os.path.join(python, "Python.h")) else (),
-        cuda_path, _cuda_folders(cuda_path), _host_folders(),
+        tuple((folder, "the installed torch") for folder in torch_folders), torch_defines, pythons,
+        cuda_path, cuda_folders, _host_folders(), _environment_folders(), _wheel_folders(),
     )
+
+
+INCLUDE_PATH_VARIABLES = ("CPATH", "CPLUS_INCLUDE_PATH")
+MAX_WHEEL_FOLDERS = 64
+
+
+def _environment_folders() -> tuple[tuple[str, str], ...]:
+    """The folders of CPATH and CPLUS_INCLUDE_PATH, in that order, as gcc and clang search them (an empty entry,
+    the current folder for a compiler, is left out: it would depend on where optpatch runs)."""
+    found = []
+    for variable in INCLUDE_PATH_VARIABLES:
+        for folder in os.environ.get(variable, "").split(os.pathsep):
+            if folder and os.path.isdir(folder):
+                found.append((os.path.realpath(folder), variable))
+    return tuple(dict.fromkeys(found))
+
+
+def _wheel_folders() -> tuple[tuple[str, str], ...]:
+    """`nvidia/*/include` under each site-packages folder: the headers NVIDIA's pip packages carry (cudnn, nccl,
+    cublas, cusparse; CUDA 13's wheels gather them in `nvidia/cu13/include`)."""
+    found = []
+    for entry in sys.path:
+        if entry and os.path.isdir(os.path.join(entry, "nvidia")):
+            for folder in sorted(glob.glob(os.path.join(entry, "nvidia", "*", "include"))):
+                package = Path(folder).parent.name
+                found.append((os.path.realpath(folder), f"pip package nvidia-{package}"))
+    return tuple(dict.fromkeys(found))[:MAX_WHEEL_FOLDERS]
 
 
 def _torch_folders() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -639,7 +704,7 @@ def _cuda_folders(cuda_path: str | None) -> tuple[str, ...]:
     if os.path.isdir(os.path.join(cuda_path, "include", "cccl")):  # CUDA 13 keeps thrust and cub there
         folders.append(os.path.join(cuda_path, "include", "cccl"))
     library = _cuda_library_headers(folders)
-    return tuple(folders + ([library] if library else []))
+    return tuple(folders + ([library] if library and library not in {f for f, _ in _wheel_folders()} else []))
 
 
 def _cuda_library_headers(toolkit: list[str]) -> str | None:

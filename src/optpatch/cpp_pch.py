@@ -43,18 +43,21 @@ import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from optpatch.analysis_inputs import HeaderSetInput, record_header_set
+from optpatch.analysis_inputs import HeaderSetInput, file_sha256, record_header_set
 from optpatch.user_cache import cache_dir
 
-FORMAT = 1  # bumped when what goes into a precompiled header changes
+FORMAT = 2  # bumped when what goes into a precompiled header or its key changes
 STALE_AFTER_DAYS = 30
-MAX_TOTAL_BYTES = 2 * 1024**3
+MAX_TOTAL_BYTES = 2 * 1024**3  # the default cap; OPTPATCH_PCH_MAX_MB sets another (docs/cpp-frontend.md)
+MAX_MB_VARIABLE = "OPTPATCH_PCH_MAX_MB"
+BUILD_SECONDS = "last-build.json"  # how long the last precompiled header took: the estimate a first run states
 # Includes worth precompiling: torch and its libraries, CUDA and its libraries, Python (pulled in by torch/extension.h).
 _HEAVY = re.compile(
     r"^(?:(?:torch|ATen|c10|caffe2|pybind11|cub|thrust|cuda|cutlass|cute|cooperative_groups|nv)/"
@@ -203,33 +206,54 @@ class PrecompiledHeader:
 
 
 class PrecompileError(Exception):
-    """The preamble could not be precompiled; the message says which header failed."""
+    """The preamble could not be precompiled; the message says which header failed.
 
-
-def precompiled(preamble: Preamble, directory: str, arguments: tuple[str, ...], parser: str, build) -> PrecompiledHeader:
-    """The precompiled header of `preamble` for files in `directory` parsed with `arguments` by `parser` (its
-    version): from the cache while its headers are unchanged, else made by `build(source_name, text, output)`,
-    which returns the paths of the headers it read.
+    `missing`: the header clang could not find, `includer` the file that includes it and `via` the preamble's
+    include that led there; `headers`: what the failed parse read, which the failure is remembered with.
     """
-    key = _key(preamble, directory, arguments, parser)
+
+    def __init__(self, message: str, missing: str | None = None, includer: str | None = None, via: str | None = None,
+                 headers: HeaderSetInput | None = None):
+        super().__init__(message)
+        self.missing, self.includer, self.via, self.headers = missing, includer, via, headers
+
+
+def precompiled(preamble: Preamble, directory: str, root: str, arguments: tuple[str, ...], parser: str, build,
+                search_folders: tuple[str, ...] = ()) -> PrecompiledHeader:
+    """The precompiled header of `preamble` for files in `directory` of the checkout at `root`, parsed with
+    `arguments` by `parser` (its version): from the cache while its headers are unchanged, else made by
+    `build(source_name, text, output)`, which returns the paths of the headers it read.
+
+    A failure is remembered beside it (PrecompileError again, without a parse) while the headers the failed
+    parse read are unchanged and a missing header is still in none of `search_folders`.
+    """
+    key = _key(preamble, directory, root, arguments, parser)
     folder = cache_dir() / "pch"
     target = folder / f"{key}.pch"
     manifest = folder / f"{key}.json"
+    failure = folder / f"{key}.failed.json"
     with _locked(folder / f"{key}.lock"):
-        current = _valid(target, manifest)
+        current = _valid(target, manifest, root)
         if current is not None:
             return current
+        _raise_remembered(failure, search_folders)
+        _announce(folder)
         source_name = os.path.join(directory, f".optpatch-preamble-{key[:12]}.h")  # quoted includes resolve from here
         handle, temporary = tempfile.mkstemp(prefix=".pch-", dir=folder)
         os.close(handle)
+        started = time.monotonic()
         try:
             headers = build(source_name, preamble.text, temporary)
             os.replace(temporary, target)
+        except PrecompileError as error:
+            _remember_failure(failure, error)
+            raise
         finally:
             if os.path.exists(temporary):
                 os.unlink(temporary)
         recorded = record_header_set(headers)
-        _write_json(manifest, {"headers": recorded.digest})
+        _write_json(manifest, {"headers": recorded.digest, "root": root, "local": _local_hashes(headers, root)})
+        _write_json(folder / BUILD_SECONDS, {"seconds": round(time.monotonic() - started, 1)})
         _evict(folder, keep=target)
         return PrecompiledHeader(str(target), recorded)
 
@@ -243,22 +267,91 @@ def discard(header: PrecompiledHeader) -> None:
             pass
 
 
-def _key(preamble: Preamble, directory: str, arguments: tuple[str, ...], parser: str) -> str:
-    # Only a quoted include is looked for in the file's folder: a preamble of <...> includes is shared by a
-    # project's folders.
-    folder = directory if '"' in preamble.text else ""
-    parts = [FORMAT, parser, folder, list(arguments), preamble.text]
+def max_total_bytes() -> int:
+    """The cap on the precompiled headers' total size: `OPTPATCH_PCH_MAX_MB` (MiB), else 2 GiB."""
+    try:
+        return int(float(os.environ[MAX_MB_VARIABLE]) * 1024**2)
+    except (KeyError, ValueError):
+        return MAX_TOTAL_BYTES
+
+
+def _key(preamble: Preamble, directory: str, root: str, arguments: tuple[str, ...], parser: str) -> str:
+    """The cache key: libclang's version, the flags and the preamble's text, with the checkout's own paths written
+    relative to it, so another checkout of the same project (a copy, a CI runner) shares the precompiled header;
+    `_valid` then checks that the project headers it read have the same contents there. Only a quoted include is
+    looked for in the file's folder: a preamble of <...> includes is shared by a project's folders."""
+    folder = _relative(directory, root) if '"' in preamble.text else ""
+    parts = [FORMAT, parser, folder, [_relative(a, root) for a in arguments], preamble.text]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:40]
 
 
-def _valid(target: Path, manifest: Path) -> PrecompiledHeader | None:
+def _relative(argument: str, root: str) -> str:
+    if argument == root or argument.startswith(root + os.sep):
+        return "<checkout>" + argument[len(root):]
+    return argument
+
+
+def _local_hashes(headers: list[str], root: str) -> dict[str, str]:
+    """The checkout's own headers a precompiled header read, by path within the checkout and SHA-256."""
+    prefix = root + os.sep
+    return {path[len(prefix):]: file_sha256(path) or "" for path in sorted(set(headers)) if path.startswith(prefix)}
+
+
+def _raise_remembered(failure: Path, search_folders: tuple[str, ...]) -> None:
+    """Raise the remembered failure of this precompiled header, while what it read is unchanged."""
     try:
-        digest = json.loads(manifest.read_text(encoding="utf-8"))["headers"]
+        record = json.loads(failure.read_text(encoding="utf-8"))
+        headers = HeaderSetInput(record["headers"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    missing = record.get("missing")
+    if missing and any(os.path.isfile(os.path.join(f, missing)) for f in search_folders):
+        return  # the missing header is there now
+    if not headers.unchanged():
+        return
+    raise PrecompileError(record.get("message", "failed before"), missing, record.get("includer"), record.get("via"),
+                          headers)
+
+
+def _remember_failure(failure: Path, error: PrecompileError) -> None:
+    if error.headers is None:
+        return
+    _write_json(failure, {"message": str(error), "missing": error.missing, "includer": error.includer,
+                          "via": error.via, "headers": error.headers.digest})
+
+
+def _announce(folder: Path) -> None:
+    """Say once per run, on a terminal, that a precompiled header is being built, where, and about how long."""
+    if not sys.stderr.isatty():
+        return
+    marker = folder / f".announced-{os.getpgrp()}"
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except OSError:
+        return
+    try:
+        last = json.loads((folder / BUILD_SECONDS).read_text(encoding="utf-8"))["seconds"]
+        estimate = f"about {max(1, round(float(last)))} s"
+    except (OSError, ValueError, KeyError, TypeError):
+        estimate = "5-30 s"
+    print(f"optpatch: precompiling C++ headers once (takes {estimate}; cached in {folder})", file=sys.stderr,
+          flush=True)
+
+
+def _valid(target: Path, manifest: Path, root: str) -> PrecompiledHeader | None:
+    """The precompiled header while every header it read is unchanged, and, used from another checkout than the
+    one it was built in, that checkout's copies of the project headers it read have the same contents."""
+    try:
+        record = json.loads(manifest.read_text(encoding="utf-8"))
+        headers = HeaderSetInput(record["headers"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    headers = HeaderSetInput(digest)
     if not target.is_file() or not headers.unchanged():
         return None
+    if record.get("root", root) != root:
+        local = record.get("local", {})
+        if not isinstance(local, dict) or any(file_sha256(os.path.join(root, rel)) != sha for rel, sha in local.items()):
+            return None
     try:
         os.utime(target)  # in use: not stale
     except OSError:
@@ -294,11 +387,18 @@ def _evict(folder: Path, keep: Path) -> None:
             continue
         entries.append((status.st_mtime, status.st_size, pch))
     cutoff = time.time() - STALE_AFTER_DAYS * 86400
+    for marker in folder.glob(".announced-*"):
+        try:
+            if marker.stat().st_mtime < time.time() - 86400:
+                marker.unlink()
+        except OSError:
+            pass
     total = sum(size for _, size, _ in entries)
+    cap = max_total_bytes()
     for mtime, size, pch in sorted(entries):
-        if pch == keep or (mtime >= cutoff and total <= MAX_TOTAL_BYTES):
+        if pch == keep or (mtime >= cutoff and total <= cap):
             continue
-        for path in (pch, pch.with_suffix(".json"), pch.with_suffix(".lock")):
+        for path in (pch, pch.with_suffix(".json"), pch.with_suffix(".lock"), pch.with_suffix(".failed.json")):
             try:
                 path.unlink()
             except OSError:

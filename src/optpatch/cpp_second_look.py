@@ -25,9 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 from optpatch.child_process import ChildFailed, TimeLimitExceeded, run_in_child
-from optpatch.cpp_frontend import CppUnit, HeaderParseError, file_preamble
+from optpatch.cpp_frontend import (
+    CppUnit, HeaderParseError, MissingHeader, file_preamble, first_missing_include, include_sources,
+)
 from optpatch.formatter_config import CppStyle
 from optpatch.cpp_headers import HeaderFlags, HeaderOutcome, HeaderReport, HeaderSetup
+from optpatch.model import KeepCategory
 from optpatch.source import SourceFile
 
 if TYPE_CHECKING:
@@ -52,19 +55,51 @@ def with_headers(
         inputs = analysis.inputs if flags.outcome is HeaderOutcome.DISABLED else analysis.inputs + (setup.flags_input(path),)
         return replace(analysis, headers=flags, inputs=inputs)
     if not any(rule.needs_headers(unit, [f for f in analysis.findings if f.code == rule.code]) for rule in rules):
-        return replace(analysis, headers=HeaderReport(flags.mode, HeaderOutcome.NOT_NEEDED, flags.origin))
+        return replace(analysis, headers=HeaderReport(flags.mode, HeaderOutcome.NOT_NEEDED, _not_needed(analysis)))
     flags_input = setup.flags_input(path)
+    missing = first_missing_include(source, flags)
+    sources = include_sources(source, flags)
+    if missing is not None:  # milliseconds, before any header is parsed or a child forked
+        report = HeaderReport(flags.mode, HeaderOutcome.FAILED, _why(unit, str(missing)), missing=missing.header,
+                              sources=sources)
+        return _fell_back(analysis, report, flags_input)
     try:
         looked = run_in_child(lambda: _look(source, flags, setup, check, unit.style), TIME_LIMIT_S)
     except TimeLimitExceeded:
-        report = HeaderReport(flags.mode, HeaderOutcome.TIMED_OUT, f"no result within {TIME_LIMIT_S:.0f} s")
-        return replace(analysis, headers=report, inputs=analysis.inputs + (flags_input,))
+        report = HeaderReport(flags.mode, HeaderOutcome.TIMED_OUT, _why(unit, f"no result within {TIME_LIMIT_S:.0f} s"))
+        return _fell_back(analysis, report, flags_input)
     except ChildFailed as failure:
-        report = HeaderReport(flags.mode, HeaderOutcome.FAILED, str(failure))
-        return replace(analysis, headers=report, inputs=analysis.inputs + (flags_input,))
+        return _fell_back(analysis, HeaderReport(flags.mode, HeaderOutcome.FAILED, _why(unit, str(failure))), flags_input)
     if isinstance(looked, HeaderReport):
-        return replace(analysis, headers=looked, inputs=analysis.inputs + (flags_input,))
-    return replace(looked, inputs=looked.inputs + (flags_input,))
+        return _fell_back(analysis, replace(looked, detail=_why(unit, looked.detail), sources=sources), flags_input)
+    return replace(looked, inputs=looked.inputs + (flags_input,),
+                   headers=replace(looked.headers, detail=_why(unit, looked.headers.detail), sources=sources))
+
+
+def _why(unit: CppUnit, detail: str) -> str:
+    """The report's detail: why a parse with headers started (the first question the rules asked), then `detail`."""
+    asked = unit.header_questions[0] if unit.header_questions else "a rule asked"
+    more = f" (+{len(unit.header_questions) - 1} more)" if len(unit.header_questions) > 1 else ""
+    return f"wanted for {asked}{more}" + (f"; {detail}" if detail else "")
+
+
+def _not_needed(analysis: Analysis) -> str:
+    """Why no parse with headers started: no finding, or only findings no header can change."""
+    if not analysis.findings:
+        return "no host-code candidate"
+    kept = Counter(str(f.keep_category or f.verdict.value) for f in analysis.findings)
+    return "no verdict a header can change: " + ", ".join(f"{n} {what}" for what, n in sorted(kept.items()))
+
+
+def _fell_back(analysis: Analysis, report: HeaderReport, flags_input) -> Analysis:
+    """The header-free analysis with the report of why the headers were not used; a kept site the headers might
+    have resolved says which header was missing."""
+    findings = analysis.findings
+    if report.missing:
+        note = f" (its headers were not read: '{report.missing}' not found; pass -I or a compile_commands.json)"
+        findings = tuple(replace(f, reason=f.reason + note) if f.keep_category is KeepCategory.UNRESOLVED else f
+                         for f in findings)
+    return replace(analysis, findings=findings, headers=report, inputs=analysis.inputs + (flags_input,))
 
 
 def _look(source: SourceFile, flags: HeaderFlags, setup: HeaderSetup, check, style: CppStyle) -> "Analysis | HeaderReport":
@@ -72,6 +107,8 @@ def _look(source: SourceFile, flags: HeaderFlags, setup: HeaderSetup, check, sty
     parse cannot stand."""
     try:
         unit = CppUnit(source, flags, setup, style=style)
+    except MissingHeader as error:
+        return HeaderReport(flags.mode, HeaderOutcome.FAILED, str(error), missing=error.header)
     except HeaderParseError as error:
         return HeaderReport(flags.mode, HeaderOutcome.FAILED, str(error))
     analysis = check(unit)

@@ -181,7 +181,7 @@ def test_a_header_the_parse_cannot_find_leaves_the_header_free_analysis(tmp_path
     for rel in ("src/vla_ops.cpp", "src/tables.cu"):
         result = analyse(root, rel, headers=True)
         assert result.headers.outcome is HeaderOutcome.FAILED, result.headers
-        assert "fixture_sizes.h' file not found" in result.headers.detail
+        assert "fixture_sizes.h' not found" in result.headers.detail
         check_findings(result, (root / rel).read_text(), WITHOUT)
 
 

@@ -115,7 +115,8 @@ def report_document(result: RunResult, options: ReportOptions = ReportOptions())
         "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
         "unused_suppressions": [{"path": path, "line": line} for path, line in result.unused_suppressions],
         "cpp_headers": [
-            {"path": path, "mode": report.mode.value, "outcome": report.outcome.value, "detail": report.detail}
+            {"path": path, "mode": report.mode.value, "outcome": report.outcome.value, "detail": report.detail,
+             "missing": report.missing or None}
             for path, report in result.header_reports
         ],
     }

@@ -168,10 +168,18 @@ def _header_lines(result: RunResult) -> list[str]:
         detail = f": {report.detail}" if report.detail else ""
         fallback = "" if report.outcome is HeaderOutcome.USED else "; analysed without headers"
         lines.append(f"headers {path} {report.mode.value}, {report.outcome.value}{detail}{fallback}")
+        lines += [f"  {source}" for source in report.sources]
     if quiet[HeaderOutcome.NOT_NEEDED]:
         lines.append(f"headers: {quiet[HeaderOutcome.NOT_NEEDED]} C++/CUDA file(s) needed none: the header-free parse "
                      "left no question")
     return lines  # files analysed under --no-headers are the user's choice: the JSON report lists them
+
+
+def missing_header_lines(result: RunResult) -> list[str]:
+    """One line per header the run's include folders lack, with the files analysed header-free for it."""
+    missing = Counter(report.missing for _, report in result.header_reports if report.missing)
+    return [f"{header} not found: {count} file(s) analysed header-free; pass -I or a compile_commands.json"
+            for header, count in sorted(missing.items(), key=lambda item: (-item[1], item[0]))]
 
 
 def _keep_label(finding: Finding) -> str:
@@ -296,6 +304,8 @@ def trailer(result: RunResult, options: ReportOptions, width: int) -> list[Text]
     if options.verbose:
         for text in _header_lines(result):
             lines += [Text(line) for line in wrap(text, width, "", "    ")]
+    for text in missing_header_lines(result):
+        lines += [Text(line, style="dim") for line in wrap(text, width, "", "    ")]
     return lines + summary_lines(result, options, width)
 
 
