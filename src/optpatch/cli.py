@@ -111,6 +111,9 @@ def header_options(function):
                           "(default: REPO's own, or one in a build*/ folder; else include folders are inferred)."),
         click.option("--no-headers", is_flag=True,
                      help="Analyse C++/CUDA files without their headers (the header-free parse only)."),
+        click.option("-I", "--include-dir", "include_dirs", multiple=True, metavar="DIR",
+                     type=click.Path(path_type=Path, file_okay=False),
+                     help="Search DIR first for C++/CUDA headers (repeatable; CPATH and CPLUS_INCLUDE_PATH are read too)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -312,6 +315,8 @@ def _command_line_selection(settings, options: dict):
         overrides["compile_commands"] = str(options["compile_commands"].resolve())
     if options.get("no_headers"):
         overrides["headers"] = False
+    if options.get("include_dirs"):
+        overrides["include_dirs"] = tuple(str(folder.resolve()) for folder in options["include_dirs"]) + settings.include_dirs
     return replace(settings, **overrides)
 
 

@@ -45,6 +45,8 @@ class Settings:
     fix_areas: tuple[CodeArea, ...] = (CodeArea.LIBRARY,)  # the areas whose fixes the run applies (policy.py)
     areas: tuple[tuple[str, CodeArea], ...] = ()  # (gitignore pattern, area): overrides areas.py's path heuristic
 
+    include_dirs: tuple[str, ...] = ()  # `include-dirs` and -I: searched first for C++/CUDA headers (absolute paths)
+
 
 _KEYS = {
     "select": "select",
@@ -61,6 +63,8 @@ _KEYS = {
     "format-command": "format_command",
     "fix-areas": "fix_areas",
     "areas": "areas",
+
+    "include-dirs": "include_dirs",
 }
 
 
@@ -166,6 +170,9 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
             raise ConfigError(f"{origin}: max-file-size must be a positive number of bytes")
         settings = replace(settings, max_file_size=size)
+    if "include_dirs" in values:  # relative to the configuration file's folder
+        folders = _string_list(values["include_dirs"], "include-dirs", origin)
+        settings = replace(settings, include_dirs=tuple(str(Path(origin).parent / f) for f in folders))
     for name in ("unsafe_fixes", "force_exclude"):
         if name in values:
             if not isinstance(values[name], bool):

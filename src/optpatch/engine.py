@@ -64,7 +64,7 @@ def run(
     found = discover(root, settings.exclude, paths, settings.force_exclude)
     formatters = read_formatter_config(root, (rel for _, rel in found.files))
     jobs = max(1, jobs or os.cpu_count() or 1)
-    headers = HeaderSetup.for_run(root, settings.compile_commands, settings.headers)
+    headers = HeaderSetup.for_run(root, settings.compile_commands, settings.headers, settings.include_dirs)
     task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy, filters=filters,
                      formatters=formatters, headers=headers)
     results: list[FileResult] = []
