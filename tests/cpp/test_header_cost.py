@@ -1,0 +1,182 @@
+"""What a parse with headers costs, and when one starts (issue 30): a header the machine lacks is paid for once,
+include folders are found where compilers find them, device code starts no parse, a precompiled header that
+failed is not built again until its inputs change, another checkout reuses one, and clang's wording decides
+nothing.
+
+Parses and precompiled-header builds happen in forked children: they are counted by appending to a file.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import clang.cindex
+import pytest
+
+from cpp_fixtures import FIXTURES
+from optpatch import cpp_frontend
+from optpatch.cpp_headers import HeaderOutcome, HeaderSetup
+from optpatch.passes import analyse_text
+from optpatch.reporters.text import missing_header_lines
+from optpatch.rule import load_rules
+from optpatch.source import read_source
+
+RULES = [rule for rule in load_rules() if rule.code in ("OPT201", "OPT202")]
+HOST_VLA = "void fill(float* p, int n);\nvoid f(int n) {\n  float a[n];\n  fill(a, n);\n}\n"
+ABSENT = "cudnn_optpatch_absent.h"  # a cudnn.h no machine has
+
+
+@pytest.fixture
+def counted(tmp_path, monkeypatch):
+    """A fresh cache; a function giving how many parses with headers and precompiled-header builds began."""
+    monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path / "cache"))
+    for variable in ("CPATH", "CPLUS_INCLUDE_PATH"):
+        monkeypatch.delenv(variable, raising=False)
+    log = tmp_path / "parses.log"
+    parse_file, precompile = cpp_frontend._parse_file, cpp_frontend._precompile
+
+    def counting_parse(*args, **kwargs):
+        with open(log, "a") as stream:
+            stream.write("parse\n")
+        return parse_file(*args, **kwargs)
+
+    def counting_precompile(arguments):
+        build = precompile(arguments)
+
+        def counting_build(*args):
+            with open(log, "a") as stream:
+                stream.write("build\n")
+            return build(*args)
+
+        return counting_build
+
+    monkeypatch.setattr(cpp_frontend, "_parse_file", counting_parse)
+    monkeypatch.setattr(cpp_frontend, "_precompile", counting_precompile)
+
+    def count(kind: str) -> int:
+        return log.read_text().split().count(kind) if log.exists() else 0
+
+    return count
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def analysed(root: Path, rel: str, include_dirs: tuple[str, ...] = ()):
+    setup = HeaderSetup.for_run(root, None, True, include_dirs)
+    return analyse_text(read_source(root / rel, rel), RULES, headers=setup)
+
+
+def test_a_missing_header_that_many_files_include_costs_no_parse(tmp_path, counted):
+    files = {f"csrc/k{i}.cpp": f"#include <{ABSENT}>\n{HOST_VLA}" for i in range(6)}
+    root = write(tmp_path / "repo", files)
+    reports = [(rel, analysed(root, rel).headers) for rel in files]
+    assert {report.missing for _, report in reports} == {ABSENT}
+    assert all(report.outcome is HeaderOutcome.FAILED for _, report in reports)
+    assert counted("parse") == counted("build") == 0  # clang's __has_include said so, in milliseconds
+
+    class Result:
+        header_reports = reports
+
+    assert missing_header_lines(Result) == [
+        f"{ABSENT} not found: 6 file(s) analysed header-free; pass -I or a compile_commands.json"
+    ]
+
+
+def test_a_header_missing_inside_an_include_costs_one_failed_parse(tmp_path, counted):
+    files = {f"csrc/k{i}.cpp": f"#include <vendor/api.h>\n{HOST_VLA}" for i in range(6)}
+    root = write(tmp_path / "repo", {"include/vendor/api.h": f"#pragma once\n#include <{ABSENT}>\n", **files})
+    reports = [analysed(root, rel).headers for rel in files]
+    assert [r.missing for r in reports] == [ABSENT] * 6
+    assert counted("parse") == 1
+    # The header arrives: the memory no longer applies, and the parse with headers is used.
+    write(tmp_path / "extra", {ABSENT: "#pragma once\n"})
+    report = analysed(root, "csrc/k0.cpp", include_dirs=(str(tmp_path / "extra"),)).headers
+    assert report.outcome is HeaderOutcome.USED, report
+
+
+def test_include_folders_from_cpath_and_include_dir_are_searched(tmp_path, counted, monkeypatch):
+    root = write(tmp_path / "repo", {"csrc/k.cpp": f'#include "{ABSENT}"\n{HOST_VLA}'})
+    write(tmp_path / "cpath", {ABSENT: "#pragma once\n"})
+    write(tmp_path / "option", {ABSENT: "#pragma once\n"})
+    assert analysed(root, "csrc/k.cpp").headers.missing == ABSENT
+    report = analysed(root, "csrc/k.cpp", include_dirs=(str(tmp_path / "option"),)).headers
+    assert report.outcome is HeaderOutcome.USED, report
+    assert f"{ABSENT}: {tmp_path / 'option'} (--include-dir or include-dirs)" in report.sources
+    monkeypatch.setenv("CPATH", str(tmp_path / "cpath"))
+    report = analysed(root, "csrc/k.cpp").headers
+    assert report.outcome is HeaderOutcome.USED, report
+    assert f"{ABSENT}: {tmp_path / 'cpath'} (CPATH)" in report.sources
+
+
+def test_device_code_and_shared_arrays_start_no_parse(tmp_path, counted):
+    root = write(tmp_path / "repo", {
+        "csrc/k.cu": (
+            '#include "vendor_sizes.h"\n'
+            "__global__ void scale(float* out) {\n  float staged[kPerThread];\n  staged[0] = 1;\n"
+            "  out[0] = staged[0];\n}\n"
+            "__global__ void tiles(float* out) {\n  __shared__ char smem_[SMEM_BYTES];\n  out[0] = smem_[0];\n}\n"
+        ),
+        "csrc/plain.cpp": "int twice(int x) {\n  int a[4];\n  a[0] = x;\n  return 2 * a[0];\n}\n",
+    })
+    for rel in ("csrc/k.cu", "csrc/plain.cpp"):
+        analysis = analysed(root, rel)
+        assert analysis.findings == (), analysis.findings
+        assert analysis.headers.outcome is HeaderOutcome.NOT_NEEDED
+        assert analysis.headers.detail == "no host-code candidate"
+    assert counted("parse") == counted("build") == 0
+
+
+def test_a_reworded_diagnostic_changes_no_finding(tmp_path, counted, monkeypatch):
+    fixtures = sorted((FIXTURES / "opt201").glob("*.c*"))
+    fixtures = [f for f in fixtures if ".fixed." not in f.name]
+    before = {f.name: _header_free(f) for f in fixtures}
+    direct = write(tmp_path / "repo", {"csrc/k.cpp": f"#include <{ABSENT}>\n{HOST_VLA}"})
+    deep = write(tmp_path / "deep", {"include/vendor/api.h": f"#include <{ABSENT}>\n",
+                                      "csrc/k.cpp": f"#include <vendor/api.h>\n{HOST_VLA}"})
+    monkeypatch.setattr(clang.cindex.Diagnostic, "spelling", property(lambda self: "something else entirely"))
+    assert {f.name: _header_free(f) for f in fixtures} == before
+    assert analysed(direct, "csrc/k.cpp").headers.missing == ABSENT
+    assert analysed(deep, "csrc/k.cpp").headers.missing == ABSENT
+
+
+def _header_free(path: Path) -> list:
+    analysis = analyse_text(read_source(path, path.name), RULES)
+    return sorted((f.line, f.code, f.verdict.value, f.tier and f.tier.value, f.reason) for f in analysis.findings)
+
+
+# A library header the preamble precompiles (a `cutlass/` include is a heavy one), broken or not.
+BROKEN = "#pragma once\n#error this header is broken\n"
+FIXED = "#pragma once\nconstexpr int kWidth = 4;\n"
+
+
+def test_a_failed_precompiled_header_is_not_built_again_until_its_inputs_change(tmp_path, counted):
+    root = write(tmp_path / "repo", {"include/cutlass/lib.h": BROKEN,
+                                     "csrc/k.cpp": f"#include <cutlass/lib.h>\n{HOST_VLA}"})
+    for _ in range(3):
+        report = analysed(root, "csrc/k.cpp").headers
+        assert report.outcome is HeaderOutcome.FAILED and not report.missing, report
+    assert counted("build") == 1
+    write(root, {"include/cutlass/lib.h": FIXED})
+    assert analysed(root, "csrc/k.cpp").headers.outcome is HeaderOutcome.USED
+    assert counted("build") == 2
+
+
+def test_another_checkout_reuses_the_precompiled_header(tmp_path, counted):
+    first = write(tmp_path / "first", {"include/cutlass/lib.h": FIXED,
+                                       "csrc/k.cpp": f"#include <cutlass/lib.h>\n{HOST_VLA}"})
+    assert analysed(first, "csrc/k.cpp").headers.outcome is HeaderOutcome.USED
+    second = tmp_path / "second"
+    shutil.copytree(first, second)
+    assert analysed(second, "csrc/k.cpp").headers.outcome is HeaderOutcome.USED
+    assert counted("build") == 1
+    assert len(list((tmp_path / "cache" / "pch").glob("*.pch"))) == 1
+    # A checkout whose copy of a header the precompiled header read differs gets one of its own.
+    write(second, {"include/cutlass/lib.h": FIXED + "constexpr int kOther = 2;\n"})
+    assert analysed(second, "csrc/k.cpp").headers.outcome is HeaderOutcome.USED
+    assert counted("build") == 2
