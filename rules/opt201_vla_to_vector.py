@@ -144,9 +144,14 @@ class VlaToVector(Rule):
     (`std::vector<bool>` is a bitset without `.data()`), a declaration with
     several declarators, qualifiers or attributes, a use the parser could not
     see (inside code that did not parse without the project's headers, or
-    through a macro), and any bound that did not resolve. Device code is
-    never rewritten. A bound that is really a compile-time constant gets an
-    advice to use `std::array`, never a rewrite.
+    through a macro), and any bound that did not resolve (a constant from a
+    header the parse could not see names the undeclared names, and the
+    missing header when the parse with headers could not find one). Device
+    code is never rewritten: an array there whose bound the parse could not
+    evaluate is not reported at all (nvcc has no variable-length arrays in
+    device code, so it is a constant), and `__shared__` and `__constant__`
+    arrays are never candidates. A bound that is really a compile-time
+    constant gets an advice to use `std::array`, never a rewrite.
 
     ## Known problems
     optpatch first parses each file without the project's headers, against
@@ -156,7 +161,10 @@ class VlaToVector(Rule):
     Where the headers cannot be found, an array whose element type or bound
     comes from them (a project's own dispatch macro, a `constexpr` from a
     header) is kept or not seen: a false negative, never a wrong
-    rewrite. A per-element caller in another file is not seen: the fix is
+    rewrite. A parse with headers starts only for a host candidate whose
+    verdict a header may change; a bound made only of names from headers,
+    in a function whose host or device side an unknown macro hides
+    (`CUTLASS_HOST_DEVICE`), is kept without one. A per-element caller in another file is not seen: the fix is
     then `safe` although the function may run per tile.
 
     With a `.clang-format`, the `std::vector` declaration keeps to its
