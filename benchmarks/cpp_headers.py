@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python benchmarks/cpp_headers.py budgets TREE... [--pre-commit FILE] [--markdown]
     PYTHONPATH=src python benchmarks/cpp_headers.py candidates TREE...
+    PYTHONPATH=src python benchmarks/cpp_headers.py acceptance TREE... [--jobs N] [--ruff PATH] [--json FILE]
 
 `budgets` runs, for each TREE, one run each of `optpatch check TREE --select
 OPT2 --unsafe-fixes -j 2` (wall, CPU, peak resident memory of the whole
@@ -19,6 +20,16 @@ and how many files were parsed with headers, fell back, or needed none.
 first with an empty cache directory, then, after an edit to the file (a
 changed file is never in the result cache), with the precompiled header
 kept.
+
+`acceptance` (issue 30) runs, for each TREE in turn, the whole `optpatch
+check TREE --jobs N --no-cache` (every rule): header-free (`--no-headers`),
+with headers and an empty cache directory (the first run on a machine:
+every precompiled header built), and with headers again, the precompiled
+headers kept (the cold scan in header mode); and `ruff check --select ALL
+--no-cache TREE`. It prints wall and CPU time, the ratios header mode /
+header-free and cold / ruff, what became of the parses with headers, the
+missing headers, and whether the findings are identical in the files whose
+headers were not used (they must be). `--json FILE` writes it all.
 
 `candidates` parses every C++/CUDA file of each TREE without headers and
 counts the array declarations clang types as variable-length; parses again
@@ -206,6 +217,106 @@ def _count_with_headers(source: SourceFile, analysis) -> int:
     return run_in_child(lambda: len(_variable_arrays(CppUnit(source, flags))), 600)
 
 
+# -- acceptance (issue 30) ------------------------------------------------------------------------------------------
+
+
+def acceptance(trees: list[Path], jobs: int, ruff: str, json_path: Path | None) -> int:
+    import json
+
+    rows, problems = [], 0
+    print(f"{machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, optpatch {_commit()}, --jobs {jobs}")
+    for tree in trees:
+        with tempfile.TemporaryDirectory(prefix="optpatch-accept-") as scratch:
+            free_cache, cache = Path(scratch) / "free", Path(scratch) / "cache"
+            options = ("--jobs", str(jobs), "--no-cache", "--format", "json")
+            free = _whole(tree, free_cache, *options, "--no-headers")
+            first = _whole(tree, cache, *options)
+            cold = _whole(tree, cache, *options)
+        wall, cpu, _peak, _code, _out = timed([ruff, "check", "--select", "ALL", "--no-cache", "--quiet", str(tree)])
+        same, changed = _same_findings(free["document"], cold["document"])
+        problems += not same
+        row = {
+            "tree": tree.name, "ruff_s": round(wall, 2), "ruff_cpu_s": round(cpu, 2),
+            **{f"{label}_s": round(run["wall"], 2) for label, run in (("header_free", free), ("first", first), ("cold", cold))},
+            **{f"{label}_cpu_s": round(run["cpu"], 2) for label, run in (("header_free", free), ("first", first), ("cold", cold))},
+            "cold_over_header_free": round(cold["wall"] / free["wall"], 2),
+            "first_over_header_free": round(first["wall"] / free["wall"], 2),
+            "cold_over_ruff": round(cold["wall"] / wall, 2),
+            "header_free_over_ruff": round(free["wall"] / wall, 2),
+            "outcomes": _outcomes(cold["document"]), "missing": _missing(cold["document"]),
+            "findings": len(cold["document"]["findings"]), "identical_where_headers_unused": same,
+            "changed_by_headers": changed,
+        }
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr)
+    _acceptance_table(rows)
+    if json_path is not None:
+        json_path.write_text(json.dumps({"machine": machine(), "commit": _commit(), "jobs": jobs, "rows": rows}, indent=2))
+    return 1 if problems else 0
+
+
+def _whole(tree: Path, cache: Path, *options: str) -> dict:
+    import json
+
+    command = [sys.executable, "-m", "optpatch", "check", str(tree), *options]
+    wall, cpu, peak, code, output = timed(command, env=dict(os.environ, OPTPATCH_CACHE_DIR=str(cache)))
+    if code not in (0, 1):
+        raise SystemExit(f"`{' '.join(command)}` exited {code}")
+    return {"wall": wall, "cpu": cpu, "peak": peak, "document": json.loads(output)}
+
+
+def _outcomes(document: dict) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for entry in document["cpp_headers"]:
+        counts[entry["outcome"]] = counts.get(entry["outcome"], 0) + 1
+    return counts
+
+
+def _missing(document: dict) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for entry in document["cpp_headers"]:
+        if entry.get("missing"):
+            counts[entry["missing"]] = counts.get(entry["missing"], 0) + 1
+    return counts
+
+
+def _same_findings(free: dict, cold: dict) -> tuple[bool, list[str]]:
+    """(whether every file whose headers were not used has the same findings both ways, the files the headers
+    changed). A finding is its place, rule, verdict and tier; a kept site's reason may name a missing header."""
+    used = {e["path"] for e in cold["cpp_headers"] if e["outcome"] == "used"}
+
+    def keyed(document: dict) -> dict[str, list]:
+        found: dict[str, list] = {}
+        for f in document["findings"]:
+            found.setdefault(f["path"], []).append((f["line"], f["code"], f["verdict"], f.get("tier")))
+        return {path: sorted(items) for path, items in found.items()}
+
+    before, after = keyed(free), keyed(cold)
+    differing = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    return all(p in used for p in differing), differing
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def _acceptance_table(rows: list[dict]) -> None:
+    header = ("tree", "ruff s", "header-free s", "headers first s", "headers cold s", "cold / header-free",
+              "first / header-free", "cold / ruff", "parses with headers (cold)", "same findings")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        outcomes = ", ".join(f"{n} {k}" for k, n in sorted(row["outcomes"].items())) or "none"
+        cells = (row["tree"], row["ruff_s"], row["header_free_s"], row["first_s"], row["cold_s"],
+                 f"{row['cold_over_header_free']}x", f"{row['first_over_header_free']}x", f"{row['cold_over_ruff']}x",
+                 outcomes, "yes" if row["identical_where_headers_unused"] else "NO")
+        print("| " + " | ".join(str(c) for c in cells) + " |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -215,10 +326,17 @@ def main() -> int:
     cost.add_argument("--markdown", action="store_true")
     found = commands.add_parser("candidates")
     found.add_argument("trees", nargs="+", type=Path)
+    accept = commands.add_parser("acceptance")
+    accept.add_argument("trees", nargs="+", type=Path)
+    accept.add_argument("--jobs", type=int, default=1)
+    accept.add_argument("--ruff", default=str(Path(sys.executable).with_name("ruff")))
+    accept.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.command == "budgets":
         budgets(args.trees, args.pre_commit, args.markdown)
         return 0
+    if args.command == "acceptance":
+        return acceptance(args.trees, args.jobs, args.ruff, args.json)
     return candidates(args.trees)
 
 

@@ -71,6 +71,7 @@ class Use:
     edit: Edit | None = None
     blocker: str = ""
     category: KeepCategory = KeepCategory.WHOLE_ARRAY_USED  # what kind of blocker, when there is one
+    unresolved_callee: bool = False  # a decay into a call clang could not resolve (a macro from a header?)
 
 
 class VlaToVector(Rule):
@@ -240,7 +241,9 @@ class VlaToVector(Rule):
     @classmethod
     def needs_headers(cls, unit: CppUnit, findings: list[Finding]) -> bool:
         """A host candidate whose verdict may change with a declaration this parse could not see (`check` notes
-        each: a fix, an unresolved bound or use, a run-time bound where host and device cannot be told apart),
+        each: a fix that passes the array to a call clang could not resolve, an unresolved bound or use, a
+        run-time bound where host and device cannot be told apart; a fix proven from the file's own facts needs
+        no headers),
         and any `name[n]` that reads as a host declaration the header-free parse dropped (`std::complex<float>
         buf[n];` with no declaration of std::complex). Device code and `__shared__` arrays never need them."""
         if any(question.startswith(f"{cls.code} ") for question in unit.header_questions):
@@ -311,7 +314,10 @@ class VlaToVector(Rule):
         if unseen:
             _ask_headers(unit, declaration, unseen)
             return self._keep(unit, declaration, context, unseen, KeepCategory.UNRESOLVED)
-        _ask_headers(unit, declaration, "a fix: checked against the real declarations")
+        unresolved = next((u for u in uses if u.unresolved_callee), None)
+        if unresolved is not None:  # the callee may be a macro from a header (`CHECK(a)` -> `sizeof(a)`)
+            _ask_headers(unit, declaration, f"L{unit.line_of(unresolved.node.start)}: passed to a call this parse "
+                                            "could not resolve")
         return self._fix(unit, declaration, shape, uses, proof, context)
 
     def _unproven(self, unit, declaration: Node, bound: Node, proof: BoundProof, context: Context) -> Finding:
@@ -522,7 +528,7 @@ def _array_declarations(unit: CppUnit) -> list[Node]:
 
     The plain way walks `unit.nodes`, a Python mirror of every cursor: ten
     times the cost of the parse. Most files need none of it: a variable-length
-    array makes clang warn (VLA_WARNING), and a template-dependent one matters
+    array makes clang warn (its `-Wvla-cxx-extension` warning), and a template-dependent one matters
     only when its bound is provably a run-time value. So, unless clang warned
     or a pragma or line marker may have silenced it, each `name[` of the text
     that may be a declarator and has no integer literal for a bound is looked
@@ -591,22 +597,76 @@ _NOT_A_HOST_VLA = frozenset({"__shared__", "__constant__", "__device__", "static
 
 
 def _hidden_declaration(unit: CppUnit) -> bool:
-    """A `name[` with a non-literal bound that reads as a declaration clang did not build: after something that
-    can end a type (a name, `>`, a type keyword, or a `*`/`&` that follows one), with neither a declaration nor
-    an expression at the name, outside any device function: code the header-free parse dropped."""
+    """A `name[` with a non-literal bound and no initialiser that reads as a declaration clang did not build:
+    after something that can end a type (a name, `>`, a type keyword, or a `*`/`&` that follows one), with
+    neither a declaration nor an expression at the name, outside any device function: code the header-free
+    parse dropped. Where clang dropped the function itself (an unknown macro or type in its head:
+    `CUTLASS_DEVICE void f()`, `py::array f(...)`), only a bound that names something the function itself
+    spells before the array (a parameter, a local) may be a run-time value; one made only of names from
+    elsewhere (`kRank`, a template's `N`) is a constant: no parse for it."""
     text = unit.source.text
     for match in _NAME_BEFORE_BRACKET.finditer(text):
         start = match.start(1)
         if _never_declared_here(text, start) or _CONSTANT_BOUND.match(text, match.end()):
             continue
+        if _SIZED_BY_INITIALISER.match(text, match.end()) or _initialised(text, match.end()):
+            continue  # `T a[] = {...}`, `T a[n] = {}`: a constant-size array (a VLA cannot be initialised)
         cursor = unit.cursor_at(start)
         if cursor is None or cursor.kind.name in _DECLARED_KINDS or cursor.kind.is_expression():
             continue
-        if cursor.kind.name.startswith("MACRO_") or unit.token_at(start) is None:
-            continue  # a macro, a comment or a string: the whole file's tokens, only this rare far
+        if not cursor.kind.is_statement() and not _bound_named_in_function(text, start, match.end()):
+            continue
+        token = unit.token_at(start)
+        if cursor.kind.name.startswith("MACRO_") or token is None or token.kind != "identifier":
+            continue  # a macro, a comment, a string, or `operator[]`: the whole file's tokens, only this rare far
         if _ends_a_type(unit, start) and not _device_or_static(unit, start) and not unit.in_device_function(start):
             return True
     return False
+
+
+_SIZED_BY_INITIALISER = re.compile(r"\s*\]")
+
+
+def _initialised(text: str, after_bracket: int) -> bool:
+    """Whether the `[...]` opened just before `after_bracket` (and any `[...]` after it) is followed by an
+    initialiser (`=` or `{`)."""
+    depth, at = 1, after_bracket
+    while at < len(text) and (depth or text[at] in " \t["):
+        depth += {"[": 1, "]": -1}.get(text[at], 0)
+        at += 1
+    rest = text[at : at + 80].lstrip()
+    return rest.startswith(("=", "{")) and not rest.startswith("==")
+
+
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _bound_named_in_function(text: str, start: int, after_bracket: int) -> bool:
+    """Whether a name in the bound of the `name[` at `start` is declared earlier in the function around it, as a
+    parameter or a local (`int n)`, `const int64_t n =`; read as text: clang dropped the function)."""
+    end = text.find("]", after_bracket)
+    names = set(_IDENTIFIER.findall(text[after_bracket:end])) - _UNEVALUATED_WORDS if end > 0 else set()
+    body = _function_body_start(text, start)
+    if not names or body is None:
+        return False
+    head = text.rfind("(", 0, text.rfind(")", 0, body))
+    return any(re.search(rf"[\w>*&]\s+{name}\s*[=;,)({{\[]", text[max(head, 0) : start]) for name in names)
+
+
+def _function_body_start(text: str, start: int) -> int | None:
+    """The `{` of the outermost unclosed block around `start` that follows a `)` (a function's body), or None."""
+    depth, found = 0, None
+    for at in range(start - 1, -1, -1):
+        if text[at] == "}":
+            depth += 1
+        elif text[at] == "{":
+            if depth:
+                depth -= 1
+                continue
+            before = text[:at].rstrip()
+            if before.endswith(")") or re.search(r"\)\s*(?:const|noexcept|override|final|mutable)\s*$", before):
+                found = at
+    return found
 
 
 def _ends_a_type(unit: CppUnit, start: int) -> bool:
@@ -923,7 +983,7 @@ def _classify(unit: CppUnit, declaration: Node, reference: Node) -> Use:
             return Use(reference, blocker=f"L{line}: `{name}` used as a truth value")
         return Use(reference, edit=decay)
     if _is_unresolved_call_argument(parent, before, after):
-        return Use(reference, edit=decay)
+        return Use(reference, edit=decay, unresolved_callee=True)
     return Use(reference, blocker=f"L{line}: `{unit.text(*_line_span(unit, reference.start)).strip()}` uses the array itself")
 
 

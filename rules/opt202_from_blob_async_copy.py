@@ -291,6 +291,15 @@ class FromBlobAsyncCopy(Rule):
         ),
     ]
 
+    @classmethod
+    def needs_headers(cls, unit: CppUnit, findings: list[Finding]) -> bool:
+        """Any finding outside device code: its verdict rests on torch's declarations (`from_blob`, `.to()`,
+        `Device`), which the header-free parse knows only through the prelude's stand-ins."""
+        asked = [f for f in findings if f.keep_category is not KeepCategory.DEVICE_CODE]
+        for finding in asked:
+            unit.ask_headers(f"{cls.code} L{finding.line}: its verdict rests on torch's declarations")
+        return bool(asked)
+
     def check(self, unit: CppUnit) -> Iterator[Finding]:
         if not _may_chain_a_copy(unit):
             return  # neither path below could report: spared the tree and the whole file's tokens
