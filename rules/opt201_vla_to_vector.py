@@ -290,8 +290,11 @@ class VlaToVector(Rule):
         if where.place is Place.UNKNOWN:
             if proof.witnesses:  # a run-time bound: host (a fix) or device (a keep) is the macro's to say
                 _ask_headers(unit, declaration, f"cannot tell host from device code: {where.reason}")
-            return self._keep(unit, declaration, context, f"cannot tell host from device code: {where.reason}",
-                              KeepCategory.UNRESOLVED)
+                return self._keep(unit, declaration, context, f"cannot tell host from device code: {where.reason}",
+                                  KeepCategory.UNRESOLVED)
+            if proof.constexpr_names or not proof.unresolved:
+                return None  # a constant-size array, in code that may be device code: no advice to give there
+            return self._unproven(unit, declaration, bound, proof, context, ask=False)
         if not proof.runtime:
             return self._unproven(unit, declaration, bound, proof, context)
         if nested:
@@ -320,9 +323,11 @@ class VlaToVector(Rule):
                                             "could not resolve")
         return self._fix(unit, declaration, shape, uses, proof, context)
 
-    def _unproven(self, unit, declaration: Node, bound: Node, proof: BoundProof, context: Context) -> Finding:
+    def _unproven(self, unit, declaration: Node, bound: Node, proof: BoundProof, context: Context,
+                  ask: bool = True) -> Finding:
         bound_text = unit.node_text(bound)
-        _ask_headers(unit, declaration, f"the bound `{bound_text}` did not resolve")
+        if ask:
+            _ask_headers(unit, declaration, f"the bound `{bound_text}` did not resolve")
         if proof.constexpr_names or not proof.unresolved:
             names = ", ".join(f"`{n}`" for n in proof.constexpr_names)
             origin = f"declared constexpr ({names})" if names else "a constant expression"
