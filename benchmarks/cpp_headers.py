@@ -260,7 +260,7 @@ def _whole(tree: Path, cache: Path, *options: str) -> dict:
 
     command = [sys.executable, "-m", "optpatch", "check", str(tree), *options]
     wall, cpu, peak, code, output = timed(command, env=dict(os.environ, OPTPATCH_CACHE_DIR=str(cache)))
-    if code not in (0, 1):
+    if code not in (0, 1, 3):  # 3: some files could not be analysed (listed in the report's errors)
         raise SystemExit(f"`{' '.join(command)}` exited {code}")
     return {"wall": wall, "cpu": cpu, "peak": peak, "document": json.loads(output)}
 
