@@ -597,6 +597,8 @@ _TYPE_KEYWORDS = frozenset({
 _DECLARED_KINDS = frozenset({"VAR_DECL", "FIELD_DECL", "PARM_DECL"})
 
 
+# Right before the name of a local array's declarator these never stand (a parameter or an argument does).
+_NOT_BEFORE_A_STATEMENT_DECLARATOR = frozenset("(,)<")
 # Before a declaration, these say it is no candidate: device memory, or an array that cannot be variable-length.
 _NOT_A_HOST_VLA = frozenset({"__shared__", "__constant__", "__device__", "static", "extern", "constexpr", "constinit"})
 
@@ -616,16 +618,23 @@ def _hidden_declaration(unit: CppUnit) -> bool:
             continue
         if _SIZED_BY_INITIALISER.match(text, match.end()) or _initialised(text, match.end()):
             continue  # `T a[] = {...}`, `T a[n] = {}`: a constant-size array (a VLA cannot be initialised)
+        if text[:start].rstrip()[-1:] in _NOT_BEFORE_A_STATEMENT_DECLARATOR:
+            continue  # `f(a[i])`, `g(x, a[i])`: an argument, or a parameter, never a local declaration
         cursor = unit.cursor_at(start)
         if cursor is None or cursor.kind.name in _DECLARED_KINDS or cursor.kind.is_expression():
             continue
-        if not cursor.kind.is_statement() and not _bound_named_in_function(text, start, match.end()):
-            continue
-        token = unit.token_at(start)
-        if cursor.kind.name.startswith("MACRO_") or token is None or token.kind != "identifier":
-            continue  # a macro, a comment, a string, or `operator[]`: the whole file's tokens, only this rare far
-        if _ends_a_type(unit, start) and not _device_or_static(unit, start) and not unit.in_device_function(start):
-            return True
+        in_dropped_function = not cursor.kind.is_statement()
+        # The statement's tokens up to the name, lexed alone (not the whole file's): back to a `;`, `{` or `}`.
+        boundary = max(text.rfind(";", 0, start), text.rfind("{", 0, start), text.rfind("}", 0, start)) + 1
+        before = unit.tokens_in(boundary, match.end(1))
+        if cursor.kind.name.startswith("MACRO_") or not before or before[-1].start != start:
+            continue  # a macro, a comment or a string
+        name, before = before[-1], before[:-1]
+        if name.kind != "identifier":
+            continue  # `operator[]`
+        if _ends_a_type(before) and not _device_or_static(before) and not unit.in_device_function(start):
+            if not in_dropped_function or _bound_named_in_function(text, start, match.end()):
+                return True
     return False
 
 
@@ -644,6 +653,8 @@ def _initialised(text: str, after_bracket: int) -> bool:
 
 
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+_BRACE = re.compile(r"[{}]")
+_AFTER_PARAMETERS = re.compile(r"\)\s*(?:(?:const|noexcept|override|final|mutable)\s*)*$")
 
 
 def _bound_named_in_function(text: str, start: int, after_bracket: int) -> bool:
@@ -654,31 +665,36 @@ def _bound_named_in_function(text: str, start: int, after_bracket: int) -> bool:
     body = _function_body_start(text, start)
     if not names or body is None:
         return False
-    head = text.rfind("(", 0, text.rfind(")", 0, body))
-    return any(re.search(rf"[\w>*&]\s+{name}\s*[=;,)({{\[]", text[max(head, 0) : start]) for name in names)
+    head = max(text.rfind("(", 0, text.rfind(")", 0, body)), 0)
+    for name in names:
+        for declared in re.finditer(rf"[\w>*&]\s+{name}\s*[=;,)({{\[]", text[head:start]):
+            statement = re.split(r"[;{}(,]", text[head : head + declared.start()])[-1]
+            if "constexpr" not in statement:  # a constexpr local is a constant
+                return True
+    return False
 
 
 def _function_body_start(text: str, start: int) -> int | None:
     """The `{` of the outermost unclosed block around `start` that follows a `)` (a function's body), or None."""
     depth, found = 0, None
-    for at in range(start - 1, -1, -1):
+    for brace in reversed(list(_BRACE.finditer(text, 0, start))):
+        at = brace.start()
         if text[at] == "}":
             depth += 1
-        elif text[at] == "{":
+        else:
             if depth:
                 depth -= 1
                 continue
-            before = text[:at].rstrip()
-            if before.endswith(")") or re.search(r"\)\s*(?:const|noexcept|override|final|mutable)\s*$", before):
+            if _AFTER_PARAMETERS.search(text, max(0, at - 200), at):
                 found = at
     return found
 
 
-def _ends_a_type(unit: CppUnit, start: int) -> bool:
+def _ends_a_type(before: list) -> bool:
     """The tokens before the name spell a type that starts a statement: `T a[`, `ns::T<int>* a[`,
     `const char* a[`; not `x * a[`, `f(&a[` or `return a[`."""
-    token, depth, seen_type = unit.token_before(start), 0, False
-    while token is not None:
+    depth, seen_type = 0, False
+    for token in reversed(before):
         spelling = token.spelling
         if spelling in (">", ">>"):
             depth += len(spelling)
@@ -694,17 +710,16 @@ def _ends_a_type(unit: CppUnit, start: int) -> bool:
             return False  # `=`, `(`, `,`, an operator, `return`: an expression
         elif depth > 0 and spelling not in ("::", "*", "&", ",") and token.kind not in ("literal",):
             return False
-        token = unit.token_before(token.start)
-    return seen_type
+    return seen_type and depth == 0  # `ss >> a[i]`: no `<` opens what `>>` would close
 
 
-def _device_or_static(unit: CppUnit, start: int) -> bool:
-    """A qualifier of the statement the name is declared in (back to the previous `;`, `{` or `}`)."""
-    token = unit.token_before(start)
-    while token is not None and token.spelling not in (";", "{", "}"):
+def _device_or_static(before: list) -> bool:
+    """A qualifier of the statement the name is declared in (its tokens `before` the name)."""
+    for token in reversed(before):
+        if token.spelling in (";", "{", "}"):
+            return False
         if token.spelling in _NOT_A_HOST_VLA:
             return True
-        token = unit.token_before(token.start)
     return False
 
 
