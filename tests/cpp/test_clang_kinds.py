@@ -13,7 +13,8 @@ from pathlib import Path
 import clang.cindex as cindex
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = [ROOT / "src" / "optpatch" / "cpp_frontend.py", *sorted((ROOT / "rules").glob("opt2*.py"))]
+FILES = [ROOT / "src" / "optpatch" / "cpp_frontend.py", ROOT / "rules" / "opt201_vla_to_vector.py",
+         ROOT / "rules" / "opt202_from_blob_async_copy.py"]
 # A string literal of capitals on a line that speaks of a kind (`.kind ==`, `kind.name in`, `_KINDS = frozenset(`).
 NAME = re.compile(r'"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)"')
 KIND_LINE = re.compile(r"kind|KINDS|_ATTRIBUTES")
