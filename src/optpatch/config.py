@@ -44,7 +44,6 @@ class Settings:
     source: str = "defaults"  # where the settings came from, for messages
     fix_areas: tuple[CodeArea, ...] = (CodeArea.LIBRARY,)  # the areas whose fixes the run applies (policy.py)
     areas: tuple[tuple[str, CodeArea], ...] = ()  # (gitignore pattern, area): overrides areas.py's path heuristic
-
     include_dirs: tuple[str, ...] = ()  # `include-dirs` and -I: searched first for C++/CUDA headers (absolute paths)
 
 
@@ -63,7 +62,6 @@ _KEYS = {
     "format-command": "format_command",
     "fix-areas": "fix_areas",
     "areas": "areas",
-
     "include-dirs": "include_dirs",
 }
 
