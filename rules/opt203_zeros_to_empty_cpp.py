@@ -392,7 +392,7 @@ def _unconditional_statement(unit: CppUnit, use: Node, allocation: Allocation) -
                 return None
             in_dispatched_lambda = True
         elif parent.kind in ("IF_STMT", "SWITCH_STMT", "CASE_STMT", "DEFAULT_STMT", "CONDITIONAL_OPERATOR",
-                             "TRY_STMT", "CXX_CATCH_STMT") or parent.kind in LOOP_KINDS:
+                             "CXX_TRY_STMT", "CXX_CATCH_STMT") or parent.kind in LOOP_KINDS:
             return None
         elif parent.kind == "BINARY_OPERATOR" and parent.spelling in ("&&", "||"):
             return None
@@ -400,11 +400,14 @@ def _unconditional_statement(unit: CppUnit, use: Node, allocation: Allocation) -
     return node if node.parent is allocation.block else None
 
 
+DISPATCH_MARK = "DISPATCH"  # in the name of ATen's AT_DISPATCH_* macros and of projects' own
+
+
 def _dispatch_around(unit: CppUnit, use: Node) -> Node | None:
     """The innermost `AT_DISPATCH_*` (or a project's `*DISPATCH*`) macro call around `use`."""
     around = [
         n for n in unit.nodes
-        if n.kind == "MACRO_INSTANTIATION" and "DISPATCH" in n.spelling and n.start <= use.start < n.end
+        if n.kind == "MACRO_INSTANTIATION" and DISPATCH_MARK in n.spelling and n.start <= use.start < n.end
     ]
     return max(around, key=lambda n: n.start) if around else None
 

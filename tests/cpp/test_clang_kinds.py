@@ -14,7 +14,7 @@ import clang.cindex as cindex
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [ROOT / "src" / "optpatch" / "cpp_frontend.py", ROOT / "rules" / "opt201_vla_to_vector.py",
-         ROOT / "rules" / "opt202_from_blob_async_copy.py"]
+         ROOT / "rules" / "opt202_from_blob_async_copy.py", ROOT / "rules" / "opt203_zeros_to_empty_cpp.py"]
 # A string literal of capitals on a line that speaks of a kind (`.kind ==`, `kind.name in`, `_KINDS = frozenset(`).
 NAME = re.compile(r'"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)"')
 KIND_LINE = re.compile(r"kind|KINDS|_ATTRIBUTES")
