@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import warnings
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -137,7 +138,9 @@ def module_name(rel: str) -> str:
 def index_file(rel: str, text: str) -> FileCalls | None:
     """The file's definitions, imports and calls; None when Python's parser refuses it."""
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a SyntaxWarning about the user's code is not ours to print
+            tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     indexer = _Indexer()

@@ -32,11 +32,12 @@ from optpatch.config import Settings
 from optpatch.cpp_frontend import new_errors
 from optpatch.passes import analyse_file
 from optpatch.policy import FixPolicy
-from optpatch.model import FileError
+from optpatch.model import CodeArea, FileError
 from optpatch.rule import load_rules
 from optpatch.source import SourceFile, read_source
 
-POLICY = FixPolicy(unsafe_fixes=True)
+# Every area: the fixtures' paths read as tests, and the campaign is about the rewrites, not the default patch.
+POLICY = FixPolicy(unsafe_fixes=True, fix_areas=frozenset(CodeArea))
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -113,8 +114,11 @@ def _foreign_words(original: SourceFile, rewritten: SourceFile) -> str | None:
 
 @functools.cache
 def _rule_words() -> frozenset[str]:
-    """Every word of the rules' files, where their replacement texts and examples are written."""
-    return frozenset(word for rule in load_rules() for word in _WORD.findall(Path(inspect.getsourcefile(rule)).read_text()))
+    """Every word of the rules' files and of the analyses they write from (OPT102's dtype names live in
+    analysis/torch_api.py), where their replacement texts and examples are written."""
+    analyses = Path(inspect.getsourcefile(analyse_file)).parent / "analysis"
+    files = [Path(inspect.getsourcefile(rule)) for rule in load_rules()] + sorted(analyses.glob("*.py"))
+    return frozenset(word for path in files for word in _WORD.findall(path.read_text()))
 
 
 def _format_change(old: bytes, new: bytes) -> str | None:
