@@ -20,8 +20,10 @@ unless its fixes produce a text never seen before.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import hashlib
+import itertools
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Callable, Iterable, Protocol
@@ -32,7 +34,7 @@ from optpatch.config import Settings
 from optpatch.cpp_headers import HeaderOutcome, HeaderReport, HeaderSetup
 from optpatch.frontends import FrontendError, parse, rewrite_error
 from optpatch.locations import locate_findings
-from optpatch.model import Edit, FileError, Finding, Language
+from optpatch.model import Edit, FileError, Finding, Hold, KeepCategory, Language, Refusal, Verdict
 from optpatch.line_diff import LineBreaks
 from optpatch.offsets import Passes, changed_lines, locator, relocate_to_original, written_lines
 from optpatch.planner import apply_edits, plan_edits
@@ -269,7 +271,8 @@ def settle(
     if first.skipped is not None:
         result.skipped = first.skipped
         return result
-    result.findings, edits = _decided(first.findings, policy, filters, _unmoved, 0, frequencies)
+    result.findings, edits = _decided(first.findings, policy, filters, _unmoved, 0, frequencies,
+                                      lambda: load().text)
     if not any(f.applied or f.deferred for f in result.findings):
         return result
     source = load()
@@ -288,7 +291,7 @@ def settle(
             result.error = FileError(rel, f"internal error: pass {attempt + 1} did not parse: {analysis.error.reason}")
             break
         pass_findings, edits = _decided(analysis.findings, policy, filters, locator(source, current, applied), attempt,
-                                        frequencies)
+                                        frequencies, lambda text=current.text: text)
         result.findings = _merge_later_pass(result.findings, pass_findings)
     if current.text != source.text:
         broken = record.net_verdict(source, current, applied)
@@ -307,12 +310,14 @@ def _unmoved(line: int, col: int) -> tuple[int, int]:
 
 
 def _decided(findings, policy: FixPolicy, filters, locate, attempt: int,
-             frequencies: "FileFrequencies | None" = None) -> tuple[list[Finding], list[Edit]]:
+             frequencies: "FileFrequencies | None" = None,
+             text: Callable[[], str] | None = None) -> tuple[list[Finding], list[Edit]]:
     """Fresh copies of an analysis's findings, placed in the original file, weighed, filtered and planned; and
-    their edits."""
-    decided = []
+    their edits. TEXT gives the analysed text, read only when a site kept for its spelling needs it."""
+    decided, analysed_lines = [], {}
     for finding in findings:
         finding = copy.copy(finding)
+        analysed_lines[id(finding)] = finding.line
         finding.analysis_pass = attempt
         finding.line, finding.col = locate(finding.line, finding.col)
         if frequencies is not None:
@@ -320,7 +325,25 @@ def _decided(findings, policy: FixPolicy, filters, locate, attempt: int,
         decided.append(finding)
     for narrowing in filters:
         narrowing.mark(decided)
-    return decided, plan_edits(decided, policy.refuse)
+    edits = plan_edits(decided, policy.refuse)
+    unspelt = [f for f in decided if f.verdict is Verdict.KEEP and f.keep_category is KeepCategory.CANNOT_SPELL]
+    if unspelt and edits and text is not None:
+        _defer_beside_edits(unspelt, analysed_lines, edits, text())
+    return decided, edits
+
+
+def _defer_beside_edits(unspelt: list[Finding], analysed_lines: dict[int, int], edits: list[Edit], text: str) -> None:
+    """Sites kept because their edit could not be laid out (past the line limit) on a line this pass's fixes
+    rewrite are judged again on the rewritten text, as overlapping fixes are: those fixes may have made room, and
+    a second run would find the site fixable (the patch must be idempotent)."""
+    starts = list(itertools.accumulate((len(line) for line in text.splitlines(keepends=True)), initial=0))
+    touched = set()
+    for edit in edits:
+        first = bisect.bisect_right(starts, edit.start)
+        touched.update(range(first, bisect.bisect_right(starts, max(edit.start, edit.end - 1)) + 1))
+    for finding in unspelt:
+        if analysed_lines[id(finding)] in touched:
+            finding.refusal = Refusal(Hold.OVERLAP)
 
 
 def _merge_later_pass(first: list[Finding], later: list[Finding]) -> list[Finding]:

@@ -72,3 +72,19 @@ def test_the_limit_and_the_lines_an_edit_writes():
     # Two insertions into one line are judged together; a line that shrinks or keeps its length is allowed.
     assert overlong_line("f(aaaa, b)\n", [Edit(1, 1, "x"), Edit(9, 9, "y")], limit).width == 12
     assert overlong_line("f(aaaa, bbb)\n", [Edit(2, 6, "a")], limit) is None
+
+
+def test_a_site_kept_for_the_limit_beside_a_fix_that_makes_room_is_fixed_in_the_same_run():
+    # The mutation campaign found it: the `arange` fix splits the line, after which the `ones` fix fits; the
+    # `ones` site was kept in the first run and fixed by a second, so the patch was not idempotent.
+    text = (
+        "import torch\n\nDEVICE = torch.device('cuda')\n" + "# " + "-" * 97 + "\n\n\n"
+        "def nested(n):\n"
+        "    joined = torch.cat([torch.ones(n).to(DEVICE), torch.arange(n, dtype=torch.float32).to(DEVICE)])\n"
+        "    return joined\n"
+    )
+    first = _analyse(text, codes=("OPT102",))
+    assert [f.verdict for f in first.findings if f.line == 8] == [Verdict.FIX, Verdict.FIX]
+    rewritten = first.new.decode()
+    assert _analyse(rewritten, codes=("OPT102",)).new is None
+    assert _widest(first) <= 99
