@@ -235,7 +235,7 @@ def _outline(rules: list[type[Rule]], calls: "CallIndex | None", source: SourceF
             needed.append(binding.lineno)
         else:
             bindings.append((binding.lineno, names))
-    return outline(source.text, calls.tree, needed, bindings, calls.reads() if bindings else None)
+    return outline(source.text, calls.tree, needed, bindings, calls.reads)
 
 
 # -- 2. settling: what this run applies ---------------------------------------------------------

@@ -381,13 +381,15 @@ def rewrite_error(original: SourceFile, rewritten: SourceFile, changed_lines: It
     original's text, which the analysis read. (Parsing all of it with
     libcst cost 18-27% of a scan of DeepSpeed or NeMo: files with a fix are
     the large ones.) Where CPython takes neither text (syntax newer than
-    the running Python), libcst must take all of it.
+    the running Python), libcst must take all of it. Large literal data
+    the rewrite did not touch is stubbed as well, whoever reads it: here
+    nothing is resolved, only parsed (a 60,000-row table cost libcst 20 s).
     """
     tree = _cpython_parse(rewritten)
     if isinstance(tree, ast.Module):
         from optpatch.python_outline import outline
 
-        text = outline(rewritten.text, tree, changed_lines) or rewritten.text
+        text = outline(rewritten.text, tree, changed_lines, reads=lambda: {}) or rewritten.text
     elif isinstance(_cpython_parse(original), ast.Module):
         return "Python's own parser refuses it"
     else:

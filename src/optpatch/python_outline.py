@@ -25,6 +25,15 @@ name, and no rule resolves the name in a stubbed function
 (`Rule.resolved_in_stubs`): then no resolution a rule asks for can see the
 difference. A `nonlocal` binds inside the def that holds it.
 
+One kind of module statement is stubbed too: a large assignment of
+literal data (a generated table: numbers, strings, tuples, lists, dicts;
+no name, call or attribute) whose names no code that stays reads. Its
+value becomes an empty tuple over the same characters, `TABLE = ( ... )`,
+so the statement binds the same names in the same way; no rule can see
+the value but through a read of those names, and a read in code that
+stays keeps it (`_data_stubs`). Without it, a 2.75 MB table of 60,000
+rows cost libcst minutes, in the analysis and again in the safety net.
+
 A rule may also leave out sites whose verdict needs nothing of their
 function, and judge them from the `ast` when their function was stubbed
 (OPT101's `_judged_alone`: a result passed, returned or stored at once).
@@ -51,13 +60,15 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left, bisect_right
-from typing import Iterable
+from typing import Callable, Iterable
 
 from optpatch.source import LINE_BREAK
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _LINE_CONTENT = re.compile(r"[^\r\n]+")
 _QUOTES = '"""'
+# Below this many characters a value costs libcst a few milliseconds at most: not worth a stub.
+_SMALLEST_DATA = 1000
 
 
 def outline(
@@ -65,7 +76,7 @@ def outline(
     tree: ast.Module,
     needed_lines: Iterable[int],
     bindings: Iterable[tuple[int, frozenset[str]]] = (),
-    reads: dict[str, list[int]] | None = None,
+    reads: Callable[[], dict[str, list[int]]] | None = None,
 ) -> str | None:
     """`text` with every def and class that holds none of `needed_lines` stubbed; None when none is.
 
@@ -73,8 +84,10 @@ def outline(
     nodes the rules need. `bindings`: the line and names of each `global`
     or `:=` that may bind a module name from inside a def or class
     (python_screen.bound_outside); its def or class is kept when code that
-    stays reads one of those names (`reads`: name -> lines), and a kept one
-    may read another's, so this runs to a fixpoint.
+    stays reads one of those names (`reads()`: name -> lines), and a kept one
+    may read another's, so this runs to a fixpoint. With `reads`, the value
+    of a large module-level assignment of literal data that no code that
+    stays reads is stubbed too (`_data_stubs`).
     """
     lines = _Lines(text)
     needed = set(needed_lines)
@@ -89,12 +102,14 @@ def outline(
         stubbed = sorted((first, last) for *_, first, last in stubs)
         seen = [
             (line, names) for line, names in pending
-            if any(_kept(stubbed, read) for name in names for read in reads.get(name, ()))
+            if any(_kept(stubbed, read) for name in names for read in reads().get(name, ()))
         ]
         if not seen:
             break
         needed.update(line for line, _ in seen)
         pending = [binding for binding in pending if binding not in seen]
+    if reads is not None:
+        stubs += _data_stubs(lines, tree, sorted(needed), reads, sorted((first, last) for *_, first, last in stubs))
     if not stubs:
         return None
     pieces, done = [], 0
@@ -109,16 +124,12 @@ def _stubs(lines: _Lines, tree: ast.Module, needed: list[int]) -> list[tuple[int
     """(start, end, replacement, first line, last line) for each def and class holding none of `needed` (sorted)."""
     stubs = []
 
-    def holds_needed(first: int, last: int) -> bool:
-        at = bisect_left(needed, first)
-        return at < len(needed) and needed[at] <= last
-
     def visit(body: list[ast.stmt]) -> None:
         for statement in body:
             if not isinstance(statement, _DEFINITIONS):
                 continue  # kept whole, with any definitions inside it
             first = statement.decorator_list[0].lineno if statement.decorator_list else statement.lineno
-            if holds_needed(first, statement.end_lineno):
+            if _holds(needed, first, statement.end_lineno):
                 if isinstance(statement, ast.ClassDef):
                     visit(statement.body)
                 continue
@@ -128,6 +139,79 @@ def _stubs(lines: _Lines, tree: ast.Module, needed: list[int]) -> list[tuple[int
 
     visit(tree.body)
     return stubs
+
+
+def _data_stubs(
+    lines: _Lines, tree: ast.Module, needed: list[int], reads: Callable[[], dict[str, list[int]]],
+    stubbed: list[tuple[int, int]],
+) -> list[tuple[int, int, str, int, int]]:
+    """(start, end, replacement, first line, last line) for the value of each large module-level data assignment.
+
+    A generated table (`TABLE = [(0, 'a'), ...]`, 60,000 rows in 2.75 MB)
+    cost libcst about 0.3 ms a row, twice: in the analysis and in the
+    safety net. Its value becomes `(` and `)` around spaces (line breaks
+    kept), an empty tuple bound by the same statement: the same names,
+    bound by the same kind of statement, at the same offsets. Only a value
+    of `_SMALLEST_DATA` characters or more, built of literals alone (no
+    name, call or attribute, so no read, call or binding of anything
+    disappears with it), in a statement holding none of `needed`, whose
+    names no code that stays reads: a rule that resolves such a name from
+    kept code would see the empty tuple, so there the value stays.
+    """
+    stubs = []
+    for statement in tree.body:
+        targets = _data_targets(statement)
+        if targets is None or _holds(needed, statement.lineno, statement.end_lineno):
+            continue
+        value = statement.value
+        start = lines.offset(value.lineno, value.col_offset)
+        end = lines.offset(value.end_lineno, value.end_col_offset)
+        if end - start < _SMALLEST_DATA or not _literal(value):
+            continue
+        if any(_kept(stubbed, line) for name in targets for line in reads().get(name, ())):
+            continue
+        blank = _LINE_CONTENT.sub(_spaces, lines.text[start + 1 : end - 1])
+        stubs.append((start, end, f"({blank})", statement.lineno, statement.end_lineno))
+    return stubs
+
+
+def _literal(value: ast.expr) -> bool:
+    """True when `value` is literal data: `-1`, `1+2j`, `(0, 'a')`, `[...]`, `{...}`; no name, call or attribute.
+
+    A walk of its own: `ast.walk` cost as much as the rest of the outline on a 60,000-row table."""
+    todo: list = [value]
+    while todo:
+        node = todo.pop()
+        kind = type(node)
+        if kind is ast.Constant:
+            continue
+        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
+            todo += node.elts
+        elif kind is ast.Dict:  # a `**mapping` has the key None: not literal
+            todo += node.keys
+            todo += node.values
+        elif kind is ast.UnaryOp and type(node.op) in (ast.USub, ast.UAdd):
+            todo.append(node.operand)
+        elif kind is ast.BinOp and type(node.op) in (ast.Add, ast.Sub):
+            todo += (node.left, node.right)
+        else:
+            return False
+    return True
+
+
+def _data_targets(statement: ast.stmt) -> list[str] | None:
+    """The names `NAME = ...` or `NAME: T = ...` (or `A = B = ...`) binds; None for any other statement."""
+    if type(statement) is ast.Assign and all(type(target) is ast.Name for target in statement.targets):
+        return [target.id for target in statement.targets]
+    if type(statement) is ast.AnnAssign and type(statement.target) is ast.Name and statement.value is not None:
+        return [statement.target.id]
+    return None
+
+
+def _holds(needed: list[int], first: int, last: int) -> bool:
+    """True when one of `needed` (sorted) lies in the lines `first` to `last`."""
+    at = bisect_left(needed, first)
+    return at < len(needed) and needed[at] <= last
 
 
 def _kept(stubbed: list[tuple[int, int]], line: int) -> bool:
@@ -150,6 +234,12 @@ class _Lines:
 
     def end(self, line: int) -> int:
         return self.ends[line - 1]
+
+    def offset(self, line: int, column: int) -> int:
+        """The offset of an `ast` position: `column` counts UTF-8 bytes of the line."""
+        start = self.starts[line - 1]
+        content = self.text[start : self.ends[line - 1]]
+        return start + (column if content.isascii() else len(content.encode()[:column].decode()))
 
 
 def _stub(lines: _Lines, statement: ast.stmt, first: int) -> tuple[int, int, str] | None:

@@ -151,7 +151,8 @@ class Rule:
         less. A rule may return a list when nothing it reads lies outside
         the functions that hold those nodes, their classes' headers and the
         module's other statements (imports, assignments, blocks), which are
-        always kept: the sites `check` examines, and anything it looks up
+        kept (all but the value of a large literal table no kept code
+        reads): the sites `check` examines, and anything it looks up
         elsewhere by walking the module (its own `new_zeros` methods,
         `from torch import` in a function, a buffer's writer in another
         method). tests/python/test_python_outline.py checks each list

@@ -403,3 +403,61 @@ def test_a_file_libcst_refuses_only_in_a_stubbed_function_gets_its_fix(monkeypat
     _whole_module(monkeypatch)
     whole = _findings(PYTHON_RULES, "m.py", text)
     assert whole == [whole[-2], None] and whole[-2].startswith("syntax error (libcst)")
+
+
+# A generated table of literal data (issue 33, point 8: 60,000 rows cost libcst minutes): 2,000 rows here.
+_ROWS = "".join(f"    ({i}, {i * 0.5}, 'name_{i}', \"label {i % 97}\", -{i % 13}, 1+2j),  # row {i}\n" for i in range(2000))
+TABLES = {
+    "read by no code": f"import torch\n\nTÄBLE = [\n{_ROWS}]\n\ndef f(n):\n    x = torch.zeros(n)\n    x.fill_(1)\n    return x\n",
+    "read by a stubbed function, annotated, CRLF": (
+        "import torch\r\nTABLE: list = (\r\n" + _ROWS.replace("\n", "\r\n") + ")\r\n\r\ndef rows():\r\n    return TABLE\r\n\r\n"
+        "def f(n, y):\r\n    x = torch.zeros(n)\r\n    x.copy_(y)\r\n    return x\r\n"
+    ),
+}
+# Tables the outline must keep: a kept function reads them, or they hold a name, a call, a site.
+KEPT_TABLES = {
+    "read by the site's function": f"import torch\n\nSIZES = [\n{_ROWS}]\n\ndef f(y):\n    x = torch.zeros(len(SIZES))\n    x.copy_(y)\n    return x\n",
+    "read at module level": f"import torch\n\nSIZES = [\n{_ROWS}]\nN = len(SIZES)\n\ndef f(y):\n    return torch.zeros(N)\n",
+    "holding a name": f"import torch\n\nK = 3\nSIZES = [\n{_ROWS}    K,\n]\n\ndef f(y):\n    return torch.zeros(y)\n",
+    "holding a site": f"import torch\n\nSIZES = [\n{_ROWS}    torch.zeros(3),\n]\n",
+}
+
+
+def _outlined(text: str) -> str:
+    source = _source("m.py", text)
+    wanted, calls = passes._screened([rule for rule in PYTHON_RULES if rule.wants(source)], source)
+    return passes._outline(wanted, calls, source) or text
+
+
+@pytest.mark.parametrize("case", list(TABLES), ids=lambda case: re.sub(r"\W+", "-", case))
+def test_a_large_table_no_kept_code_reads_is_stubbed_with_the_same_findings(case, monkeypatch):
+    text = TABLES[case]
+    outlined = _outlined(text)
+    assert len(outlined) == len(text) and "name_1999" not in outlined, "the table was not stubbed"
+    assert re.sub(r"\s", "", outlined).count("=()") == 1
+    assert [m.start() for m in re.finditer(r"\r\n|\r|\n", outlined)] == [m.start() for m in re.finditer(r"\r\n|\r|\n", text)]
+    expected = _findings(PYTHON_RULES, "m.py", text)
+    assert expected[-1] is not None and len(expected) > 2, "no fix: the case tests nothing"
+    _whole_module(monkeypatch)
+    assert _findings(PYTHON_RULES, "m.py", text) == expected
+
+
+@pytest.mark.parametrize("case", list(KEPT_TABLES), ids=lambda case: re.sub(r"\W+", "-", case))
+def test_a_table_kept_code_reads_or_that_holds_code_is_kept(case):
+    assert "name_1999" in _outlined(KEPT_TABLES[case])
+
+
+def test_the_safety_net_parses_no_untouched_table(monkeypatch):
+    """libcst parses what the rewrite wrote, not the 2,000 rows beside it."""
+    import libcst
+
+    from optpatch.python_frontend import rewrite_error
+
+    text = TABLES["read by no code"]
+    parsed = []
+    parse_module = libcst.parse_module
+    monkeypatch.setattr(libcst, "parse_module", lambda code: parsed.append(code) or parse_module(code))
+    rewritten = text.replace("torch.zeros", "torch.empty")
+    line = text[: text.index("torch.zeros")].count("\n") + 1
+    assert rewrite_error(_source("m.py", text), _source("m.py", rewritten), [line]) is None
+    assert parsed and all("name_1999" not in code and "torch.empty" in code for code in parsed)
