@@ -1,9 +1,10 @@
 """How optpatch's cost grows with the size of one file and with the number of files (issue 21, section 4).
 
     python benchmarks/scaling.py [--src SRC]... [--sites 100,200,...] [--files 1,10,...] [--big-bytes N]
-                                 [--timeout S] [--repeat N] [--phases] [--skip sites,files,big,planner]
+                                 [--bytes 500000,...] [--timeout S] [--repeat N] [--phases]
+                                 [--skip sites,files,big,bytes,planner]
 
-Three generated workloads, each run as `optpatch apply TREE --no-cache -o PATCH --format json` in a
+Four generated workloads, each run as `optpatch apply TREE --no-cache -o PATCH --format json` in a
 fresh process, one run per row:
 
 - sites: one file with one `torch.zeros` site in each of N small functions, every site a fix (the
@@ -11,7 +12,10 @@ fresh process, one run per row:
 - files: N small modules of three functions each, one of them with a site;
 - big: one file of about `--big-bytes` bytes (default 2,000,000, under max-file-size's 2 MiB) with
   five sites, twice: of small functions like the sites file's, and of the classes, functions and
-  training loops of benchmarks/synthetic_tree.py.
+  training loops of benchmarks/synthetic_tree.py;
+- bytes: one file of each size in `--bytes` (0.5, 1 and 2 MB) with five sites, of a module-level
+  table of literal rows (issue 33, point 8), then of small functions: CPU per MB stays flat where
+  cost is linear in bytes.
 
 optpatch runs byte-compiled, as pip leaves it (an untimed first run fills a scratch
 PYTHONPYCACHEPREFIX). Each row gives wall time, CPU time (user and system, of the process and its workers), and for
@@ -45,6 +49,7 @@ from synthetic_tree import MODULE_CLASS, PLAIN_FUNCTION, TRAIN_LOOP
 
 HERE = Path(__file__).resolve().parent
 SITE = "\n\ndef f_{i}(n):\n    x = torch.zeros(n)\n    x.fill_(1)\n    return x\n"
+TABLE_ROW = "    ({i}, {i}.5, 'name_{i}', \"label {i}\", -{i}),\n"
 PLAIN = "\n\ndef g_{i}(x, scale=1.0):\n    y = x * scale + {i}\n    y = y.clamp(min=0)\n    return y.sum()\n"
 
 
@@ -61,8 +66,13 @@ def big_file(size: int, shape: str, sites: int = 5) -> str:
     """About SIZE bytes of code, with SITES sites spread evenly.
 
     SHAPE "small": small functions, as in the sites file; "synthetic": the
-    classes, functions and training loops of benchmarks/synthetic_tree.py.
+    classes, functions and training loops of benchmarks/synthetic_tree.py;
+    "table": a module-level table of literal rows that nothing reads, then
+    the sites' functions (a generated file of issue 33, point 8).
     """
+    if shape == "table":
+        rows = "".join(TABLE_ROW.format(i=i) for i in range(size // len(TABLE_ROW.format(i=10_000))))
+        return "import torch\n\nTABLE = [\n" + rows + "]\n" + "".join(SITE.format(i=i) for i in range(sites))
     if shape == "small":
         blocks = [PLAIN.format(i=i) for i in range(size // len(PLAIN.format(i=10_000)))]
     else:
@@ -195,6 +205,25 @@ def big_table(args, scratch: Path) -> None:
                   f"{cell(run, args.timeout, 'wall')} | {cell(run, args.timeout, 'cpu')} | {fixes} |", flush=True)
 
 
+def bytes_table(args, scratch: Path) -> None:
+    """Cost against bytes alone: files of each size in `--bytes`, five fixes each, of a module table and of functions."""
+    print("\n### Cost against bytes: one file of each size, five fixes\n")
+    srcs = sources(args)
+    print("| code | bytes | lines | checkout | wall | CPU | CPU per MB | fixes |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|")
+    for shape, label in (("table", "a module-level table"), ("small", "small functions")):
+        for size in args.bytes:
+            text = big_file(size, shape)
+            tree = write_tree(scratch / f"bytes-{shape}-{size}", {"big.py": text})
+            for name, src in srcs:
+                run = run_optpatch(src, tree, args.timeout, 1, args.repeat)
+                fixes = run.fixes if run.fixes is not None else "-"
+                per_mb = f"{run.cpu / (len(text.encode()) / 1e6):.2f} s" if run.fixes is not None else "-"
+                print(f"| {label} | {len(text.encode()):,} | {text.count(chr(10)):,} | {name} | "
+                      f"{cell(run, args.timeout, 'wall')} | {cell(run, args.timeout, 'cpu')} | {per_mb} | {fixes} |",
+                      flush=True)
+
+
 def phases_table(args, scratch: Path) -> None:
     """Where the CPU time of the largest sites file goes, in this process, for this checkout."""
     sys.path.insert(0, str(HERE.parent / "src"))
@@ -279,11 +308,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per row; the one with the least CPU time is shown")
     parser.add_argument("--phases", action="store_true")
     parser.add_argument("--planner", default="1000,10000,100000", help="fix counts for the planner's table")
-    parser.add_argument("--skip", default="", help="comma-separated: sites, files, big, planner")
+    parser.add_argument("--bytes", default="500000,1000000,2000000", help="file sizes for the bytes table")
+    parser.add_argument("--skip", default="", help="comma-separated: sites, files, big, bytes, planner")
     args = parser.parse_args()
     args.sites = [int(n) for n in args.sites.split(",") if n]
     args.files = [int(n) for n in args.files.split(",") if n]
     args.planner = [int(n) for n in args.planner.split(",") if n]
+    args.bytes = [int(n) for n in args.bytes.split(",") if n]
     skip = set(args.skip.split(","))
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"{date.today()}; load average {os.getloadavg()[0]:.1f} at the start")
@@ -298,6 +329,8 @@ def main() -> None:
             sites_table(args, scratch)
         if "big" not in skip:
             big_table(args, scratch)
+        if "bytes" not in skip:
+            bytes_table(args, scratch)
         if "files" not in skip:
             files_table(args, scratch)
         if "planner" not in skip:
