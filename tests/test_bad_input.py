@@ -84,7 +84,7 @@ def test_too_large_binary_and_outside_symlink_are_reported(tmp_path):
     result = run_cli("apply", str(repo), "-o", str(patch))
     assert result.returncode == 3
     out = result.stdout
-    assert "big.py: too large" in out
+    assert "warning: big.py: skipped: larger than max-file-size" in result.stderr
     assert "blob.cu: binary file" in out
     assert "late_nul.py: binary file" in out
     assert "link.py: symbolic link leading outside the tree" in out

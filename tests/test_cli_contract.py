@@ -162,10 +162,16 @@ def test_usage_errors_exit_two_and_write_nothing(example, tmp_path):
     assert not out.exists()
 
 
-def test_repo_config_cannot_name_a_command_without_trust(example, tmp_path):
-    (example / "pyproject.toml").write_text("[tool.optpatch]\nvalidate-command = 'rm -rf /'\n")
+def test_repo_config_naming_a_command_is_inert_with_a_note(example, tmp_path):
+    marker = tmp_path / "ran"
+    (example / "pyproject.toml").write_text(f"[tool.optpatch]\nvalidate-command = 'touch {marker}'\n")
     result = run_cli("apply", str(example), "-o", str(tmp_path / "p.diff"))
-    assert result.returncode == 2 and "--trust-config" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert "sets validate-command; not run" in result.stderr and not marker.exists()
+    trusted = run_cli("apply", str(example), "-o", str(tmp_path / "p.diff"), "--trust-config")
+    assert trusted.returncode == 0 and not marker.exists()  # only --validate runs it
+    asked = run_cli("apply", str(example), "-o", str(tmp_path / "p.diff"), "--validate")
+    assert asked.returncode == 2 and "--trust-config" in asked.stderr and not marker.exists()
 
 
 def test_suppression_comments_are_honoured_in_write_mode(example, tmp_path):

@@ -34,10 +34,11 @@ _AROUND_FILE = re.compile(r"^(bench_.*|benchmark_.*|.*_benchmark|.*_bench|profil
 
 
 @lru_cache(maxsize=4096)
-def area_of(rel: str, overrides: tuple[tuple[str, CodeArea], ...] = ()) -> CodeArea:
-    """The area of a path relative to the scanned root, with forward slashes; OVERRIDES: the `areas` setting."""
+def area_of(rel: str, overrides: tuple[tuple[str, CodeArea], ...] = (), pattern_rel: str | None = None) -> CodeArea:
+    """The area of a path relative to the scanned root, with forward slashes; OVERRIDES: the `areas` setting, whose
+    patterns see the path as PATTERN_REL (relative to their configuration's folder; None: REL)."""
     for pattern, area in reversed(overrides):
-        if _spec(pattern).match_file(rel):
+        if _spec(pattern).match_file(rel if pattern_rel is None else pattern_rel):
             return area
     return _area_by_name(rel)
 

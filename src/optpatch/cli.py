@@ -71,6 +71,8 @@ def selection_options(function):
                           "Fixes elsewhere are reported, not applied."),
         click.option("--force-exclude", is_flag=True, default=None,
                      help="Apply `exclude` also to files named on the command line (the pre-commit hooks pass it)."),
+        click.option("--strict", is_flag=True,
+                     help="A file over max-file-size is a failure (exit 3), not a skip with a warning."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache ($OPTPATCH_CACHE_DIR, else ~/.cache/optpatch)."),
         click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
@@ -120,10 +122,12 @@ def header_options(function):
     return function
 
 
+CONFIGURED_COMMAND = "\0validate-command"  # `--validate` with no CMD: the trusted configuration's command
 VALIDATE_COMMAND = click.option(
-    "--validate", "validate_command", metavar="CMD",
+    "--validate", "validate_command", metavar="CMD", is_flag=False, flag_value=CONFIGURED_COMMAND,
     help="Run CMD on a temporary copy of the tree, first unchanged, then with the fixes, with "
-         "uninitialised memory poisoned; back out every fix that makes it fail.")
+         "uninitialised memory poisoned; back out every fix that makes it fail. Without CMD (last, "
+         "or before another option): the configuration's validate-command, with --trust-config.")
 VALIDATE_TIMEOUT = click.option(
     "--validate-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
     help="With --validate: stop one run of CMD after this long (default: 1800).")
@@ -141,16 +145,16 @@ def validation_options(function):
 class Session:
     """What one invocation resolved: root, settings, where the report goes and what the command wrote."""
 
-    def __init__(self, root: Path, options: dict, config_start: Path, report_to_stderr: bool = False):
-        from optpatch.config import ConfigError, load_settings
+    def __init__(self, root: Path, options: dict, report_to_stderr: bool = False):
+        from optpatch.config import ConfigResolver
 
         self.root = root.resolve()
         self.options = options
-        try:
-            settings = load_settings(config_start.absolute(), options["config_path"], options["trust_config"])
-        except ConfigError as error:
-            raise CommandError(str(error)) from None
-        self.settings = _command_line_selection(settings, options)
+        self.configs = ConfigResolver(
+            trust_config=options["trust_config"], on_top=lambda settings: _command_line_selection(settings, options),
+            explicit=options["config_path"].absolute() if options["config_path"] else None,
+        )
+        self.settings = self.settings_for(self.root)  # the scanned root's: the fix policy of --validate, the commands
         self._check_codes()
         self.format = output_format(options.get("output_format") or "full")
         self._check_report_options()
@@ -160,6 +164,15 @@ class Session:
         self.scope_note: str | None = None
         if note := deprecation_note(options.get("output_format") or "full"):
             click.echo(note, err=True)
+
+    def settings_for(self, path: Path):
+        """The settings of PATH's folder (its nearest configuration's, the command line on top); exit 2 for a bad configuration."""
+        from optpatch.config import ConfigError
+
+        try:
+            return self.configs.for_path(path)
+        except ConfigError as error:
+            raise CommandError(str(error)) from None
 
     @cached_property
     def stderr(self):
@@ -181,29 +194,40 @@ class Session:
             _check_output(options["output_file"].resolve(), "--output-file")
 
     def run(self, paths: list[Path] | None = None):
+        from optpatch.config import ConfigError
         from optpatch.engine import run
         from optpatch.narrowing import drop_out_of_scope
         from optpatch.policy import FixPolicy
+        from optpatch.profile_trace import ProfileError
 
         narrowing = self.narrowing(paths)
-        policy = FixPolicy.of(self.settings)
         progress = None
         if not self.options["quiet"] and self.stderr.is_terminal:
             progress = _ProgressBar(self.stderr)
-        from optpatch.profile_trace import ProfileError
-
         try:
-            result = run(
-                self.root, self.settings, policy, narrowing.paths, self.options["jobs"], progress,
+            result = run(  # each file's policy is its settings' (engine.run)
+                self.root, self.configs, FixPolicy(), narrowing.paths, self.options["jobs"], progress,
                 use_cache=not self.options["no_cache"], filters=narrowing.filters, profile=self.options.get("profile"),
             )
-        except ProfileError as error:
+        except (ConfigError, ProfileError) as error:
             raise CommandError(str(error)) from None
         finally:
             if progress:
                 progress.close()
         self.scope_note = narrowing.note(drop_out_of_scope(result))
         return result
+
+    def print_notes(self) -> None:
+        """The configuration's notes (command settings left alone), once, unless --quiet."""
+        if self.options["quiet"]:
+            return
+        for note in self.configs.notes():
+            self.stderr.print(note, markup=False, soft_wrap=True)
+
+    def print_warnings(self, result) -> None:
+        """A line on stderr for each file skipped that the user would otherwise miss: over max-file-size, or named but not analysed."""
+        for rel, why in result.warnings:
+            self.stderr.print(f"warning: {rel}: skipped: {why}", markup=False, soft_wrap=True)
 
     def narrowing(self, paths: list[Path] | None):
         """The files and finding filters that --changed-since, --changed-lines and --baseline ask for."""
@@ -216,7 +240,7 @@ class Session:
         request = NarrowingRequest(options.get("changed_since"), bool(options.get("changed_lines")), options.get("baseline"),
                                    Impact(level) if level else None)
         try:
-            return narrow(self.root, self.settings.exclude, paths, request)
+            return narrow(self.root, self.configs, paths, request)
         except NarrowingError as error:
             raise CommandError(str(error)) from None
 
@@ -234,6 +258,9 @@ class Session:
 
     def report(self, result, note: str | None = None, validation=None) -> None:
         """The report in the chosen format; after --validate, with what validation ran, dropped and accepted."""
+        self.print_notes()
+        if result is not None:
+            self.print_warnings(result)
         validation_dict = validation.to_dict() if validation is not None else None
         if self.options.get("json_output"):
             text = _json_document(self, result, validation_dict)
@@ -426,8 +453,9 @@ class _ProgressBar:
             self.bar.stop()
 
 
-def _exit_status(result, findings_status: int = EXIT_OK) -> int:
-    return EXIT_FILE_ERRORS if result.errors else findings_status
+def _exit_status(result, findings_status: int = EXIT_OK, strict: bool = False) -> int:
+    """3 when a file could not be analysed (with --strict, also one skipped as over max-file-size), else FINDINGS_STATUS."""
+    return EXIT_FILE_ERRORS if result.errors or (strict and result.oversized) else findings_status
 
 
 def scope_options(function):
@@ -537,7 +565,7 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     from optpatch.writer import write_fixes
 
     to_stdout = output == "-"
-    session = Session(repo, options, config_start=repo, report_to_stderr=to_stdout)
+    session = Session(repo, options, report_to_stderr=to_stdout)
     output_path = None if to_stdout else Path(output).resolve()
     if output_path is not None:
         _check_output(output_path, "-o")
@@ -560,7 +588,7 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
         session.patch_path = str(output_path)
         note = _patch_note(result, output, repo, checkable=not write_in_place)
     session.delivery = PATCH_WRITTEN
-    status = EXIT_VALIDATION if validation is not None and validation.failed else _exit_status(result)
+    status = EXIT_VALIDATION if validation is not None and validation.failed else _exit_status(result, strict=options["strict"])
     if write_in_place:
         report = write_fixes(session.root, result.changes)
         for rel, why in report.refused:
@@ -643,7 +671,7 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, 
         _check_output(write_baseline.resolve(), "--write-baseline")
     if options["json_output"]:
         _check_output(options["json_output"].resolve(), "--json-output")
-    session = Session(root, options, config_start=Path(os.path.commonpath([str(p) for p in named])), report_to_stderr=show_diff)
+    session = Session(root, options, report_to_stderr=show_diff)
     validation = _run_validation(session, [p.absolute() for p in paths])
     result = session.run([p.absolute() for p in paths]) if validation is None else validation.result
     if result is None:
@@ -675,7 +703,7 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, 
         session.exit(EXIT_VALIDATION)
     if refused_writes:  # as `apply --write`: a fix left unwritten must not pass a pre-commit hook as clean
         session.exit(EXIT_FILE_ERRORS)
-    session.exit(_exit_status(result, EXIT_FINDINGS if fixable and not exit_zero else EXIT_OK))
+    session.exit(_exit_status(result, EXIT_FINDINGS if fixable and not exit_zero else EXIT_OK, options["strict"]))
 
 
 def _run_format_command(session: Session, result) -> None:
@@ -710,7 +738,15 @@ def _run_validation(session: Session, paths: list[Path] | None = None, build_sta
     options = session.options
     if options["validate_command"] is not None and not options["validate_command"].strip():
         raise CommandError("--validate needs a command, e.g. --validate \"python -m pytest -q\"")
-    command = options["validate_command"] or session.settings.validate_command
+    command = options["validate_command"]
+    if command == CONFIGURED_COMMAND:
+        command = session.settings.validate_command
+        if command is None:
+            where = session.settings.source
+            raise CommandError(
+                f"--validate without CMD runs the configuration's validate-command, and {where} sets none that is "
+                "trusted: give --validate CMD" + (", or pass --trust-config" if session.settings.inert_commands else "")
+            )
     if not command:
         if options["build_command"] and not build_stands_alone:
             raise CommandError("--build CMD needs --validate CMD: the build runs only before validation runs")
@@ -760,7 +796,7 @@ def _record_baseline(session: Session, result, path: Path) -> None:
 
     _write_output(path.resolve(), baseline_document(result.findings).encode("utf-8"), "--write-baseline")
     session.report(result, f"Recorded {len(recordable(result.findings))} finding(s) in {path}.")
-    session.exit(_exit_status(result))
+    session.exit(_exit_status(result, strict=session.options["strict"]))
 
 
 def _resolve_parent(path: Path) -> Path:
@@ -858,7 +894,7 @@ def explain(target: str, **options) -> None:
     paths = [repo / file] if file else None
     if file and not (repo / file).exists():
         raise CommandError(f"{repo / file}: no such file")
-    session = Session(repo, options, config_start=paths[0] if paths else repo)
+    session = Session(repo, options)
     result = session.run(paths)
     findings = [f for f in result.findings if line is None or f.line == line]
     if not findings:
@@ -866,9 +902,10 @@ def explain(target: str, **options) -> None:
         click.echo(f"No site examined at {where}: no rule found an allocation or call it handles there.")
     for text in explain_text(findings, session.sink.width):
         click.echo(text)
+    session.print_warnings(result)
     for error in result.errors:
         session.stderr.print(f"error {error.location()}: {error.reason}", markup=False, soft_wrap=True)
-    sys.exit(_exit_status(result))
+    sys.exit(_exit_status(result, strict=options["strict"]))
 
 
 def _parse_target(target: str) -> tuple[Path, str | None, int | None]:
@@ -996,7 +1033,7 @@ def bench(command: str, repo: Path, rounds: int | None, time_s: float | None, wa
     except ValueError as error:
         raise CommandError(str(error)) from None
     schedule = Schedule(warmup, rounds if rounds is not None or time_s is not None else Schedule.rounds, time_s)
-    session = Session(repo, options, config_start=repo)
+    session = Session(repo, options)
     variants = _bench_variants(session, per_rule)
     _bench_and_report(session, command, variants, chosen_metric, schedule, timeout_s, require_speedup, plot_path, as_json)
 

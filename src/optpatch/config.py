@@ -1,24 +1,32 @@
-"""Settings: defaults, the scanned tree's configuration file, then the command line.
+"""Settings: defaults, each file's configuration file, then the command line.
 
-One discovery for every command (`find_config`): from the scanned path
-upwards, the first folder holding `.optpatch.toml`, `optpatch.toml` or a
-`pyproject.toml` with a `[tool.optpatch]` table gives the configuration, in
-that order of preference within a folder (ruff's order for its own files).
-A `pyproject.toml` without the table is passed over, so a package's own
-pyproject does not hide its repository's settings.
+Every file has its own settings, as in ruff's hierarchical configuration
+(`ConfigResolver`): from the file's folder upwards, the first folder holding
+`.optpatch.toml`, `optpatch.toml` or a `pyproject.toml` with a
+`[tool.optpatch]` table gives the configuration, in that order of preference
+within a folder (ruff's order for its own files). A `pyproject.toml` without
+the table is passed over, so a package's own pyproject does not hide its
+repository's settings. `exclude` and `per-file-ignores` patterns are relative
+to the folder of the file that sets them, so a file gets the same verdict
+whichever paths a command names. `--config PATH` gives every file PATH's
+settings.
 
-A scanned repository's configuration never names a command that optpatch
-will run unless the user passes --trust-config: a CI bot scanning a fork must
-not execute what the fork asks for.
+A command named in a scanned repository's configuration is never run unless
+the user passes --trust-config, and `validate-command` only with --validate:
+a CI bot scanning a fork must not execute what the fork asks for. Until then
+such a setting is inert, with a note (`ConfigResolver.notes`), never an error.
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
-from optpatch.discovery import pattern_error
+from optpatch.areas import area_of
+from optpatch.discovery import gitignore_spec, pattern_error
 from optpatch.model import CodeArea, Tier
 from optpatch.source import DEFAULT_MAX_BYTES
 
@@ -45,6 +53,30 @@ class Settings:
     fix_areas: tuple[CodeArea, ...] = (CodeArea.LIBRARY,)  # the areas whose fixes the run applies (policy.py)
     areas: tuple[tuple[str, CodeArea], ...] = ()  # (gitignore pattern, area): overrides areas.py's path heuristic
     include_dirs: tuple[str, ...] = ()  # `include-dirs` and -I: searched first for C++/CUDA headers (absolute paths)
+    folder: str = ""  # the absolute folder `exclude`, `per-file-ignores` and `areas` are relative to; "": the scanned root
+    inert_commands: tuple[str, ...] = ()  # command settings read but not trusted: kept out of every run, noted once
+
+    def pattern_path(self, path: Path, rel: str) -> str | None:
+        """PATH (REL under the scanned root) as `exclude`, `per-file-ignores` and `areas` see it: relative to `folder`;
+        None outside it."""
+        if not self.folder:
+            return rel
+        try:
+            return Path(os.path.abspath(path)).relative_to(self.folder).as_posix()
+        except ValueError:
+            return None
+
+    def area_of(self, path: Path, rel: str) -> CodeArea:
+        """PATH's area: `areas` sees it relative to `folder`, as `exclude` does; areas.py's heuristic sees REL."""
+        probe = self.pattern_path(path, rel)
+        return area_of(rel, self.areas if probe is not None else (), probe)
+
+    def excludes(self, path: Path, rel: str, is_dir: bool) -> bool:
+        """Whether `exclude` names PATH (a folder when IS_DIR)."""
+        probe = self.pattern_path(path, rel)
+        if not probe or probe == "." or not self.exclude:
+            return False
+        return gitignore_spec(self.exclude).match_file(probe + "/" if is_dir else probe)
 
 
 _KEYS = {
@@ -69,23 +101,99 @@ _KEYS = {
 CONFIG_FILES = (".optpatch.toml", "optpatch.toml", "pyproject.toml")  # within one folder, the first one found wins
 
 
-def load_settings(start: Path, config_path: Path | None, trust_config: bool) -> Settings:
-    """Settings from `--config PATH`, else from the configuration `find_config(START)` finds, else defaults."""
-    path = config_path or find_config(start)
-    if path is None:
-        return Settings()
-    table = _optpatch_table(path, _read_toml(path))
-    return settings_from_table(_table(table, "tool.optpatch", str(path)), str(path), trust_config)
+@dataclass
+class ConfigResolver:
+    """The settings of each file: its nearest configuration's (else defaults), with the command line on top.
+
+    Looked up once a folder: a walk of a large tree reads each configuration
+    file once. Every configuration met is checked when first read, so a
+    mistake in one stops the run (exit 2) whichever file reached it first.
+    """
+
+    trust_config: bool = False
+    on_top: Callable[[Settings], Settings] = lambda settings: settings  # the command line's options
+    explicit: Path | None = None  # --config PATH: every file's configuration
+    _by_folder: dict[str, Settings] = field(default_factory=dict)
+    _by_file: dict[str, Settings] = field(default_factory=dict)
+
+    @classmethod
+    def fixed(cls, settings: Settings) -> "ConfigResolver":
+        """Every file gets SETTINGS (a run given its settings directly)."""
+        resolver = cls()
+        resolver._by_file[""] = settings
+        return resolver
+
+    def for_path(self, path: Path) -> Settings:
+        """The settings of a file, or of a folder's contents when PATH is a folder."""
+        absolute = Path(os.path.abspath(path))
+        return self.for_folder(absolute if absolute.is_dir() else absolute.parent)
+
+    def for_folder(self, folder: Path) -> Settings:
+        if "" in self._by_file:
+            return self._by_file[""]
+        if self.explicit is not None:
+            return self._load(self.explicit)
+        key = os.path.abspath(folder)
+        if key not in self._by_folder:
+            config = _config_in(Path(key))
+            parent = os.path.dirname(key)
+            if config is not None:
+                self._by_folder[key] = self._load(config)
+            elif parent == key:
+                self._by_folder[key] = self.on_top(Settings())
+            else:
+                self._by_folder[key] = self.for_folder(Path(parent))
+        return self._by_folder[key]
+
+    def _load(self, path: Path) -> Settings:
+        key = str(path)
+        if key not in self._by_file:
+            table = _table(_optpatch_table(path, _read_toml(path)), "tool.optpatch", key)
+            settings = settings_from_table(table, key, self.trust_config)
+            folder = os.path.abspath(path.parent)
+            self._by_file[key] = self.on_top(replace(settings, folder=folder))
+        return self._by_file[key]
+
+    def excluded(self, path: Path, rel: str, is_dir: bool) -> bool:
+        """discovery.Exclusions: PATH is judged by the configuration of the folder that holds it."""
+        return self.for_folder(path.parent).excludes(path, rel, is_dir)
+
+    def force_excluded(self, path: Path, rel: str) -> bool:
+        """discovery.Exclusions: a named PATH, or a folder above it up to the root, that its folder's `exclude` names."""
+        path = Path(os.path.abspath(path))
+        parts = rel.split("/")
+        for depth in range(len(parts), 0, -1):
+            settings = self.for_folder(path.parent)
+            if settings.force_exclude and settings.excludes(path, "/".join(parts[:depth]), depth < len(parts) or path.is_dir()):
+                return True
+            path = path.parent
+        return False
+
+    def notes(self) -> list[str]:
+        """One line for each configuration read whose command settings this run leaves alone."""
+        return [
+            f"note: {settings.source} sets {', '.join(settings.inert_commands)}; not run: "
+            + ("it runs only with --validate and --trust-config" if settings.inert_commands == ("validate-command",)
+               else "pass --trust-config to allow it (validate-command: with --validate)")
+            for settings in dict.fromkeys(self._by_file.values()) if settings.inert_commands
+        ]
 
 
 def find_config(start: Path) -> Path | None:
     """The configuration file nearest to START (a file or folder), looking upwards; None when there is none."""
     folder = start if start.is_dir() else start.parent
     for candidate in (folder, *folder.parents):
-        for name in CONFIG_FILES:
-            path = candidate / name
-            if path.is_file() and (name != "pyproject.toml" or _has_optpatch_table(path)):
-                return path
+        if (path := _config_in(candidate)) is not None:
+            return path
+    return None
+
+
+def _config_in(folder: Path) -> Path | None:
+    """FOLDER's own configuration file, if it has one."""
+    for name in CONFIG_FILES:
+        path = folder / name
+        if path.is_file() and (name != "pyproject.toml" or _has_optpatch_table(path)):
+            return path
     return None
 
 
@@ -176,15 +284,15 @@ def settings_from_table(table: dict, origin: str, trust_config: bool) -> Setting
             if not isinstance(values[name], bool):
                 raise ConfigError(f"{origin}: {name.replace('_', '-')} must be true or false")
             settings = replace(settings, **{name: values[name]})
-    # Settings that run a command from the scanned repository, and the command-line option that is the safe way.
-    for name, option in (("validate_command", "--validate"), ("format_command", "--format-command")):
+    # Settings that run a command from the scanned repository: inert unless trusted (module docstring).
+    for name in ("validate_command", "format_command"):
         if name in values:
-            if not trust_config:
-                raise ConfigError(
-                    f"{origin}: sets {name.replace('_', '-')}, which would run a command from the scanned "
-                    f"repository; pass --trust-config to allow it, or {option} CMD yourself"
-                )
-            settings = replace(settings, **{name: str(values[name])})
+            if not isinstance(values[name], str):
+                raise ConfigError(f"{origin}: {name.replace('_', '-')} must be a string (a shell command)")
+            if trust_config:
+                settings = replace(settings, **{name: values[name]})
+            else:
+                settings = replace(settings, inert_commands=settings.inert_commands + (name.replace("_", "-"),))
     return settings
 
 

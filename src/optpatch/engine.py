@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
-from optpatch.config import Settings
+from optpatch.config import ConfigResolver, Settings
 from optpatch.cpp_headers import HeaderSetup
 from optpatch.discovery import discover, is_generated
 from optpatch.formatter_config import FormatterConfig, read_formatter_config
@@ -47,7 +47,7 @@ NO_HEADERS_VARIABLE = "OPTPATCH_NO_HEADERS"
 
 def run(
     root: Path,
-    settings: Settings,
+    settings: Settings | ConfigResolver,
     policy: FixPolicy,
     paths: list[Path] | None = None,
     jobs: int | None = None,
@@ -56,37 +56,101 @@ def run(
     filters: tuple[FindingFilter, ...] = (),
     profile: Path | None = None,
 ) -> RunResult:
-    """`profile`: a torch.profiler trace or py-spy profile whose measurements weigh the findings (profile_trace.py)."""
+    """Analyse and settle the files under ROOT (or PATHS): with SETTINGS, or each with its own configuration's.
+
+    Given a ConfigResolver, files are run in groups of equal settings, each
+    with its own rules, cache pack and policy (`FixPolicy.of` its settings).
+    The call graph spans every group, so a file's frequency is the same
+    whichever configuration its callers have. `profile`: a torch.profiler
+    trace or py-spy profile whose measurements weigh the findings
+    (profile_trace.py).
+    """
     started = time.perf_counter()
-    if os.environ.get(NO_HEADERS_VARIABLE):  # as --no-headers; in the settings, so in the cache key too
-        settings = replace(settings, headers=False)
-    rules = select_rules(rule_facts(), settings.select, settings.ignore)
-    found = discover(root, settings.exclude, paths, settings.force_exclude)
-    formatters = read_formatter_config(root, (rel for _, rel in found.files))
+    configs = settings if isinstance(settings, ConfigResolver) else ConfigResolver.fixed(settings)
+    found = discover(root, configs, paths)
+    by_settings: dict[Settings, list[tuple[Path, str]]] = {}
+    for path, rel in found.files:
+        by_settings.setdefault(configs.for_path(path), []).append((path, rel))
+    oversized: list[str] = []
+    groups: list[_Group] = []
+    for group_settings, files in by_settings.items():
+        group_policy = policy if configs is not settings else _policy_with(policy, group_settings)
+        files, too_large = _within_size(files, group_settings.max_file_size)
+        found.skipped.extend(too_large)
+        found.warnings.extend(too_large)
+        oversized.extend(rel for rel, _ in too_large)
+        groups.append(_Group.open(root, group_settings, group_policy, files, use_cache, filters))
+    calls, fresh = _project_calls(root, configs, groups, paths, use_cache)
+    weights = _frequencies(calls, profile, [facts for group in groups for facts in group.rules])
+    counter = _Counter(progress, len(found.files))
     jobs = max(1, jobs or os.cpu_count() or 1)
-    headers = HeaderSetup.for_run(root, settings.compile_commands, settings.headers, settings.include_dirs)
-    task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy, filters=filters,
-                     formatters=formatters, headers=headers)
     results: list[FileResult] = []
-    store = _open_cache(root, rules, settings, formatters) if use_cache else None
-    cached, todo = _cached(store, found.files, settings.max_file_size) if store is not None else ([], found.files)
-    calls, fresh = _project_calls(root, settings, cached, todo, paths, store)
-    weights = _frequencies(calls, profile, rules)
-    for path, rel, raw, record in cached:
-        with _collections_paused():
-            results.append(task.settle(record, path, rel, raw, weights(rel)))
-        if record.changed:  # this policy led to a text, or a rewrite, the cache had not seen
-            store.put(rel, record)
-    todo = [(path, rel, fresh.get(rel), weights(rel)) for path, rel in todo]
-    done = len(results)
-    for result, record in _map(task, todo, jobs, _offset(progress, done, len(found.files))):
-        results.append(result)
-        if store is not None and record is not None:
-            store.put(result.rel, record)
-    if store is not None:
-        store.save()
+    for group in groups:
+        results.extend(group.finish(fresh, weights, jobs, counter))
     results.sort(key=lambda r: r.rel)
-    return RunResult(root.resolve(), results, found.errors, found.skipped, time.perf_counter() - started)
+    found.skipped.sort()
+    return RunResult(root.resolve(), results, found.errors, found.skipped, time.perf_counter() - started,
+                     oversized=sorted(oversized), warnings=sorted(found.warnings))
+
+
+@dataclass
+class _Group:
+    """The files that share one configuration: their rules, task and cache pack, and which the cache holds."""
+
+    settings: Settings
+    rules: list[RuleFacts]
+    task: "_FileTask"
+    store: object  # the ResultCache of this group's pack, or None
+    cached: list  # (path, rel, bytes, record)
+    todo: list[tuple[Path, str]]
+
+    @classmethod
+    def open(cls, root: Path, settings: Settings, policy: FixPolicy, files: list[tuple[Path, str]], use_cache: bool,
+             filters: tuple[FindingFilter, ...]) -> "_Group":
+        if os.environ.get(NO_HEADERS_VARIABLE):  # as --no-headers; in the settings, so in the cache key too
+            settings = replace(settings, headers=False)
+        rules = select_rules(rule_facts(), settings.select, settings.ignore)
+        formatters = read_formatter_config(root, (rel for _, rel in files))
+        headers = HeaderSetup.for_run(root, settings.compile_commands, settings.headers, settings.include_dirs)
+        task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy, filters=filters,
+                         formatters=formatters, headers=headers)
+        store = _open_cache(root, rules, settings, formatters) if use_cache else None
+        cached, todo = _cached(store, files, settings.max_file_size) if store is not None else ([], files)
+        return cls(settings, rules, task, store, cached, todo)
+
+    def finish(self, fresh: dict, weights, jobs: int, counter: "_Counter") -> list[FileResult]:
+        """Settle the cached files, analyse the others (in a process pool when many), and save the pack."""
+        results: list[FileResult] = []
+        for path, rel, raw, record in self.cached:
+            with _collections_paused():
+                results.append(self.task.settle(record, path, rel, raw, weights(rel)))
+            if record.changed:  # this policy led to a text, or a rewrite, the cache had not seen
+                self.store.put(rel, record)
+        counter.add(len(results))
+        todo = [(path, rel, fresh.get(rel), weights(rel)) for path, rel in self.todo]
+        for result, record in _map(self.task, todo, jobs, counter.offset()):
+            results.append(result)
+            if self.store is not None and record is not None:
+                self.store.put(result.rel, record)
+        counter.done += len(todo)
+        if self.store is not None:
+            self.store.save()
+        return results
+
+
+def _within_size(files: list[tuple[Path, str]], limit: int) -> tuple[list[tuple[Path, str]], list[tuple[str, str]]]:
+    """The files within `max-file-size`, and (rel, why) for those over it: skipped, not failed (--strict fails them)."""
+    kept, skipped = [], []
+    for path, rel in files:
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = 0  # the analysis says why it cannot be read
+        if size > limit:
+            skipped.append((rel, f"larger than max-file-size ({size:,} > {limit:,} bytes)"))
+        else:
+            kept.append((path, rel))
+    return kept, skipped
 
 
 @contextmanager
@@ -137,26 +201,46 @@ def _cached(store, files: list[tuple[Path, str]], max_bytes: int):
     return hits, misses
 
 
-def _project_calls(root: Path, settings: Settings, cached, todo, paths, store):
+def _policy_with(policy: FixPolicy, settings: Settings) -> FixPolicy:
+    """POLICY with a configuration's own policy (`FixPolicy.of`): its `unsafe-fixes` and `tiers` added, its
+    `fix-areas` (the command line's --fix-areas is in SETTINGS too)."""
+    own = FixPolicy.of(settings)
+    return replace(policy, unsafe_fixes=policy.unsafe_fixes or own.unsafe_fixes,
+                   tiers=tuple(sorted(set(policy.tiers) | set(own.tiers))), fix_areas=own.fix_areas)
+
+
+def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group], paths, use_cache: bool):
     """Every Python file's part of the call graph, by path; and those of the files to analyse, for their records.
 
     A cached record carries its file's; the others are read from their
     `ast` here. A run narrowed to some paths still needs the whole
-    project's, since callers live anywhere.
+    project's, since callers live anywhere: each such file is indexed with
+    its own configuration's settings and kept in its own pack.
     """
     from optpatch.model import Language
     from optpatch.source import language_of
 
-    calls = {rel: record.calls for _, rel, _, record in cached if record.calls is not None}
+    calls = {rel: record.calls for group in groups for _, rel, _, record in group.cached if record.calls is not None}
     fresh = {}
-    for path, rel in todo:
-        if language_of(rel) is Language.PYTHON and (index := _indexed(path, rel, settings, store)) is not None:
-            calls[rel] = fresh[rel] = index
+    for group in groups:
+        for path, rel in group.todo:
+            if language_of(rel) is Language.PYTHON and (index := _indexed(path, rel, group.settings, group.store)) is not None:
+                calls[rel] = fresh[rel] = index
     if paths is not None:
-        for path, rel in discover(root, settings.exclude, None, settings.force_exclude).files:
+        others: dict[Settings, list[tuple[Path, str]]] = {}
+        for path, rel in discover(root, configs, None).files:
             if rel not in calls and language_of(rel) is Language.PYTHON:
+                others.setdefault(configs.for_path(path), []).append((path, rel))
+        stores = {group.settings: group.store for group in groups}
+        for settings, files in others.items():
+            store = stores.get(settings)
+            if store is None and use_cache:
+                store = _Group.open(root, settings, FixPolicy.of(settings), [], True, ()).store
+            for path, rel in files:
                 if (index := _indexed(path, rel, settings, store, keep=True)) is not None:
                     calls[rel] = index
+            if store is not None and settings not in stores:
+                store.save()
     return calls, fresh
 
 
@@ -193,12 +277,25 @@ def _frequencies(calls: dict, profile: Path | None, rules: list[RuleFacts]):
     return lambda rel: frequencies.of_file(rel, measured.for_file(rel, ops) if measured is not None else None)
 
 
-def _offset(progress, done: int, total: int):
-    if progress is None:
-        return None
-    if done:
-        progress(done, total)
-    return lambda index, _: progress(done + index, total)
+class _Counter:
+    """Progress over every group of a run: files done so far, of the run's total."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None, total: int):
+        self.progress = progress
+        self.total = total
+        self.done = 0
+
+    def add(self, count: int) -> None:
+        self.done += count
+        if self.progress and count:
+            self.progress(self.done, self.total)
+
+    def offset(self):
+        """The callback of one group's analysis, counted after what is done."""
+        if self.progress is None:
+            return None
+        before = self.done
+        return lambda index, _: self.progress(before + index, self.total)
 
 
 def _map(task, files, jobs, progress) -> Iterator[tuple[FileResult, FileRecord | None]]:
@@ -270,8 +367,10 @@ class _FileTask:
     def facts(self) -> list[RuleFacts]:
         return [facts for facts in rule_facts() if facts.code in self.codes]
 
-    def rules(self, rel: str) -> list[type[Rule]]:
-        return rules_for(rel, [rule for rule in load_rules() if rule.code in self.codes], self.settings)
+    def rules(self, path: Path, rel: str) -> list[type[Rule]]:
+        """The rules for one file: `per-file-ignores` sees it relative to its configuration's folder."""
+        chosen = [rule for rule in load_rules() if rule.code in self.codes]
+        return rules_for(self.settings.pattern_path(path, rel) or rel, chosen, self.settings)
 
     def __call__(self, item: tuple) -> tuple[FileResult, FileRecord | None]:
         """Analyse and settle one file: its result, and the record the cache keeps (None: not cacheable).
@@ -279,7 +378,7 @@ class _FileTask:
         ITEM: the path, its name in the root, its part of the call graph and how often its functions run.
         """
         path, rel, calls, frequencies = item
-        source = read_source(path, rel, self.settings.max_file_size, self.settings.areas)
+        source = read_source(path, rel, self.settings.max_file_size, self.settings.area_of(path, rel))
         if isinstance(source, FileError):
             return FileResult(rel, error=source), None
         with _collections_paused():
@@ -297,7 +396,7 @@ class _FileTask:
             # no rule can have a site here: no import, no parse, and any suppression in it silences nothing
             record.analyses[record.digest] = Analysis(unused_suppressions=tuple(suppression_lines(source)))
         else:
-            record.analyses[record.digest] = analyse_text(source, self.rules(source.rel), record.style, self.headers)
+            record.analyses[record.digest] = analyse_text(source, self.rules(source.path, source.rel), record.style, self.headers)
         return record
 
     def anticipate_the_flip(self, record: FileRecord, path: Path, rel: str, source: SourceFile, frequencies=None) -> None:
@@ -314,11 +413,11 @@ class _FileTask:
         if not any(f.tier is Tier.UNSAFE for f in first.findings):
             return
         flipped = replace(self.policy, unsafe_fixes=not self.policy.unsafe_fixes)
-        settle(record, lambda: source, lambda: self.rules(rel), flipped, self.filters, rel, self.headers, frequencies)
+        settle(record, lambda: source, lambda: self.rules(path, rel), flipped, self.filters, rel, self.headers, frequencies)
 
     def settle(self, record: FileRecord, path: Path, rel: str, raw: bytes, frequencies=None,
                source: SourceFile | None = None) -> FileResult:
         def load() -> SourceFile:
-            return source if source is not None else source_from_bytes(path, rel, raw, self.settings.areas)
+            return source if source is not None else source_from_bytes(path, rel, raw, self.settings.area_of(path, rel))
 
-        return settle(record, load, lambda: self.rules(rel), self.policy, self.filters, rel, self.headers, frequencies)
+        return settle(record, load, lambda: self.rules(path, rel), self.policy, self.filters, rel, self.headers, frequencies)

@@ -48,7 +48,7 @@ class Narrowing:
         return f"{hidden} finding(s) {self.described} not shown." if hidden else None
 
 
-def narrow(root: Path, exclude: tuple[str, ...], paths: list[Path] | None, request: NarrowingRequest) -> Narrowing:
+def narrow(root: Path, exclude, paths: list[Path] | None, request: NarrowingRequest) -> Narrowing:
     """The files and filters REQUEST asks for, under ROOT (or PATHS inside it)."""
     from optpatch.baseline import BaselineError, load_baseline
     from optpatch.changes import ChangesError, changes_since

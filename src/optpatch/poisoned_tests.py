@@ -393,7 +393,7 @@ class FixRenderer:
         analysed = {r.rel: r.old for r in analysis.files}
         formatters = read_formatter_config(root, self.ids_by_file)
         for rel in self.ids_by_file:
-            source = read_source(root / rel, rel, settings.max_file_size, settings.areas)
+            source = read_source(root / rel, rel, settings.max_file_size, settings.area_of(root / rel, rel))
             if not isinstance(source, SourceFile) or source.raw != analysed.get(rel):
                 raise ValidationSetupError(f"{root / rel}: changed while optpatch was reading it; run optpatch again")
             self.sources[rel] = source

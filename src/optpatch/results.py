@@ -51,6 +51,8 @@ class RunResult:
     discovery_errors: list[FileError]
     skipped: list[tuple[str, str]]
     seconds: float = 0.0
+    oversized: list[str] = field(default_factory=list)  # the skipped files over max-file-size: failures only with --strict
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (rel, why) of skipped files a warning names
 
     @property
     def findings(self) -> list[Finding]:

@@ -47,7 +47,7 @@ class SourceFile:
     bom: bool
     language: Language
     _line_starts: list[int] | None = field(default=None, repr=False)
-    area: CodeArea | None = None  # None: from the path alone (areas.py); the engine gives the `areas` setting's
+    area: CodeArea | None = None  # None: from the path alone (areas.py); the engine gives its settings' (`areas`)
 
     def __post_init__(self) -> None:
         self.language = Language(self.language)  # "python" is Language.PYTHON
@@ -89,8 +89,8 @@ def line_starts(text: str) -> list[int]:
 
 
 def read_source(path: Path, rel: str, max_bytes: int = DEFAULT_MAX_BYTES,
-                areas: tuple[tuple[str, CodeArea], ...] = ()) -> SourceFile | FileError:
-    """Read and decode one file, or say precisely why it cannot be analysed. AREAS: the `areas` setting."""
+                area: CodeArea | None = None) -> SourceFile | FileError:
+    """Read and decode one file, or say precisely why it cannot be analysed. AREA: its settings' (None: the path's)."""
     language = language_of(path)
     if language is None:
         return FileError(rel, "not a Python or C++/CUDA source file")
@@ -106,12 +106,11 @@ def read_source(path: Path, rel: str, max_bytes: int = DEFAULT_MAX_BYTES,
         return FileError(rel, "disappeared while optpatch was running")
     except OSError as error:
         return FileError(rel, f"cannot be read: {error.strerror or error}")
-    return source_from_bytes(path, rel, raw, areas)
+    return source_from_bytes(path, rel, raw, area)
 
 
-def source_from_bytes(path: Path, rel: str, raw: bytes,
-                      areas: tuple[tuple[str, CodeArea], ...] = ()) -> SourceFile | FileError:
-    """Decode bytes already read from PATH (a source file, by its suffix). AREAS: the `areas` setting."""
+def source_from_bytes(path: Path, rel: str, raw: bytes, area: CodeArea | None = None) -> SourceFile | FileError:
+    """Decode bytes already read from PATH (a source file, by its suffix). AREA: its settings' (None: the path's)."""
     language = language_of(path)
     assert language is not None
     if b"\0" in raw:  # anywhere: a NUL past the first block makes the file no more Python or C++ than one in it
@@ -120,7 +119,7 @@ def source_from_bytes(path: Path, rel: str, raw: bytes,
     if isinstance(decoded, FileError):
         return FileError(rel, decoded.reason, decoded.line)
     text, encoding, bom = decoded
-    return SourceFile(rel, path, raw, text, encoding, bom, language, area=area_of(rel, areas))
+    return SourceFile(rel, path, raw, text, encoding, bom, language, area=area)
 
 
 def _decode(raw: bytes, language: Language) -> tuple[str, str, bool] | FileError:

@@ -176,8 +176,10 @@ def test_no_surviving_fix_exits_four_with_an_empty_patch(decode_repo, tmp_path):
 def test_a_trusted_configuration_names_the_default_command(decode_repo, tmp_path):
     (decode_repo / "pyproject.toml").write_text("[tool.optpatch]\nvalidate-command = \"echo ran-from-config; exit 3\"\n")
     untrusted = optpatch("apply", decode_repo, "-o", tmp_path / "p.diff")
-    assert untrusted.returncode == 2 and "--trust-config" in untrusted.stderr
-    trusted = optpatch("apply", decode_repo, "-o", tmp_path / "p.diff", "--trust-config")
+    assert untrusted.returncode == 0 and "--trust-config" in untrusted.stderr
+    not_asked = optpatch("apply", decode_repo, "-o", tmp_path / "p.diff", "--trust-config")
+    assert not_asked.returncode == 0 and "ran-from-config" not in not_asked.stdout  # nothing runs without --validate
+    trusted = optpatch("apply", decode_repo, "-o", tmp_path / "p.diff", "--trust-config", "--validate")
     assert trusted.returncode == 4
     assert "ran-from-config" in trusted.stdout
 
