@@ -82,3 +82,25 @@ def test_a_signal_to_the_main_process_alone_leaves_no_worker(tmp_path, sent, sta
     assert "Interrupted" in stderr and "Traceback" not in stderr, stderr
     assert wait_until(lambda: not any(alive(pid) for pid in workers), 5), [pid for pid in workers if alive(pid)]
     assert not (tmp_path / "p.diff").exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the process table from /proc")
+def test_an_interrupt_does_not_wait_for_a_parse_in_a_child():
+    """A parse with headers runs in a forked child (child_process.py); a precompiled header of torch's takes 30 s."""
+    program = (
+        "import time\nfrom optpatch.child_process import run_in_child\n"
+        "try:\n    run_in_child(lambda: time.sleep(120), 300)\nexcept KeyboardInterrupt:\n    print('Interrupted')\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(lambda: len(children(process.pid)) == 1, 60), "the parse's child never started"
+        (child,) = children(process.pid)
+        process.send_signal(signal.SIGINT)  # to the parent alone, as a supervisor sends it
+        started = time.monotonic()
+        stdout, stderr = process.communicate(timeout=150)
+        assert time.monotonic() - started < 5, "the interrupted parent waited for its child's parse"
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "Interrupted" in stdout, stderr
+    assert not alive(child)

@@ -49,6 +49,9 @@ def run_in_child(function: Callable[[], Result], seconds: float) -> Result:
     os.close(writer)
     try:
         data = _read_until(reader, time.monotonic() + seconds, pid)
+    except BaseException:  # Ctrl-C or SIGTERM: the child's parse (a precompiled header: 30 s and more) is not waited for
+        os.kill(pid, signal.SIGKILL)
+        raise
     finally:
         os.close(reader)
         _, status = os.waitpid(pid, 0)

@@ -61,7 +61,7 @@ def _add_options(function, options):
 def selection_options(function):
     """Which rules run, on which files, how: every command that analyses a tree takes these."""
     return _add_options(function, [
-        click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (comma-separated)."),
+        click.option("--select", multiple=True, metavar="CODES", help="Only these rule codes or prefixes (comma-separated); ALL: every rule."),
         click.option("--extend-select", multiple=True, metavar="CODES", help="These rules too, on top of `select`."),
         click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rule codes or prefixes."),
         click.option("--extend-ignore", multiple=True, metavar="CODES", help="Skip these too, on top of `ignore` (as --ignore)."),
@@ -179,11 +179,12 @@ class Session:
         return _console(stderr=True)
 
     def _check_codes(self) -> None:
+        from optpatch.rule import ALL_RULES
         from optpatch.rule_facts import rule_facts  # not the rules themselves: importing them costs 0.2 s
 
         known = rule_facts()
         for code in self.settings.select + self.settings.ignore + _codes(self.options.get("extend_select") or ()):
-            if not any(rule.code.startswith(code) or rule.name == code for rule in known):
+            if code != ALL_RULES and not any(rule.code.startswith(code) or rule.name == code for rule in known):
                 raise CommandError(f"unknown rule code or prefix `{code}` (see `optpatch rules`)")
 
     def _check_report_options(self) -> None:
@@ -860,6 +861,18 @@ def rules(code: str | None, output_format: str, write_docs: Path | None) -> None
         console.print(Markdown(rule_page(chosen[0])))
     else:  # a pipe or a file gets the page as written, not padded to a width
         click.echo(rule_page(chosen[0]), nl=False)
+
+
+def _alias(command: click.Command, name: str) -> click.Command:
+    """COMMAND under another name, left out of the help's list (ruff's `rule` for `rules`)."""
+    from copy import copy
+
+    alias = copy(command)
+    alias.name, alias.hidden = name, True
+    return alias
+
+
+main.add_command(_alias(rules, "rule"))
 
 
 def _rule_entry(rule, page: str) -> dict:

@@ -247,14 +247,17 @@ def load_rules(rules_dir: Path | None = None) -> tuple[type[Rule], ...]:
     return tuple(found[code] for code in sorted(found))
 
 
+ALL_RULES = "ALL"  # `--select ALL`, as ruff spells every rule
+
+
 def select_rules(
     rules: Iterable[type[Rule]], select: Iterable[str] = (), ignore: Iterable[str] = ()
 ) -> list[type[Rule]]:
-    """Codes or prefixes, like ruff: `--select OPT1 --ignore OPT102`."""
+    """Codes or prefixes, like ruff: `--select OPT1 --ignore OPT102`; `ALL` is every rule."""
     select, ignore = list(select), list(ignore)
 
     def matches(rule: type[Rule], patterns: list[str]) -> bool:
-        return any(rule.code.startswith(p) or rule.name == p for p in patterns)
+        return any(rule.code.startswith(p) or rule.name == p or p == ALL_RULES for p in patterns)
 
     return [
         r for r in rules if (not select or matches(r, select)) and not matches(r, ignore)
