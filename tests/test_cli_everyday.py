@@ -59,3 +59,25 @@ def test_a_named_file_optpatch_does_not_read_gets_a_warning(tmp_path, name):
     result = run_cli("check", name, cwd=tmp_path)
     assert result.returncode == 0
     assert f"warning: {name}: skipped: not analysed: optpatch reads .py, .cc, " in result.stderr
+
+
+# -- suggestions only for what is applied (point 4) --------------------------------------------------
+
+
+def test_markdown_suggests_only_the_fixes_the_run_applies(example):
+    result = run_cli("check", str(example), "--output-format", "markdown")
+    body = result.stdout
+    suggestions, _, proposals = body.partition("#### Proposed, not applied")
+    assert suggestions.count("```suggestion") == 6  # the safe fixes whose edits lie on their own line
+    assert "torch.rand(" not in suggestions  # unsafe: different random numbers
+    assert "```suggestion" not in proposals.split("<details>")[0]
+    assert ("`minivllm/sampler.py:45:16` `OPT102` create-on-device (unsafe tier): "
+            "`torch.rand(num_reqs, self.vocab_size, device=device)`; unsafe tier: applied only with --unsafe-fixes") in proposals
+    assert "validate tier: applied only after a passing --validate run" in proposals
+
+
+def test_github_warns_only_for_the_fixes_the_run_applies(example):
+    lines = run_cli("check", str(example), "--output-format", "github").stdout.splitlines()
+    warnings = [line for line in lines if line.startswith("::warning")]
+    assert len(warnings) == 11 and not any("sampler.py,line=45" in line for line in warnings)
+    assert "minivllm/sampler.py:45:16: OPT102 create-on-device [unsafe, proposed]: unsafe tier: applied only with --unsafe-fixes" in lines

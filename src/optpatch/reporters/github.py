@@ -1,5 +1,9 @@
 """`--output-format github`: GitHub Actions workflow annotations, as ruff's `github` format; one per fix or advice, one per failed file.
 
+A warning is for a fix the run applies; a proposal (a fix it holds back: its
+tier, a failed validation) is a plain log line naming its tier and what
+would apply it.
+
 `::warning file=F,line=L,col=C,title=T::MESSAGE`. GitHub decodes `%25`,
 `%0D` and `%0A` in the message, and additionally `%3A` and `%2C` in
 property values, so those characters are escaped as such. Paths are written
@@ -36,7 +40,8 @@ def workflow_command(command: str, properties: dict[str, object], message: str) 
 
 
 def render_github(result: RunResult, options: ReportOptions = ReportOptions()) -> str:
-    lines = [annotation(f, result.root, options.delivery) for f in result.findings if f.verdict in _COMMAND]
+    lines = [annotation(f, result.root, options.delivery) for f in result.findings if annotated(f)]
+    lines += [proposal_line(f, result.root) for f in result.findings if f.verdict is Verdict.FIX and not f.applied]
     for error in result.errors:
         properties: dict[str, object] = {"file": display_path(result.root, error.path)}
         if error.line:
@@ -52,6 +57,18 @@ def render_github(result: RunResult, options: ReportOptions = ReportOptions()) -
     return "\n".join(lines) + "\n"
 
 
+def annotated(finding: Finding) -> bool:
+    """A warning for a fix this run applies, a notice for advice; a proposal is no warning (the run holds it back)."""
+    return finding.verdict is Verdict.ADVICE or (finding.verdict is Verdict.FIX and finding.applied)
+
+
+def proposal_line(finding: Finding, root: Path) -> str:
+    """A proposal as a plain log line: where, which rule and tier, and what would apply it."""
+    tier = finding.tier.value if finding.tier else "safe"
+    return (f"{display_path(root, finding.path)}:{finding.line}:{finding.col}: {finding.code} {finding.name} [{tier}, proposed]: "
+            f"{finding.not_applied_because or 'not applied'}")
+
+
 def annotation(finding: Finding, root: Path, delivery: Delivery) -> str:
     properties = {
         "file": display_path(root, finding.path),
@@ -62,8 +79,7 @@ def annotation(finding: Finding, root: Path, delivery: Delivery) -> str:
     body = [finding.reason]
     if finding.verdict is Verdict.FIX:
         tier = finding.tier.value if finding.tier else "safe"
-        status = str(status_of(finding, delivery)) if finding.applied else f"not applied: {finding.not_applied_because}"
-        body.append(f"Fix ({tier}, {status}): {finding.replacement}")
+        body.append(f"Fix ({tier}, {status_of(finding, delivery)}): {finding.replacement}")
         runs = finding.frequency.describe(finding.path) if finding.frequency else finding.context.value
         body.append(f"Impact: {finding.impact.value} ({runs}); {finding.impact_basis}")
     return workflow_command(_COMMAND[finding.verdict], properties, "\n".join(body))

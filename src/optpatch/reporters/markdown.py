@@ -6,9 +6,12 @@ than a screen; then the findings, the suggestions and the patch.
 
 The first line is a hidden marker, so a bot can find and update its previous
 comment instead of adding another. A fix whose edits all lie on the
-finding's own line gets a ```suggestion block holding the rewritten line:
+finding's own line, and that the run applies, gets a ```suggestion block holding the rewritten line:
 GitHub offers a one-click "commit suggestion" for it when the block is
-posted as a review comment on that line. Larger fixes are in the patch.
+posted as a review comment on that line. Larger fixes are in the patch. A
+proposal (a fix of the unsafe or validate tier, or one validation backed
+out) is listed as text with its tier and what would apply it: a one-click
+suggestion would apply what optpatch itself holds back.
 GitHub refuses comments longer than 65,536 characters; a patch that would
 not fit is left out with a pointer to the artifact.
 
@@ -167,9 +170,10 @@ def validation_section(validation: dict | None) -> list[str]:
 
 
 def suggestions_section(findings: list[Finding]) -> list[str]:
+    """One-click suggestions for the fixes this run applies, then the proposals as text: never a click for a fix optpatch holds back."""
     lines: list[str] = []
     for finding in findings:
-        if finding.verdict is not Verdict.FIX:
+        if finding.verdict is not Verdict.FIX or not finding.applied:
             continue
         new_line = rewritten_line(finding)
         if new_line is None:
@@ -177,7 +181,17 @@ def suggestions_section(findings: list[Finding]) -> list[str]:
         tier = finding.tier.value if finding.tier else "safe"
         lines += [f"**`{finding.location()}`** `{finding.code}` {finding.name} ({tier}): {cell(finding.reason)}", ""]
         lines += fenced(new_line, "suggestion") + [""]
-    return (["#### Suggestions", ""] + lines) if lines else []
+    return (["#### Suggestions", ""] + lines if lines else []) + proposals_section(findings)
+
+
+def proposals_section(findings: list[Finding]) -> list[str]:
+    """The fixes found and held back, with their tier and what would apply them; no suggestion block."""
+    lines = [
+        f"- `{finding.location()}` `{finding.code}` {finding.name} ({finding.tier.value if finding.tier else 'safe'} tier): "
+        f"`{cell(finding.replacement or '')}`; {cell(finding.not_applied_because or 'not applied')}"
+        for finding in findings if finding.verdict is Verdict.FIX and not finding.applied
+    ]
+    return ["#### Proposed, not applied", ""] + lines + [""] if lines else []
 
 
 def patch_section(patch: str, result: RunResult) -> list[str]:
