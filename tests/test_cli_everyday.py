@@ -67,7 +67,7 @@ def test_a_named_file_optpatch_does_not_read_gets_a_warning(tmp_path, name):
 def test_markdown_suggests_only_the_fixes_the_run_applies(example):
     result = run_cli("check", str(example), "--output-format", "markdown")
     body = result.stdout
-    suggestions, _, proposals = body.partition("#### Proposed, not applied")
+    suggestions, _, proposals = body.partition("#### Suggestions")[2].partition("#### Proposed, not applied")
     assert suggestions.count("```suggestion") == 6  # the safe fixes whose edits lie on their own line
     assert "torch.rand(" not in suggestions  # unsafe: different random numbers
     assert "```suggestion" not in proposals.split("<details>")[0]
