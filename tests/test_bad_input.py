@@ -85,9 +85,9 @@ def test_too_large_binary_and_outside_symlink_are_reported(tmp_path):
     assert result.returncode == 3
     out = result.stdout
     assert "warning: big.py: skipped: larger than max-file-size" in result.stderr
-    assert "blob.cu: binary file" in out
-    assert "late_nul.py: binary file" in out
-    assert "link.py: symbolic link leading outside the tree" in out
+    assert "blob.cu: error: binary file" in out
+    assert "late_nul.py: error: binary file" in out
+    assert "link.py: error: symbolic link leading outside the tree" in out
     assert patch.read_bytes().count(b"diff --git") == 1  # only ok.py
     assert (tmp_path / "secret.py").read_text() == FIXABLE
 
@@ -132,7 +132,7 @@ def test_a_file_deleted_during_the_run_is_named_and_the_rest_is_patched(tmp_path
     (repo / "ok.py").write_text(FIXABLE)
     patch = tmp_path / "p.diff"
     result = run_cli_hooked(DELETE_AFTER_LISTING, "apply", str(repo), "-o", str(patch))
-    assert_named_and_the_rest_patched(result, patch, "gone.py: disappeared while optpatch was running")
+    assert_named_and_the_rest_patched(result, patch, "gone.py: error: disappeared while optpatch was running")
 
 
 def test_write_refuses_a_file_changed_after_it_was_read(tmp_path):
@@ -180,11 +180,11 @@ def test_symbolic_link_loops_and_dangling_links_are_reported_not_crashes(tmp_pat
     assert result.returncode == 3, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     for name in ("a.py", "b.py", "self.py"):
-        assert f"{name}: symbolic link that loops" in result.stdout
+        assert f"{name}: error: symbolic link that loops" in result.stdout
     assert "dangling.py" not in result.stdout  # a link to nothing holds no code: skipped, not an error
     assert patch.read_bytes().count(b"diff --git") == 1  # ok.py
     checked = run_cli("check", str(tmp_path / "a.py"))
-    assert checked.returncode == 3 and "a.py: symbolic link that loops" in checked.stdout
+    assert checked.returncode == 3 and "a.py: error: symbolic link that loops" in checked.stdout
 
 
 def test_a_fifo_named_like_source_is_reported_instead_of_read_forever(tmp_path):
@@ -196,11 +196,11 @@ def test_a_fifo_named_like_source_is_reported_instead_of_read_forever(tmp_path):
     command = [sys.executable, "-m", "optpatch", "apply", str(tmp_path), "-o", str(patch)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode == 3, result.stdout + result.stderr
-    assert "pipe.py: not a regular file" in result.stdout
+    assert "pipe.py: error: not a regular file" in result.stdout
     assert "dir.py" not in result.stdout
     assert patch.read_bytes().count(b"diff --git") == 1  # ok.py
     checked = subprocess.run([*command[:3], "check", str(tmp_path / "pipe.py")], capture_output=True, text=True, timeout=60)
-    assert checked.returncode == 3 and "pipe.py: not a regular file" in checked.stdout
+    assert checked.returncode == 3 and "pipe.py: error: not a regular file" in checked.stdout
 
 
 @pytest.mark.parametrize(
@@ -321,9 +321,9 @@ def test_write_touches_nothing_outside_the_tree_and_the_patch_path(tmp_path):
 
 
 @pytest.mark.parametrize("name,data,message", [
-    ("latin.cu", b"// caf\xe9\nvoid f(int n) { float buf[n]; buf[0] = 1; }\n", "latin.cu:1: not valid utf-8 text (re-encode as UTF-8)"),
-    ("latin.py", b"x = '\xe9'\n" + FIXABLE.encode(), "latin.py:1: not valid utf-8 text (add a coding cookie or re-encode as UTF-8)"),
-    ("cookie.py", b"# -*- coding: nonsense -*-\n" + FIXABLE.encode(), "cookie.py: bad encoding declaration: unknown encoding: nonsense"),
+    ("latin.cu", b"// caf\xe9\nvoid f(int n) { float buf[n]; buf[0] = 1; }\n", "latin.cu:1: error: not valid utf-8 text (re-encode as UTF-8)"),
+    ("latin.py", b"x = '\xe9'\n" + FIXABLE.encode(), "latin.py:1: error: not valid utf-8 text (add a coding cookie or re-encode as UTF-8)"),
+    ("cookie.py", b"# -*- coding: nonsense -*-\n" + FIXABLE.encode(), "cookie.py: error: bad encoding declaration: unknown encoding: nonsense"),
 ])
 def test_a_file_that_is_not_utf8_is_named_with_why_and_the_rest_is_patched(tmp_path, name, data, message):
     (tmp_path / name).write_bytes(data)
@@ -342,7 +342,7 @@ def test_an_unreadable_file_is_named_through_the_cli_with_exit_status_3(tmp_path
     patch = tmp_path / "out" / "p.diff"
     patch.parent.mkdir()
     result = run_cli("apply", str(tmp_path), "-o", str(patch))
-    assert_named_and_the_rest_patched(result, patch, "locked.py: cannot be read: Permission denied")
+    assert_named_and_the_rest_patched(result, patch, "locked.py: error: cannot be read: Permission denied")
 
 
 # locked.py cannot be read, as for a user without the permission (root reads any file, so chmod cannot show it).
@@ -363,7 +363,7 @@ def test_an_unreadable_file_is_named_through_the_cli_whoever_runs_it(tmp_path):
     patch = tmp_path / "out" / "p.diff"
     patch.parent.mkdir()
     result = run_cli_hooked(UNREADABLE_LOCKED, "apply", str(tmp_path), "-o", str(patch))
-    assert_named_and_the_rest_patched(result, patch, "locked.py: cannot be read: Permission denied")
+    assert_named_and_the_rest_patched(result, patch, "locked.py: error: cannot be read: Permission denied")
 
 
 def test_a_syntax_error_is_reported_without_python_warnings_about_other_lines(tmp_path):

@@ -81,3 +81,76 @@ def test_github_warns_only_for_the_fixes_the_run_applies(example):
     warnings = [line for line in lines if line.startswith("::warning")]
     assert len(warnings) == 11 and not any("sampler.py,line=45" in line for line in warnings)
     assert "minivllm/sampler.py:45:16: OPT102 create-on-device [unsafe, proposed]: unsafe tier: applied only with --unsafe-fixes" in lines
+
+
+# -- output to click and grep (points 5 and 6) --------------------------------------------------------
+
+
+def test_locations_are_relative_to_the_current_folder_and_explain_takes_them(example):
+    concise = run_cli("check", ".", "--output-format", "concise", cwd=example.parent)
+    first = concise.stdout.splitlines()[0]
+    assert first.startswith("minivllm/csrc/cache_ops.cu:35:3: OPT201 vla-to-vector [safe, fixable]"), first
+    inside = run_cli("check", ".", "--output-format", "concise", cwd=example / "minivllm")
+    location = next(line for line in inside.stdout.splitlines() if "create-on-device [unsafe" in line).split(": ")[0]
+    assert location == "sampler.py:45:16"  # not minivllm/sampler.py: the file is clicked from the current folder
+    explained = run_cli("explain", location, cwd=example / "minivllm")
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.startswith("OPT102 create-on-device at sampler.py:45:16: proposed, tier unsafe")
+    assert "OPT101" not in explained.stdout  # the column picks the one site
+    elsewhere = run_cli("explain", location.replace(":16", ":17"), cwd=example / "minivllm")
+    assert "No site examined at sampler.py:45:17" in elsewhere.stdout
+
+
+def test_concise_is_a_short_line_per_finding_and_headers_are_never_wrapped(example):
+    concise = run_cli("check", ".", "--output-format", "concise", cwd=example).stdout.splitlines()
+    findings = concise[: concise.index("")]
+    # Within 120 columns, or the quoted code is cut to its least (16 characters) beside a long header.
+    assert len(findings) == 15 and all(len(line) <= 120 or len(line.rsplit(" ", 1)[-1]) <= 16 for line in findings)
+    assert sum(len(line) <= 120 for line in findings) >= 12
+    assert not any("proof:" in line for line in findings)
+    full = run_cli("check", ".", cwd=example).stdout.splitlines()  # piped: 80 columns
+    assert sum("OPT102 create-on-device [safe" in line for line in full) == 1
+    headers = [line for line in full if " [safe, fixable]" in line or ", proposed]" in line]
+    assert len(headers) == 15
+    assert all(line.split(": ")[0].count(":") == 2 for line in headers)  # path:line:col on the header's own line
+
+
+def test_fixes_come_first_and_show_filters(example):
+    lines = run_cli("check", ".", "--output-format", "concise", cwd=example).stdout.splitlines()
+    statuses = [line.split("[")[1].split("]")[0].split(", ")[-1] for line in lines if line.startswith(("csrc", "minivllm"))]
+    assert statuses == ["fixable"] * 11 + ["proposed"] * 4
+    only = run_cli("check", ".", "--output-format", "concise", "--show", "proposals", cwd=example).stdout
+    assert only.count(", proposed]") == 4 and "fixable]" not in only
+
+
+def test_statistics_lead_with_fixes_and_end_with_a_total(example):
+    lines = run_cli("check", ".", "--statistics", cwd=example).stdout.splitlines()
+    assert lines[0].split()[-1] == "fixable" and lines[-1] == "Total: 29 findings (11 fixable, 4 proposed (not applied), 14 kept)"
+
+
+def test_the_summary_says_how_to_apply_and_counts_agree_with_their_nouns(tmp_path):
+    (tmp_path / "model.py").write_text(FIXABLE)
+    checked = run_cli("check", ".", cwd=tmp_path).stdout
+    assert "1 file analysed" in checked and "--fix" in checked and "--diff > model_patch.diff" in checked
+    fixed = run_cli("check", ".", "--fix", cwd=tmp_path)
+    assert "Fixed 1 file." in fixed.stdout
+
+
+def test_an_error_line_starts_with_the_path_and_a_syntax_error_has_its_column(tmp_path):
+    (tmp_path / "broken.py").write_text("import torch\n\ndef f(:\n    return torch.zeros(3)\n")
+    result = run_cli("check", ".", cwd=tmp_path)
+    assert result.returncode == 3
+    assert "broken.py:3:7: error: syntax error: invalid syntax" in result.stdout, result.stdout
+
+
+def test_sarif_uris_are_relative_to_the_repository_root(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "services" / "api").mkdir(parents=True)
+    (repo / "services" / "api" / "pyproject.toml").write_text("[project]\nname = 'api'\n")
+    (repo / "services" / "api" / "model.py").write_text(FIXABLE)
+    result = run_cli("check", "services/api", "--output-format", "sarif", cwd=repo)
+    run = json.loads(result.stdout)["runs"][0]
+    assert run["originalUriBaseIds"]["SRCROOT"]["uri"] == repo.resolve().as_uri() + "/"
+    location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "services/api/model.py", "uriBaseId": "SRCROOT"}

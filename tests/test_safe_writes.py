@@ -94,7 +94,7 @@ def test_a_file_that_cannot_be_replaced_is_named_left_alone_and_the_others_are_w
     result = run_cli_hooked(hook, *args)
     assert result.returncode == 3, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
-    assert f"error m002.py: not written: {why}" in " ".join(result.stderr.split())
+    assert f"m002.py: error: not written: {why}" in " ".join(result.stderr.split())
     assert (repo / "m002.py").read_text() == m002
     for index in (0, 1, 3, 4):
         assert (repo / NAMES[index]).read_text() == FIXED + f"# {index}\n"
@@ -109,7 +109,7 @@ def test_a_hard_linked_file_is_refused_so_both_names_keep_the_same_text(tmp_path
     arguments = [part.format(patch=patch) for part in command]
     result = run_cli_hooked("", arguments[0], str(repo), *arguments[1:])
     assert result.returncode == 3, result.stdout + result.stderr
-    assert "error m002.py: not written: has 1 other hard link(s)" in " ".join(result.stderr.split())
+    assert "m002.py: error: not written: has 1 other hard link(s)" in " ".join(result.stderr.split())
     assert (tmp_path / "elsewhere.py").read_text() == (repo / "m002.py").read_text() == FIXABLE + "# 2\n"
     assert [(repo / name).read_text() for name in NAMES if name != "m002.py"] == [
         FIXED + f"# {index}\n" for index in (0, 1, 3, 4)

@@ -17,13 +17,13 @@ import io
 import os
 import sys
 from dataclasses import replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 
 import click
 
 from optpatch import __version__
-from optpatch.reporters import CHOICES, FormatKind, ReportOptions, deprecation_note, output_format
+from optpatch.reporters import CHOICES, FormatKind, ReportOptions, counted, deprecation_note, output_format
 from optpatch.reporters.status import NOTHING_WRITTEN, PATCH_WRITTEN, Delivery
 from optpatch.reporters.wrapping import together, wrap
 
@@ -92,6 +92,8 @@ def report_options(function):
                      help="full: a block per finding; concise: a line per finding; json; sarif; github: GitHub Actions "
                           "annotations; markdown: a pull-request comment. (text = full; github-annotations: deprecated, = github.)"),
         click.option("--statistics", is_flag=True, help="Print the number of findings by rule, tier and status instead of the findings."),
+        click.option("--show", multiple=True, type=click.Choice(["fixes", "proposals", "advice", "kept"]),
+                     help="List only these (repeatable; full and concise). Default: fixes, proposals, advice; kept too with -v."),
         click.option("--show-fixes", is_flag=True, help="Show each fix's diff under its finding (--output-format full)."),
         click.option("--output-file", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
                      help="Write the report to PATH instead of the terminal."),
@@ -246,6 +248,8 @@ class Session:
             raise CommandError(str(error)) from None
 
     def report_options(self, result, validation: dict | None = None) -> ReportOptions:
+        from optpatch.reporters.github import display_path
+
         return ReportOptions(
             delivery=self.delivery,
             verbose=self.options["verbose"],
@@ -255,6 +259,8 @@ class Session:
             validation=validation,
             original_text=_original_texts(result) if result is not None else ReportOptions.original_text,
             fix_areas=self.settings.fix_areas,
+            display=partial(display_path, self.root),
+            show=frozenset(self.options.get("show") or ()),
         )
 
     def report(self, result, note: str | None = None, validation=None) -> None:
@@ -298,14 +304,15 @@ class Session:
     def _text_report(self, result, options: ReportOptions, note: str | None, validation) -> None:
         from rich.text import Text
 
-        from optpatch.reporters.text import summary_headline
+        from optpatch.reporters.github import display_path
+        from optpatch.reporters.text import error_line, summary_headline
 
         note = "\n".join(part for part in (self.scope_note, note) if part) or None
         if result is not None:
             if self.options["quiet"]:
                 self.sink.lines(summary_headline(result, options, options.width))
                 for error in result.errors:
-                    self.stderr.print(Text(f"error {error.location()}: {error.reason}"), soft_wrap=True)
+                    self.stderr.print(Text(error_line(error, partial(display_path, self.root))), soft_wrap=True)
             else:
                 self.sink.lines(self.format.renderer()(result, options))
             if note:  # wrapped at words; a command stays whole, to be copied
@@ -593,7 +600,7 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
     if write_in_place:
         report = write_fixes(session.root, result.changes)
         for rel, why in report.refused:
-            session.stderr.print(f"error {rel}: not written: {why}", markup=False, soft_wrap=True)
+            session.stderr.print(f"{rel}: error: not written: {why}", markup=False, soft_wrap=True)
         session.delivery = Delivery(patch=True, files=frozenset(report.written))
         note = "\n".join(part for part in (note, _written_note(report.written, repo)) if part)
         if report.refused:
@@ -624,7 +631,7 @@ def _patch_note(result, output: str, repo: Path, checkable: bool) -> str:
     changes = result.changes
     if not changes:
         return f"No changes: wrote an empty patch to {output}."
-    written = f"Patch for {len(changes)} file(s) written to {output}."
+    written = f"Patch for {counted(len(changes), 'file')} written to {output}."
     if not checkable:
         return written
     return f"{written} Check it with: {together(f'git -C {repo} apply --check {Path(output).resolve()}')}"
@@ -633,7 +640,7 @@ def _patch_note(result, output: str, repo: Path, checkable: bool) -> str:
 def _written_note(written: list[str], repo: Path) -> str | None:
     if not written:
         return None
-    return f"Wrote {len(written)} file(s) in {repo}; review the changes with: {together(f'git -C {repo} diff')}"
+    return f"Wrote {counted(len(written), 'file')} in {repo}; review the changes with: {together(f'git -C {repo} diff')}"
 
 
 @main.command()
@@ -694,9 +701,9 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, 
         _run_format_command(session, result)
         report = write_fixes(session.root, result.changes)
         for rel, why in report.refused:
-            session.stderr.print(f"error {rel}: not written: {why}", markup=False, soft_wrap=True)
+            session.stderr.print(f"{rel}: error: not written: {why}", markup=False, soft_wrap=True)
         session.delivery = Delivery(files=frozenset(report.written))
-        note = f"Fixed {len(report.written)} file(s)."
+        note = f"Fixed {counted(len(report.written), 'file')}."
         fixable = False
         refused_writes = bool(report.refused)
     session.report(result, note, validation)
@@ -898,37 +905,58 @@ def _rule_listing(rules) -> str:
 @header_options
 @PROFILE
 def explain(target: str, **options) -> None:
-    """Why each site in REPO[:FILE:LINE] was rewritten or kept: the proof, or the blocking use."""
-    from optpatch.explain import explain_text
+    """Why each site in REPO, FILE:LINE[:COL] or REPO:FILE:LINE[:COL] was rewritten or kept: the proof, or the blocking use.
 
-    repo, file, line = _parse_target(target)
+    FILE:LINE:COL is the location every report prints, so it can be pasted here.
+    """
+    from optpatch.explain import explain_text
+    from optpatch.reporters.github import display_path
+    from optpatch.reporters.text import error_line
+
+    repo, file, line, col = _parse_target(target)
     if not repo.is_dir():
-        raise CommandError(f"{target}: {repo} is not a directory; give REPO, REPO:FILE:LINE or FILE:LINE")
+        raise CommandError(f"{target}: {repo} is not a directory; give REPO, FILE:LINE[:COL] or REPO:FILE:LINE[:COL]")
     paths = [repo / file] if file else None
     if file and not (repo / file).exists():
         raise CommandError(f"{repo / file}: no such file")
     session = Session(repo, options)
     result = session.run(paths)
-    findings = [f for f in result.findings if line is None or f.line == line]
+    findings = [f for f in result.findings if line is None or (f.line == line and col in (None, f.col))]
     if not findings:
-        where = f"{file}:{line}" if file else str(repo)
+        where = ":".join(str(part) for part in (file, line, col) if part is not None) if file else str(repo)
         click.echo(f"No site examined at {where}: no rule found an allocation or call it handles there.")
-    for text in explain_text(findings, session.sink.width):
+    for text in explain_text(findings, session.sink.width, partial(display_path, session.root)):
         click.echo(text)
     session.print_warnings(result)
     for error in result.errors:
-        session.stderr.print(f"error {error.location()}: {error.reason}", markup=False, soft_wrap=True)
+        session.stderr.print(error_line(error, partial(display_path, session.root)), markup=False, soft_wrap=True)
     sys.exit(_exit_status(result, strict=options["strict"]))
 
 
-def _parse_target(target: str) -> tuple[Path, str | None, int | None]:
+def _parse_target(target: str) -> tuple[Path, str | None, int | None, int | None]:
+    """(repo, file, line, col) of REPO, FILE:LINE[:COL] or REPO:FILE:LINE[:COL]."""
+    col = None
+    head, _, last = target.rpartition(":")
+    before, _, middle = head.rpartition(":")
+    if last.isdigit() and middle.isdigit() and before and _names_a_file(before):
+        target, col = head, int(last)
     parts = target.rsplit(":", 2)
+    named, _, line = target.rpartition(":")
+    if line.isdigit() and Path(named).is_file():
+        file = Path(named).resolve()
+        root = project_root([file])
+        return root, str(file.relative_to(root)), int(line), col
     if len(parts) == 3 and parts[2].isdigit():
-        return Path(parts[0] or "."), parts[1], int(parts[2])
-    if len(parts) >= 2 and parts[-1].isdigit():
-        file = Path(":".join(parts[:-1]))
-        return project_root([file.resolve()]), str(file.resolve().relative_to(project_root([file.resolve()]))), int(parts[-1])
-    return Path(target), None, None
+        return Path(parts[0] or "."), parts[1], int(parts[2]), col
+    return Path(target), None, None, None
+
+
+def _names_a_file(text: str) -> bool:
+    """Whether TEXT is FILE (a file) or REPO:FILE."""
+    if Path(text).is_file():
+        return True
+    repo, _, file = text.rpartition(":")
+    return bool(repo) and (Path(repo) / file).is_file()
 
 
 def _plot_path(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from optpatch.model import Finding, Verdict
 from optpatch.reporters.status import status_of
 from optpatch.reporters.wrapping import wrap
 
 
-def explain_lines(finding: Finding) -> list[str]:
-    """The explanation of one finding, as plain lines (no markup: code may hold brackets)."""
+def explain_lines(finding: Finding, display: Callable[[str], str] = lambda rel: rel) -> list[str]:
+    """The explanation of one finding, as plain lines (no markup: code may hold brackets); DISPLAY shows its path."""
     tier = f", tier {finding.tier.value}" if finding.tier else ""
-    lines = [f"{finding.code} {finding.name} at {finding.location()}: {status_of(finding)}{tier}"]
+    where = f"{display(finding.path)}:{finding.line}:{finding.col}"
+    lines = [f"{finding.code} {finding.name} at {where}: {status_of(finding)}{tier}"]
     label = "Proof" if finding.verdict is Verdict.FIX else "Kept because"
     lines.append(f"  {label}: {finding.reason}")
     if finding.proof:
@@ -31,11 +34,11 @@ def explain_lines(finding: Finding) -> list[str]:
     return lines
 
 
-def explain_text(findings: list[Finding], width: int) -> list[str]:
+def explain_text(findings: list[Finding], width: int, display: Callable[[str], str] = lambda rel: rel) -> list[str]:
     """Every finding's explanation, each line wrapped to WIDTH under its own indentation, a blank line after each."""
     lines: list[str] = []
     for finding in findings:
-        for line in explain_lines(finding):
+        for line in explain_lines(finding, display):
             indent = line[: len(line) - len(line.lstrip())]
             lines += wrap(line, width, indent, indent + "    ")
         lines.append("")

@@ -347,6 +347,9 @@ class FileError:
     path: str
     reason: str
     line: int | None = None
+    col: int | None = None  # 1-based, where known (a syntax error's)
 
     def location(self) -> str:
+        if self.line and self.col:
+            return f"{self.path}:{self.line}:{self.col}"
         return f"{self.path}:{self.line}" if self.line else self.path

@@ -367,7 +367,7 @@ def _refuse_what_cpython_cannot_nest(source: SourceFile) -> None:
     """
     parsed = _cpython_parse(source)
     if isinstance(parsed, SyntaxError) and parsed.msg in _CPYTHON_NESTING_ERRORS:
-        raise PythonParseError(FileError(source.rel, f"syntax error: {parsed.msg}", parsed.lineno))
+        raise PythonParseError(FileError(source.rel, f"syntax error: {parsed.msg}", parsed.lineno, parsed.offset))
     if isinstance(parsed, (MemoryError, RecursionError)):  # CPython's parser stack ran out: the same nesting, deeper
         raise PythonParseError(FileError(source.rel, "nested too deeply for Python's own parser"))
 
@@ -407,9 +407,9 @@ def _syntax_error(source: SourceFile, error: cst.ParserSyntaxError) -> FileError
     """CPython's message when it has one: libcst's positions can trail the real mistake."""
     parsed = _cpython_parse(source)
     if isinstance(parsed, SyntaxError):
-        return FileError(source.rel, f"syntax error: {parsed.msg}", parsed.lineno)
+        return FileError(source.rel, f"syntax error: {parsed.msg}", parsed.lineno, parsed.offset)
     message = str(error).splitlines()[0]
-    return FileError(source.rel, f"syntax error (libcst): {message}", error.raw_line)
+    return FileError(source.rel, f"syntax error (libcst): {message}", error.raw_line, error.raw_column + 1)
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -24,7 +24,8 @@ from optpatch.model import Verdict
 from optpatch.policy import FixPolicy
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.status import PATCH_WRITTEN
-from optpatch.reporters.text import ELLIPSIS, code_limit, prose, ranking, render_concise, render_full
+from optpatch.reporters.status import status_of
+from optpatch.reporters.text import ELLIPSIS, code_limit, header, prose, render_concise, render_full, shown_findings
 from optpatch.results import FileResult, RunResult
 
 WIDTHS = (60, 80, 120, 200)
@@ -82,10 +83,10 @@ def without_code(text: str) -> list[str]:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_no_line_is_longer_than_the_width_but_an_unbreakable_location(result, width):
     lines = rendered(result, width)
-    locations = {f"{f.location()}:" for f in result.findings}
-    # A location, or one word longer than the width (a path a reason cites): nothing else can be wrapped shorter.
+    headers = {header(f, status_of(f, PATCH_WRITTEN)) for f in result.findings}
+    # A header (never wrapped: one line to grep), or one word longer than the width (a path a reason cites).
     too_long = [line for line in lines if len(line) > width]
-    wrappable = [line for line in too_long if line not in locations and len(line.split()) > 1]
+    wrappable = [line for line in too_long if line not in headers and len(line.split()) > 1]
     assert not wrappable, wrappable[:3]
     if width == 60:
         assert too_long, "the tree's paths should be longer than 60 columns"
@@ -94,7 +95,7 @@ def test_no_line_is_longer_than_the_width_but_an_unbreakable_location(result, wi
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_reason_appears_whole_with_only_its_code_shortened(result, width):
-    findings = sorted((f for f in result.findings if not f.out_of_scope), key=ranking)
+    findings = shown_findings(result, ReportOptions(delivery=PATCH_WRITTEN, verbose=True))
     found = blocks(rendered(result, width))
     assert len(found) == len(findings)
     shortened = 0
@@ -133,10 +134,21 @@ def test_lines_grow_linearly_with_the_findings(result, width):
 def test_concise_is_one_line_per_finding_then_the_summary(result):
     lines = rendered(result, 80, render_concise)
     findings = [line for line in lines[: lines.index("")]]
-    assert len(findings) == len(result.findings)
-    ranked = sorted(result.findings, key=ranking)
-    assert all(line.startswith(f"{f.location()}: {f.code} {f.name} [") for line, f in zip(findings, ranked))
+    shown = shown_findings(result, ReportOptions(delivery=PATCH_WRITTEN, verbose=True))
+    assert len(findings) == len(result.findings) == len(shown)
+    assert all(line.startswith(f"{f.location()}: {f.code} {f.name} [") for line, f in zip(findings, shown))
     assert lines[len(findings) + 1].startswith("Summary:")
+    assert not any("proof:" in line or "blocked by:" in line for line in findings)  # `explain` has the proof
+
+
+def test_fixes_come_first_then_proposals_then_advice_and_show_picks():
+    from optpatch.reporters.status import Status
+
+    result = run(REPO_ROOT / "examples" / "minivllm", Settings(), FixPolicy(), use_cache=False, jobs=1)
+    order = [status_of(f) for f in shown_findings(result, ReportOptions())]
+    assert order == sorted(order, key=[Status.FIXABLE, Status.PROPOSED, Status.ADVICE].index) and Status.KEPT not in order
+    only = shown_findings(result, ReportOptions(show=frozenset({"proposals", "kept"})))
+    assert {status_of(f) for f in only} == {Status.PROPOSED, Status.KEPT}
 
 
 def test_kept_sites_are_listed_only_with_verbose(result):

@@ -33,6 +33,13 @@ class ReportOptions:
     validation: dict | None = None  # --validate's outcome (the JSON report's `validation` object)
     original_text: Callable[[str], str | None] = lambda rel: None  # a file's text before this run, for --show-fixes
     fix_areas: tuple[CodeArea, ...] = (CodeArea.LIBRARY,)  # the areas whose fixes the run applies (`fix-areas`)
+    display: Callable[[str], str] = lambda rel: rel  # a path as the text formats print it (relative to the current folder)
+    show: frozenset[str] = frozenset()  # --show: which of fixes, proposals, advice, kept the text formats list; empty: the default
+
+
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """`1 file`, `2 files`: the noun agrees with the number."""
+    return f"{count} {singular if count == 1 else plural or singular + 's'}"
 
 
 class FormatKind(enum.Enum):

@@ -11,12 +11,15 @@ so that they carry their reason as in JSON without showing as alerts;
 otherwise they are left out, as from the text report, and a code-scanning
 upload holds only what asks for a change. Columns count Unicode code
 points (`columnKind`), the unit optpatch's edits use. Paths are relative to
-the `SRCROOT` base, the scanned root.
+the `SRCROOT` base, the root of the repository holding the scanned folder
+(its nearest folder with `.git`), so that code-scanning alerts land on the
+right lines whichever folder was scanned.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from urllib.parse import quote
 
 from optpatch import __version__
@@ -37,6 +40,7 @@ _LEVEL = {Verdict.FIX: "warning", Verdict.ADVICE: "note", Verdict.KEEP: "none"}
 def render_sarif(result: RunResult, options: ReportOptions = ReportOptions()) -> str:
     rules = load_rules()
     rule_index = {rule.code: index for index, rule in enumerate(rules)}
+    repository, prefix = repository_of(result.root)
     run = {
         "tool": {
             "driver": {
@@ -46,11 +50,11 @@ def render_sarif(result: RunResult, options: ReportOptions = ReportOptions()) ->
                 "rules": [rule_descriptor(rule) for rule in rules],
             }
         },
-        "originalUriBaseIds": {ROOT_BASE: {"uri": result.root.as_uri() + "/"}},
+        "originalUriBaseIds": {ROOT_BASE: {"uri": repository.as_uri() + "/"}},
         "columnKind": "unicodeCodePoints",
-        "invocations": [invocation(result)],
+        "invocations": [invocation(result, prefix)],
         "results": [
-            sarif_result(f, rule_index, options.delivery) for f in result.findings
+            sarif_result(f, rule_index, options.delivery, prefix) for f in result.findings
             if options.verbose or f.verdict is not Verdict.KEEP
         ],
         "properties": {"summary": summary_of(result, options.delivery)},
@@ -73,23 +77,36 @@ def rule_descriptor(rule: type[Rule]) -> dict:
     }
 
 
-def invocation(result: RunResult) -> dict:
+def repository_of(root: Path) -> tuple[Path, str]:
+    """The repository holding ROOT (the nearest folder with .git, else ROOT), and ROOT's path in it as a URI prefix.
+
+    Code scanning places an alert by its path from the repository's root,
+    whichever folder of it was scanned.
+    """
+    for folder in (root, *root.parents):
+        if (folder / ".git").exists():
+            inside = root.relative_to(folder).as_posix()
+            return folder, "" if inside == "." else inside + "/"
+    return root, ""
+
+
+def invocation(result: RunResult, prefix: str = "") -> dict:
     """Files that could not be analysed become error notifications: the run still succeeded."""
     notifications = []
     for error in result.errors:
-        location = {"physicalLocation": {"artifactLocation": artifact(error.path)}}
+        location = {"physicalLocation": {"artifactLocation": artifact(prefix + error.path)}}
         if error.line:
             location["physicalLocation"]["region"] = {"startLine": error.line}
         notifications.append({"level": "error", "message": {"text": error.reason}, "locations": [location]})
     return {"executionSuccessful": True, "toolExecutionNotifications": notifications}
 
 
-def sarif_result(finding: Finding, rule_index: dict[str, int], delivery: Delivery) -> dict:
+def sarif_result(finding: Finding, rule_index: dict[str, int], delivery: Delivery, prefix: str = "") -> dict:
     entry = {
         "ruleId": finding.code,
         "level": _LEVEL[finding.verdict],
         "message": {"text": message(finding, delivery)},
-        "locations": [{"physicalLocation": {"artifactLocation": artifact(finding.path), "region": site_region(finding)}}],
+        "locations": [{"physicalLocation": {"artifactLocation": artifact(prefix + finding.path), "region": site_region(finding)}}],
         "partialFingerprints": {"optpatchLineHash/v1": fingerprint(finding)},
         "properties": {
             "tier": finding.tier.value if finding.tier else None,
@@ -112,7 +129,7 @@ def sarif_result(finding: Finding, rule_index: dict[str, int], delivery: Deliver
     if finding.code in rule_index:
         entry["ruleIndex"] = rule_index[finding.code]
     if finding.verdict is Verdict.FIX and finding.regions:
-        entry["fixes"] = [fix(finding)]
+        entry["fixes"] = [fix(finding, prefix)]
     return entry
 
 
@@ -133,11 +150,11 @@ def site_region(finding: Finding) -> dict:
     return region
 
 
-def fix(finding: Finding) -> dict:
+def fix(finding: Finding, prefix: str = "") -> dict:
     return {
         "description": {"text": f"{finding.code} {finding.name}: {finding.replacement or finding.reason}"},
         "artifactChanges": [
-            {"artifactLocation": artifact(finding.path), "replacements": [replacement(r) for r in finding.regions]}
+            {"artifactLocation": artifact(prefix + finding.path), "replacements": [replacement(r) for r in finding.regions]}
         ],
     }
 

@@ -8,10 +8,15 @@
       proof: every path overwrites `gpu_blocks` before reading it: L35: overwritten
         in full by `gpu_blocks.copy_(cpu_blocks, non_blocking=True)`
 
-Findings come highest impact first (the impact weighed by how often the
-site runs: frequency.py; then the time a --profile measured), kept sites
-last, and in path and line order within a class. Every line is wrapped at word boundaries to the width; only a
-single word longer than the width (a long path) runs over it. Quoted code
+Fixes come first, then proposals, then advice (and kept sites with -v);
+`--show` picks which of them. Within each, findings come highest impact
+first (the impact weighed by how often the site runs: frequency.py; then
+the time a --profile measured), and in path and line order within a class.
+Paths are relative to the current folder where the file lies below it, to
+be clicked and pasted. A finding's header line is never wrapped, so that a
+grep for `OPT102 create-on-device [safe` finds every one; every other line
+is wrapped at word boundaries to the width; only a single word longer than
+the width (a long path) runs over it. Quoted code
 (between backticks) is collapsed to one line and shortened with an
 ellipsis, so source pasted into a reason cannot flood the screen, while the
 prose of a reason is never cut. Kept sites are listed only with -v, in the
@@ -29,7 +34,7 @@ from rich.text import Text
 
 from optpatch.locations import rewritten_line
 from optpatch.model import CodeArea, Finding, Impact, KeepCategory, Verdict
-from optpatch.reporters import ReportOptions
+from optpatch.reporters import ReportOptions, counted
 from optpatch.reporters.status import Status, area_note, status_of
 from optpatch.reporters.wrapping import together, wrap
 from optpatch.cpp_headers import HeaderOutcome
@@ -38,6 +43,7 @@ from optpatch.source import LINE_BREAK
 
 MIN_WIDTH = 40  # narrower than this, wrapping would leave a word or two a line
 CODE_LIMIT = 60  # characters of quoted code shown before the ellipsis
+MIN_CODE = 16  # the least of it worth showing
 ELLIPSIS = "…"
 _QUOTED = re.compile(r"`[^`]*`")
 _STYLE = {
@@ -46,11 +52,18 @@ _STYLE = {
 }
 _LABEL = {Verdict.FIX: "proof", Verdict.KEEP: "blocked by", Verdict.ADVICE: "advice"}
 _COUNTED = {
-    Status.FIXED: "{} fixed", Status.IN_PATCH: "{} fixes in the patch", Status.FIXABLE: "{} fixable",
-    Status.PROPOSED: "{} proposed (not applied)", Status.KEPT: "{} kept", Status.ADVICE: "{} advice",
+    Status.FIXED: ("fixed", "fixed"), Status.IN_PATCH: ("fix in the patch", "fixes in the patch"),
+    Status.FIXABLE: ("fixable", "fixable"), Status.PROPOSED: ("proposed (not applied)", "proposed (not applied)"),
+    Status.KEPT: ("kept", "kept"), Status.ADVICE: ("advice", "advice"),
 }
 IMPACT_ORDER = (Impact.HIGH, Impact.MEDIUM, Impact.LOW, Impact.NONE)
 SUMMARY_ORDER = (Status.FIXED, Status.IN_PATCH, Status.FIXABLE, Status.PROPOSED, Status.KEPT, Status.ADVICE)
+# --show's names, and the statuses each lists, in the order the report lists them.
+SHOWN = {
+    "fixes": (Status.FIXED, Status.IN_PATCH, Status.FIXABLE), "proposals": (Status.PROPOSED,),
+    "advice": (Status.ADVICE,), "kept": (Status.KEPT,),
+}
+CONCISE_WIDTH = 120  # a concise line's length where the path leaves room
 
 
 # -- the two formats ----------------------------------------------------------------------
@@ -66,14 +79,15 @@ def render_full(result: RunResult, options: ReportOptions) -> list[Text]:
 
 
 def render_concise(result: RunResult, options: ReportOptions) -> list[Text]:
-    """One line per finding, never wrapped (for grep), then the same summary as `full`."""
+    """One line per finding, never wrapped (for grep), no proof, within CONCISE_WIDTH where the path allows; then the summary."""
     width = max(MIN_WIDTH, options.width)
     lines = []
     for finding in shown_findings(result, options):
         status = status_of(finding, options.delivery)
-        line = Text(header(finding, status))
-        _style_header([line], finding, status)
-        line.append(f" {concise_message(finding)}")
+        head = header(finding, status, options.display)
+        line = Text(head)
+        _style_header([line], finding, status, options.display)
+        line.append(f" {concise_message(finding, CONCISE_WIDTH - len(head) - 1)}")
         lines.append(line)
     if lines:
         lines.append(Text())
@@ -81,9 +95,13 @@ def render_concise(result: RunResult, options: ReportOptions) -> list[Text]:
 
 
 def shown_findings(result: RunResult, options: ReportOptions) -> list[Finding]:
-    """The findings to list, highest impact first (the time a profile measured next), then in path order."""
-    shown = [f for f in result.findings if options.verbose or f.verdict is not Verdict.KEEP]
-    return sorted(shown, key=ranking)
+    """The findings `--show` asks for (default: fixes, proposals, advice; kept too with -v): fixes first, then
+    proposals, advice and kept sites, each highest impact first (`ranking`)."""
+    names = options.show or {"fixes", "proposals", "advice"} | ({"kept"} if options.verbose else set())
+    order = [status for name in SHOWN if name in names for status in SHOWN[name]]
+    rank = {status: index for index, status in enumerate(order)}
+    chosen = [f for f in result.findings if status_of(f, options.delivery) in rank]
+    return sorted(chosen, key=lambda f: (rank[status_of(f, options.delivery)], ranking(f)))
 
 
 def ranking(finding: Finding) -> tuple:
@@ -101,8 +119,8 @@ def ranking(finding: Finding) -> tuple:
 def finding_block(finding: Finding, options: ReportOptions, width: int) -> list[Text]:
     status = status_of(finding, options.delivery)
     limit = code_limit(width)
-    head = [Text(line) for line in wrapped_header(finding, status, width)]
-    _style_header(head, finding, status)
+    head = [Text(header(finding, status, options.display))]  # never wrapped: one line to grep
+    _style_header(head, finding, status, options.display)
     body = wrap(short_message(finding, limit), width, "  ", "    ")
     if status is Status.PROPOSED and finding.not_applied_because:
         body += wrap(f"not applied: {finding.not_applied_because}", width, "  ", "    ")
@@ -114,25 +132,30 @@ def finding_block(finding: Finding, options: ReportOptions, width: int) -> list[
     return head + [Text(line) for line in body]
 
 
-def header(finding: Finding, status: Status) -> str:
+def header(finding: Finding, status: Status, display=lambda rel: rel) -> str:
     """`path:line:col: CODE name [tier, status]`; kept sites and advice have no tier."""
+    where = location(finding, display)
     if finding.verdict is Verdict.FIX:
         tier = finding.tier.value if finding.tier else "safe"
-        return f"{finding.location()}: {finding.code} {finding.name} [{tier}, {status}]"
-    return f"{finding.location()}: {finding.code} {finding.name} [{status}]"
+        return f"{where}: {finding.code} {finding.name} [{tier}, {status}]"
+    return f"{where}: {finding.code} {finding.name} [{status}]"
 
 
-def wrapped_header(finding: Finding, status: Status, width: int) -> list[str]:
-    """The header over as many lines as the width needs, never splitting its `[tier, status]`."""
-    head, bracket = header(finding, status).rsplit(" [", 1)
-    return wrap(f"{head} {together('[' + bracket)}", width, "", "    ")
+def location(finding: Finding, display) -> str:
+    return f"{display(finding.path)}:{finding.line}:{finding.col}"
 
 
-def _style_header(lines: list[Text], finding: Finding, status: Status) -> None:
-    """Location and code in bold, `[tier, status]` in the status's colour, wherever the wrapping put them."""
-    location = len(finding.location()) + 1
-    lines[0].stylize("bold", 0, location)
-    lines[0].stylize("bold", location + 1, location + 1 + len(finding.code))
+def error_line(error, display=lambda rel: rel) -> str:
+    """`path:line:col: error: reason`, as compilers write it (line and column where known)."""
+    where = display(error.path) + "".join(f":{n}" for n in (error.line, error.col if error.line else None) if n)
+    return f"{where}: error: {error.reason}"
+
+
+def _style_header(lines: list[Text], finding: Finding, status: Status, display) -> None:
+    """Location and code in bold, `[tier, status]` in the status's colour."""
+    end = len(location(finding, display)) + 1
+    lines[0].stylize("bold", 0, end)
+    lines[0].stylize("bold", end + 1, end + 1 + len(finding.code))
     last = lines[-1]
     last.stylize(_STYLE[status], last.plain.rfind("["))
 
@@ -152,9 +175,14 @@ def short_message(finding: Finding, limit: int) -> str:
     return f"impact: {where}"
 
 
-def concise_message(finding: Finding) -> str:
-    """The one-line form: the short message, and the reason with its code shortened, never cut."""
-    return f"{short_message(finding, CODE_LIMIT)}; {_LABEL[finding.verdict]}: {prose(finding.reason, CODE_LIMIT)}"
+def concise_message(finding: Finding, room: int) -> str:
+    """The one-line form: the short message (no proof: `explain` has it), its quoted code cut to fit ROOM where it can."""
+    limit = CODE_LIMIT
+    message = short_message(finding, limit)
+    while len(message) > room and limit > MIN_CODE:
+        limit = max(MIN_CODE, limit - (len(message) - room))
+        message = short_message(finding, limit)
+    return message
 
 
 def _header_lines(result: RunResult) -> list[str]:
@@ -192,7 +220,7 @@ def _keep_label(finding: Finding) -> str:
 
 def code_limit(width: int) -> int:
     """Quoted code is cut to fit a continuation line, so that no word of it runs over the width."""
-    return max(16, min(CODE_LIMIT, width - 6))
+    return max(MIN_CODE, min(CODE_LIMIT, width - 6))
 
 
 def quote(code: str, limit: int) -> str:
@@ -293,10 +321,11 @@ def _cut(line: str, width: int) -> str:
 def trailer(result: RunResult, options: ReportOptions, width: int) -> list[Text]:
     lines: list[Text] = []
     for error in result.errors:
-        for index, line in enumerate(wrap(f"error {error.location()}: {error.reason}", width, "", "    ")):
+        for index, line in enumerate(wrap(error_line(error, options.display), width, "", "    ")):
             text = Text(line)
             if index == 0:
-                text.stylize("bold red", 0, len("error"))
+                start = line.find(": error:") + 2
+                text.stylize("bold red", start, start + len("error"))
             lines.append(text)
     if result.unused_suppressions and options.verbose:
         places = ", ".join(f"{path}:{line}" for path, line in result.unused_suppressions)
@@ -325,10 +354,14 @@ def summary_lines(result: RunResult, options: ReportOptions, width: int) -> list
         counts = ", ".join(together(f"{impacts[level]} {level.value}") for level in IMPACT_ORDER if impacts[level])
         lines += [Text(line) for line in wrap(f"{counts} (fixes, highest first above)", width, label, " " * len(label))]
 
+    if Status.FIXABLE in by_status:
+        apply = (f"To apply the fixes: run this command again with {together('--fix')}, or with "
+                 f"{together('--diff > model_patch.diff')} for a patch (or {together('optpatch apply REPO')}).")
+        lines += [Text(line) for line in wrap(apply, width, "", "")]
     if note := area_note(result.findings, options.fix_areas):
         lines += [Text(line) for line in wrap(note, width, "", "  ")]
     if Status.KEPT in by_status and not options.verbose:
-        hint = "Kept sites are listed with -v; `optpatch explain REPO:FILE:LINE` shows any site's proof or blocking use."
+        hint = "Kept sites are listed with -v; `optpatch explain FILE:LINE:COL` shows any site's proof or blocking use."
         lines += [Text(line, style="dim") for line in wrap(hint, width, "", "")]
     return lines
 
@@ -336,12 +369,12 @@ def summary_lines(result: RunResult, options: ReportOptions, width: int) -> list
 def summary_headline(result: RunResult, options: ReportOptions, width: int) -> list[Text]:
     """The first line of the summary (all that -q prints): how many of each status, and how many files."""
     by_status = _by_status(result, options)
-    counts = [_COUNTED[status].format(len(by_status[status])) for status in SUMMARY_ORDER if status in by_status]
+    counts = [counted(len(by_status[status]), *_COUNTED[status]) for status in SUMMARY_ORDER if status in by_status]
     if result.suppressed:
         counts.append(f"{result.suppressed} suppressed")
     if result.unused_suppressions and not options.verbose:
         counts.append(f"{len(result.unused_suppressions)} unused suppressions (-v lists them)")
-    files = f"{result.analysed} files analysed {together(f'in {result.seconds:.2f} s')}"
+    files = f"{counted(result.analysed, 'file')} analysed {together(f'in {result.seconds:.2f} s')}"
     if result.errors:
         files += f", {len(result.errors)} could not be analysed"
     counts = [together(count) for count in counts]  # each count on one line: "3 proposed (not applied)"
@@ -383,16 +416,22 @@ def statistics(result: RunResult, options: ReportOptions) -> list[dict]:
         {"code": code, "name": name, "tier": tier, "status": str(status), "count": count}
         for (code, name, tier, status), count in counted.items()
     ]
-    return sorted(rows, key=lambda row: (-row["count"], row["code"], SUMMARY_ORDER.index(Status(row["status"])), row["tier"] or ""))
+    return sorted(rows, key=lambda row: (SUMMARY_ORDER.index(Status(row["status"])), -row["count"], row["code"], row["tier"] or ""))
 
 
 def render_statistics(result: RunResult, options: ReportOptions) -> list[Text]:
+    """ruff's --statistics table, fixes first, then a total line."""
     rows = statistics(result, options)
     if not rows:
         return [Text("No findings.")]
     cells = [(str(row["count"]), row["code"], row["name"], row["tier"] or "-", row["status"]) for row in rows]
     widths = [max(len(cell[i]) for cell in cells) for i in range(5)]
-    return [
+    table = [
         Text(f"{count:>{widths[0]}}  {code:<{widths[1]}}  {name:<{widths[2]}}  {tier:<{widths[3]}}  {status}")
         for count, code, name, tier, status in cells
     ]
+    by_status = Counter()
+    for row in rows:
+        by_status[Status(row["status"])] += row["count"]
+    parts = ", ".join(counted(by_status[status], *_COUNTED[status]) for status in SUMMARY_ORDER if by_status[status])
+    return table + [Text(f"Total: {counted(sum(by_status.values()), 'finding')} ({parts})")]
