@@ -6,7 +6,13 @@ BIN := $(VENV)/bin
 # The CPU wheel of torch; a machine that already has torch (a GPU box) keeps its own.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: setup demo test docs clean
+.PHONY: setup demo test docs dist clean
+
+# What the demo needs, and no more: optpatch and its own dependencies (no torch, no test tools, no downloads).
+$(VENV)/.demo-ready: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e .
+	touch $@
 
 setup: $(VENV)/.ready
 
@@ -20,12 +26,13 @@ $(VENV)/.ready: pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e ".[validate,test]"
 	@# ruff 0.11 beside the test extra's 0.12: the formatter tests check edits with both (tests/formatters.py).
 	$(BIN)/pip install -q --disable-pip-version-check --target $(VENV)/formatters/ruff-0.11 "ruff>=0.11,<0.12"
-	@# Headers of cuBLAS/cuSPARSE/cuSOLVER that nvcc needs to compile torch
-	@# extensions on a machine without a CUDA build of torch (1.2 MB kept).
+	@# Headers of cuBLAS/cuSPARSE/cuSOLVER that the tests' nvcc compiles of torch extensions need on a
+	@# machine without a CUDA build of torch: about 750 MB downloaded once (with progress), 1 MB kept;
+	@# nothing when the headers are installed or kept already, or without nvcc.
 	@if command -v nvcc >/dev/null 2>&1; then $(BIN)/python -m kernels.build_check fetch-headers; fi
 	touch $@
 
-demo: setup
+demo: $(VENV)/.demo-ready
 	$(BIN)/optpatch apply examples/minivllm -o model_patch.diff
 	@tmp=$$(mktemp -d) && cp -r examples/minivllm/. $$tmp && \
 		(cd $$tmp && git apply --check $(CURDIR)/model_patch.diff) && \
@@ -35,8 +42,12 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest
 
+# A wheel to install optpatch into any environment (README, "Installing"): dist/optpatch-VERSION-py3-none-any.whl.
+dist:
+	$(PYTHON) -m pip wheel -q --disable-pip-version-check --no-deps -w dist .
+
 clean:
-	rm -rf $(VENV) model_patch.diff .pytest_cache
+	rm -rf $(VENV) model_patch.diff .pytest_cache dist
 
 docs: setup
 	$(BIN)/optpatch rules --write-docs docs/rules

@@ -154,13 +154,22 @@ def compile_source(toolchain: Toolchain, source: Path, output: Path) -> CompileR
     return CompileResult(source=source, ok=completed.returncode == 0, seconds=seconds, log=log)
 
 
+DOWNLOAD_MB = 750  # the three wheels, of which fetch-headers keeps about 1 MB of headers
+
+
 def fetch_headers(destination: Path | None = None) -> Path:
     """Download the library wheels to a temporary folder, keep their
-    headers under destination, and return the include folder."""
+    headers under destination, and return the include folder; nothing is
+    downloaded when the headers are found already (find_library_headers)."""
+    if destination is None and (found := find_library_headers()) is not None:
+        print(f"fetch-headers: the cuBLAS/cuSPARSE/cuSOLVER headers are in {found}; nothing to download", file=sys.stderr)
+        return found
     destination = destination or header_cache_dir()
+    print(f"fetch-headers: downloading {', '.join(CUDA_LIBRARY_WHEELS)} (about {DOWNLOAD_MB} MB) "
+          f"to keep their headers (about 1 MB) in {destination}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="optpatch-cuda-wheels-") as scratch:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+        subprocess.run(  # pip's own progress bars show each wheel's size and progress
+            [sys.executable, "-m", "pip", "download", "--progress-bar", "on", "--no-deps",
              "--only-binary=:all:", "--dest", scratch, *CUDA_LIBRARY_WHEELS],
             check=True,
         )

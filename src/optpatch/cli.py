@@ -978,7 +978,7 @@ def _plot_path(ctx: click.Context, param: click.Parameter, path: Path | None) ->
 @click.option("--workdir", type=click.Path(path_type=Path, file_okay=False), help="Keep copies, builds and logs here.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), callback=_plot_path, metavar="FILE",
               help="Also draw the timings as a chart, SVG or PNG by FILE's suffix (needs matplotlib: "
-                   "pip install 'optpatch[plot]').")
+                   "pip install matplotlib).")
 @click.option("--from-report", "saved_report", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               metavar="REPORT.json",
               help="Run nothing: print (and with --plot, draw) a report saved from `--output-format json`, e.g. a GPU machine's.")

@@ -31,7 +31,7 @@ from pathlib import Path
 from optpatch.kernel_report import ComparisonRow, Reading, ValidationReport, noise_bands, reading
 from optpatch.writer import write_atomically
 
-INSTALL_HINT = "pip install 'optpatch[plot]'"
+INSTALL_HINT = "pip install matplotlib"  # optpatch is on no registry: its `plot` extra is only matplotlib
 CHART_FORMATS = {".svg": "svg", ".png": "png"}
 LOG_SCALE_RANGE = 30.0
 VERSION_COLOURS = {"original": "#a0a0a0", "patched": "#2a6fb0"}

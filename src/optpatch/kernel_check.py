@@ -62,7 +62,8 @@ RULES_UNDER_TEST = "OPT201,OPT202,OPT203,OPT101"
 VALIDATED_RULES = "OPT203"
 VALIDATED_KERNELS = ("gather_cache_flash",)
 CANDIDATE_EXTENSION = "optpatch_kernels_candidate"
-TORCH_INSTALL_HINT = "pip install 'optpatch[validate]' (or a CUDA build of torch)"
+# optpatch is on no package registry: the hint installs torch itself (any build; a GPU machine keeps its CUDA one).
+TORCH_INSTALL_HINT = "pip install torch (a CUDA build on a GPU machine: https://pytorch.org/get-started/locally/)"
 KERNELS_DIR_ENV = "OPTPATCH_KERNELS_DIR"
 TARGETS_FILE = "targets.json"
 HOST_CODE_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp"})

@@ -205,14 +205,14 @@ def test_without_matplotlib_plot_says_how_to_install_it_before_any_work(tmp_path
     chart = tmp_path / "chart.svg"
     result = run_cli_hooked(WITHOUT_MATPLOTLIB + NO_WORK, "validate", "--plot", str(chart))
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "pip install 'optpatch[plot]'" in result.stderr
+    assert "pip install matplotlib" in result.stderr
     assert "WORK STARTED" not in result.stdout and not chart.exists()
 
 
 def test_without_matplotlib_from_report_with_plot_exits_2_too(saved_report, tmp_path):
     result = run_cli_hooked(WITHOUT_MATPLOTLIB, "validate", "--from-report", str(saved_report), "--plot",
                             str(tmp_path / "chart.svg"))
-    assert result.returncode == 2 and "pip install 'optpatch[plot]'" in result.stderr
+    assert result.returncode == 2 and "pip install matplotlib" in result.stderr
     assert result.stdout == ""
 
 
