@@ -70,7 +70,7 @@ def run(
     found = discover(root, configs, paths)
     by_settings: dict[Settings, list[tuple[Path, str]]] = {}
     for path, rel in found.files:
-        by_settings.setdefault(configs.for_path(path), []).append((path, rel))
+        by_settings.setdefault(_settings_of(configs, path), []).append((path, rel))
     oversized: list[str] = []
     groups: list[_Group] = []
     for group_settings, files in by_settings.items():
@@ -93,6 +93,13 @@ def run(
                      oversized=sorted(oversized), warnings=sorted(found.warnings))
 
 
+def _settings_of(configs: ConfigResolver, path: Path) -> Settings:
+    settings = configs.for_path(path)
+    if os.environ.get(NO_HEADERS_VARIABLE):  # as --no-headers; in the settings, so in the cache key too
+        settings = replace(settings, headers=False)
+    return settings
+
+
 @dataclass
 class _Group:
     """The files that share one configuration: their rules, task and cache pack, and which the cache holds."""
@@ -107,8 +114,6 @@ class _Group:
     @classmethod
     def open(cls, root: Path, settings: Settings, policy: FixPolicy, files: list[tuple[Path, str]], use_cache: bool,
              filters: tuple[FindingFilter, ...]) -> "_Group":
-        if os.environ.get(NO_HEADERS_VARIABLE):  # as --no-headers; in the settings, so in the cache key too
-            settings = replace(settings, headers=False)
         rules = select_rules(rule_facts(), settings.select, settings.ignore)
         formatters = read_formatter_config(root, (rel for _, rel in files))
         headers = HeaderSetup.for_run(root, settings.compile_commands, settings.headers, settings.include_dirs)
@@ -230,7 +235,7 @@ def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group], pa
         others: dict[Settings, list[tuple[Path, str]]] = {}
         for path, rel in discover(root, configs, None).files:
             if rel not in calls and language_of(rel) is Language.PYTHON:
-                others.setdefault(configs.for_path(path), []).append((path, rel))
+                others.setdefault(_settings_of(configs, path), []).append((path, rel))
         stores = {group.settings: group.store for group in groups}
         for settings, files in others.items():
             store = stores.get(settings)
