@@ -89,7 +89,8 @@ def test_github_warns_only_for_the_fixes_the_run_applies(example):
 def test_locations_are_relative_to_the_current_folder_and_explain_takes_them(example):
     concise = run_cli("check", ".", "--output-format", "concise", cwd=example.parent)
     first = concise.stdout.splitlines()[0]
-    assert first.startswith("minivllm/csrc/cache_ops.cu:35:3: OPT201 vla-to-vector [safe, fixable]"), first
+    # fixes first, the highest impact first (frequency.py: the step method's arange runs per step)
+    assert first.startswith("minivllm/minivllm/model_runner.py:52:16: OPT102 create-on-device [safe, fixable]"), first
     inside = run_cli("check", ".", "--output-format", "concise", cwd=example / "minivllm")
     location = next(line for line in inside.stdout.splitlines() if "create-on-device [unsafe" in line).split(": ")[0]
     assert location == "sampler.py:45:16"  # not minivllm/sampler.py: the file is clicked from the current folder
@@ -106,7 +107,8 @@ def test_concise_is_a_short_line_per_finding_and_headers_are_never_wrapped(examp
     findings = concise[: concise.index("")]
     # Within 120 columns, or the quoted code is cut to its least (16 characters) beside a long header.
     assert len(findings) == 15 and all(len(line) <= 120 or len(line.rsplit(" ", 1)[-1]) <= 16 for line in findings)
-    assert sum(len(line) <= 120 for line in findings) >= 12
+    # The impact (with how often the site runs, and its size where the frequency lowered it) takes room: 6 fit.
+    assert sum(len(line) <= 120 for line in findings) >= 6
     assert not any("proof:" in line for line in findings)
     full = run_cli("check", ".", cwd=example).stdout.splitlines()  # piped: 80 columns
     assert sum("OPT102 create-on-device [safe" in line for line in full) == 1
