@@ -125,3 +125,17 @@ def test_a_fix_its_tier_holds_is_not_counted_as_held_by_its_area(tmp_path):
     result = run(root, Settings(), FixPolicy(), jobs=1, use_cache=False)
     holds = {f.path: f.refusal.hold for f in result.findings if f.refusal}
     assert holds == {TEST: Hold.AREA, "tests/test_module.py": Hold.VALIDATE_TIER}
+
+
+def test_a_nested_configuration_gives_its_files_its_own_fix_areas_and_areas(tmp_path):
+    """Each file's nearest configuration decides (config.ConfigResolver): its `fix-areas` builds that group's policy,
+    and its `areas` patterns are relative to its own folder, as `exclude` is."""
+    root = _tree(tmp_path, files=(TEST, "sub/tests/test_model.py", "sub/pkg/model.py", "sub/slow/model.py"),
+                 config='fix-areas = ["library"]\n')
+    (root / "sub" / "optpatch.toml").write_text('fix-areas = ["library", "tests"]\nareas = {"slow/**" = "benchmarks"}\n')
+    result = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "json", "--no-cache")
+    assert result.returncode == 0, result.stderr
+    found = _by_path(json.loads(result.stdout))
+    assert (found[TEST]["held"], found["sub/tests/test_model.py"]["held"]) == ("area", None)
+    assert found["sub/slow/model.py"]["area"] == "benchmarks" and found["sub/slow/model.py"]["held"] == "area"
+    assert found["sub/pkg/model.py"]["area"] == "library" and found["sub/pkg/model.py"]["held"] is None

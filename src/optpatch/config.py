@@ -6,8 +6,8 @@ Every file has its own settings, as in ruff's hierarchical configuration
 `[tool.optpatch]` table gives the configuration, in that order of preference
 within a folder (ruff's order for its own files). A `pyproject.toml` without
 the table is passed over, so a package's own pyproject does not hide its
-repository's settings. `exclude` and `per-file-ignores` patterns are relative
-to the folder of the file that sets them, so a file gets the same verdict
+repository's settings. `exclude`, `per-file-ignores` and `areas` patterns are
+relative to the folder of the file that sets them, so a file gets the same verdict
 whichever paths a command names. `--config PATH` gives every file PATH's
 settings.
 
