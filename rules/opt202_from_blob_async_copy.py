@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from optpatch.cpp_edits import statement_lines
-from optpatch.cpp_frontend import CppUnit, Node, Place, Token, matching_bracket, split_top_level, unwrap
+from optpatch.cpp_frontend import CppUnit, Node, Place, Token, kernel_name, matching_bracket, split_top_level, unwrap
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 from optpatch.source import LINE_BREAK
 
@@ -1076,7 +1076,7 @@ def _launch_config(unit: CppUnit, close: int, site: Site, function: Node) -> tup
     opener = next((i for i in range(close - 1, -1, -1) if tokens[i].spelling == "<<<"), None)
     if opener is None:
         return False, "a kernel launch optpatch cannot read"
-    kernel = _kernel_name(tokens, opener)
+    kernel = kernel_name(tokens, opener)
     config = split_top_level(tokens[opener + 1 : close])
     if len(config) < 4 or not config[3]:
         return False, f"kernel `{kernel}` is launched on the default stream, not the current one the copy uses"
@@ -1098,18 +1098,6 @@ def _launch_config(unit: CppUnit, close: int, site: Site, function: Node) -> tup
     if guard is not None:
         return True, launch + f" under `{' '.join(unit.node_text(guard).split())}`"
     return False, different
-
-
-def _kernel_name(tokens: list[Token], opener: int) -> str:
-    """The name before `<<<`, skipping template arguments (`kernel<scalar_t><<<...>>>`)."""
-    index, depth = opener - 1, 0
-    while index >= 0:
-        spelling = tokens[index].spelling
-        depth += {">": 1, ">>": 2, "<": -1}.get(spelling, 0)
-        if depth <= 0 and tokens[index].kind == "identifier":
-            return spelling
-        index -= 1
-    return "?"
 
 
 def _stream_source(unit: CppUnit, stream: list[Token], function: Node) -> tuple[str, str, int] | None:

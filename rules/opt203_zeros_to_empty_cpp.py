@@ -4,7 +4,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from optpatch.cpp_frontend import FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node, Place, Token, matching_bracket, split_top_level
+from optpatch.cpp_frontend import FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node, Place, Token, kernel_name, matching_bracket, split_top_level
 from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
 
 # The factory each zero-filling factory becomes: same arguments, same result but for the values.
@@ -607,23 +607,11 @@ def _launch_of(unit: CppUnit, index: int) -> Launch | None:
                     return None
                 arguments = split_top_level(tokens[position + 1 : close])
                 held = next(k for k, argument in enumerate(arguments) if any(t.start == tokens[index].start for t in argument))
-                return Launch(_kernel_name(tokens, opener), arguments, held)
+                return Launch(kernel_name(tokens, opener), arguments, held)
             depth -= 1
         elif spelling == ";":
             return None
     return None
-
-
-def _kernel_name(tokens: list[Token], opener: int) -> str:
-    """The name before `<<<`, skipping template arguments (`kernel<scalar_t><<<...>>>`)."""
-    index, depth = opener - 1, 0
-    while index >= 0:
-        spelling = tokens[index].spelling
-        depth += {">": 1, ">>": 2, "<": -1}.get(spelling, 0)
-        if depth <= 0 and tokens[index].kind == "identifier":
-            return spelling
-        index -= 1
-    return "?"
 
 
 def _kernel_use(unit: CppUnit, allocation: Allocation, use: Node, launch: Launch, unconditional: bool) -> tuple[Tier, list[str]]:

@@ -217,6 +217,18 @@ def matching_bracket(tokens: list[Token], index: int) -> int | None:
     return None
 
 
+def kernel_name(tokens: list[Token], opener: int) -> str:
+    """The name before `<<<`, skipping template arguments (`kernel<scalar_t><<<...>>>`)."""
+    index, depth = opener - 1, 0
+    while index >= 0:
+        spelling = tokens[index].spelling
+        depth += {">": 1, ">>": 2, "<": -1}.get(spelling, 0)
+        if depth <= 0 and tokens[index].kind == "identifier":
+            return spelling
+        index -= 1
+    return "?"
+
+
 def split_top_level(tokens: list[Token], separator: str = ",") -> list[list[Token]]:
     """Split a token list on separators outside any brackets."""
     parts: list[list[Token]] = [[]]
