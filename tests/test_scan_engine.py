@@ -51,12 +51,12 @@ def test_rule_facts_read_from_source_match_the_imported_rules():
 )
 def test_rules_whose_facts_are_not_literal_are_imported(tmp_path, source):
     rules = tmp_path / "rules"
-    rules.mkdir()
-    (rules / "opt990_example.py").write_text(source)
+    (rules / "opt990").mkdir(parents=True)
+    (rules / "opt990" / "rule.py").write_text(source)
     facts = rule_facts(rules)
     assert [f.code for f in facts] == ["OPT990"]
-    assert sys.modules.get("optpatch_rules.opt990_example") is not None, "the rule was not imported"
-    del sys.modules["optpatch_rules.opt990_example"]
+    imported = [name for name in sys.modules if name.startswith("optpatch_rules_") and name.endswith(".opt990.rule")]
+    assert imported, "the rule was not imported"
 
 
 class _ScreenedRule(Rule):

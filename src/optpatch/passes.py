@@ -33,6 +33,7 @@ import pathspec
 from optpatch.config import Settings
 from optpatch.cpp_headers import HeaderOutcome, HeaderReport, HeaderSetup
 from optpatch.frontends import FrontendError, parse, rewrite_error
+from optpatch.judgements import finding_of
 from optpatch.locations import locate_findings
 from optpatch.model import Edit, FileError, Finding, Hold, KeepCategory, Language, Refusal, Verdict
 from optpatch.line_diff import LineBreaks
@@ -158,7 +159,7 @@ def _checked(source: SourceFile, wanted: list[type[Rule]], unit) -> Analysis:
     findings: list[Finding] = []
     for rule in wanted:
         try:
-            findings.extend(rule().check(unit))
+            findings.extend(finding_of(rule, unit, judgement) for judgement in rule().check(unit))
         except RecursionError:
             return Analysis(error=FileError(source.rel, f"{rule.code}: code nested too deeply to analyse"))
         except Exception as error:  # a rule bug must cost one file, not the run

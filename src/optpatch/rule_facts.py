@@ -4,7 +4,7 @@ Importing the rules imports libcst (about 0.2 s) and every rule module. A
 pre-commit run on one changed file that holds none of the rules' trigger
 words needs neither, so the engine first reads each rule's declarations
 (code, name, language, version, trigger words, the ops a profile times) straight from the source of
-`rules/*.py` with Python's `ast`, and imports the rules only for a file that
+`rules/*/rule.py` with Python's `ast`, and imports the rules only for a file that
 some rule wants. A rule whose declarations are not plain literals, that
 derives from another rule, or that overrides `wants` is imported right away,
 so the facts are never guessed.
@@ -47,12 +47,10 @@ class RuleFacts:
 @cache
 def rule_facts(rules_dir: Path | None = None) -> tuple[RuleFacts, ...]:
     """The facts of every rule, sorted by code, importing the rules only if their sources do not say."""
-    from optpatch.rule import builtin_rules_dir
+    from optpatch.rule import builtin_rules_dir, rule_modules
 
     found: list[RuleFacts] = []
-    for path in sorted((rules_dir or builtin_rules_dir()).glob("*.py")):
-        if path.name.startswith("_"):
-            continue
+    for path in rule_modules(rules_dir or builtin_rules_dir()):
         declared = _declared_rules(path)
         if declared is None:
             from optpatch.rule import load_rules

@@ -40,4 +40,4 @@ def test_an_installed_optpatch_finds_its_rules_and_kernels(tmp_path):
     assert int(out_ops_count) > 400  # analysis/out_ops.json: the `out=` operators from torch's schemas
     assert kernels.is_relative_to(tmp_path / "site") and (kernels / "csrc").is_dir() and (kernels / "harness.py").is_file()
     assert (kernels / "targets.json").is_file()  # the acceptance targets `optpatch validate` reports
-    assert rules.is_relative_to(tmp_path / "site") and (rules / "opt101_zeros_to_empty.py").is_file()
+    assert rules.is_relative_to(tmp_path / "site") and (rules / "opt101" / "rule.py").is_file()

@@ -8,13 +8,11 @@ from typing import Iterator, NamedTuple
 import libcst as cst
 from libcst.metadata import Assignment
 
-from optpatch.formatter_config import PythonFormatter
-from optpatch.planner import preview
-from optpatch.python_edits import FormattedEdits
-from optpatch.python_frontend import SCOPE_NODES, LOOP_NODES, PythonModule, walk
-from optpatch.python_screen import CallIndex, ast_dotted_name, callee_name, called_functions
-from optpatch.model import CodeArea
-from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
+from optpatch.rule import CodeArea, Context, Edit, Example, Impact, Judgement, KeepCategory, Rule, Tier
+from optpatch.rule.python import (
+    LOOP_NODES, SCOPE_NODES, CallIndex, FormattedEdits, PythonFormatter, PythonModule, ast_dotted_name,
+    called_functions, callee_name, preview, walk,
+)
 from optpatch.analysis.no_gain import literal_elements, read_back_at_once, rebound_before_read
 from optpatch.analysis.torch_api import (
     CONSTANT_FACTORIES,
@@ -368,7 +366,7 @@ class PinnedAsyncH2D(Rule):
         arguments = [a for call in found for a in (*call.args, *(keyword.value for keyword in call.keywords))]
         return found + called_functions(calls.tree, arguments)
 
-    def check(self, module: PythonModule) -> Iterator[Finding]:
+    def check(self, module: PythonModule) -> Iterator[Judgement]:
         functions = _Functions(module)
         for call in module.calls():
             if move_method(call) is not None:
@@ -385,7 +383,7 @@ class PinnedAsyncH2D(Rule):
 
     # -- the verdict ------------------------------------------------------------------------------
 
-    def _judge(self, module: PythonModule, site: "Site") -> Finding:
+    def _judge(self, module: PythonModule, site: "Site") -> Judgement:
         verdict = _verdict(module, site)
         context = module.context(site.copy)
         at = module.start(site.anchor)

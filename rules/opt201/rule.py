@@ -4,9 +4,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from optpatch.cpp_edits import statement_lines
-from optpatch.cpp_frontend import FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node, Place, is_callee
-from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
+from optpatch.rule import Context, Edit, Example, Finding, Impact, Judgement, KeepCategory, Rule, Tier
+from optpatch.rule.cpp import FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node, Place, is_callee, statement_lines
 
 _ARRAY_KINDS = frozenset({"VARIABLEARRAY", "DEPENDENTSIZEDARRAY"})
 _NESTED_ARRAY_KINDS = frozenset({"CONSTANTARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY", "INCOMPLETEARRAY"})
@@ -253,7 +252,7 @@ class VlaToVector(Rule):
             return True
         return False
 
-    def check(self, unit: CppUnit) -> Iterator[Finding]:
+    def check(self, unit: CppUnit) -> Iterator[Judgement]:
         for node in _array_declarations(unit):
             finding = self._examine(unit, node)
             if finding is not None:
@@ -261,7 +260,7 @@ class VlaToVector(Rule):
 
     # -- the verdict --------------------------------------------------------------------
 
-    def _examine(self, unit: CppUnit, declaration: Node) -> Finding | None:
+    def _examine(self, unit: CppUnit, declaration: Node) -> Judgement | None:
         if any(child.kind in _DEVICE_MEMORY_ATTRIBUTES for child in declaration.children):
             return None  # `__shared__`, `__constant__`: device memory, never a host array
         dependent = declaration.type_kind == "DEPENDENTSIZEDARRAY"
@@ -324,7 +323,7 @@ class VlaToVector(Rule):
         return self._fix(unit, declaration, shape, uses, proof, context)
 
     def _unproven(self, unit, declaration: Node, bound: Node, proof: BoundProof, context: Context,
-                  ask: bool = True) -> Finding:
+                  ask: bool = True) -> Judgement:
         bound_text = unit.node_text(bound)
         if ask:
             _ask_headers(unit, declaration, f"the bound `{bound_text}` did not resolve")
@@ -347,7 +346,7 @@ class VlaToVector(Rule):
 
     # -- findings ---------------------------------------------------------------------------
 
-    def _fix(self, unit: CppUnit, declaration: Node, shape: tuple[str, str], uses: list[Use], proof: BoundProof, context: Context) -> Finding:
+    def _fix(self, unit: CppUnit, declaration: Node, shape: tuple[str, str], uses: list[Use], proof: BoundProof, context: Context) -> Judgement:
         element, bound_text = shape
         edits, replacement = _rewrite(unit, declaration, element, bound_text, uses)
         decayed = sum(1 for use in uses if use.edit is not None)
@@ -368,7 +367,7 @@ class VlaToVector(Rule):
         return self.fix(unit, unit.position(declaration.start), reason=reason, tier=tier, edits=sorted(edits),
                         context=context, impact=Impact.LOW, basis=PORTABILITY_BASIS, replacement=replacement, proof=steps)
 
-    def _keep(self, unit: CppUnit, declaration: Node, context: Context, reason: str, category: KeepCategory) -> Finding:
+    def _keep(self, unit: CppUnit, declaration: Node, context: Context, reason: str, category: KeepCategory) -> Judgement:
         return self.keep(unit, unit.position(declaration.start), reason=reason, category=category, context=context)
 
 

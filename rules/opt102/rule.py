@@ -7,11 +7,11 @@ from typing import Iterator, NamedTuple
 import libcst as cst
 from libcst.metadata import Assignment
 
-from optpatch.planner import preview
-from optpatch.python_edits import FormattedEdits, string_literal
-from optpatch.python_frontend import SCOPE_NODES, PythonModule, dotted_name, walk
-from optpatch.python_screen import CallIndex, callee_name, called_functions
-from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
+from optpatch.rule import Context, Edit, Example, Impact, Judgement, KeepCategory, Rule, Tier
+from optpatch.rule.python import (
+    SCOPE_NODES, CallIndex, FormattedEdits, PythonModule, called_functions, callee_name, dotted_name, preview,
+    string_literal, walk,
+)
 from optpatch.analysis.exception_contexts import expected_exception
 from optpatch.analysis.no_gain import rebound_before_read
 from optpatch.analysis.torch_api import (
@@ -477,11 +477,11 @@ class CreateOnDevice(Rule):
         arguments = [a for move in moves for a in (*move.args, *(keyword.value for keyword in move.keywords))]
         return moves + called_functions(calls.tree, arguments) + _index_candidates(calls)
 
-    def check(self, module: PythonModule) -> Iterator[Finding]:
+    def check(self, module: PythonModule) -> Iterator[Judgement]:
         # One finding per factory. `module.calls()` gives the outermost call of a chain first, so the move at the
         # end of `F(...).to(torch.int32).to(d)` judges `F`, not the conversion inside it; and `t = t.to(d)` comes
         # after `t = F(...).to(torch.int32)`, whose conversion it judges again as part of the two-statement form.
-        judged: dict[int, Finding] = {}
+        judged: dict[int, Judgement] = {}
         reads = FunctionReads(module)
         for call in module.calls():
             if move_method(call) is None:
@@ -503,8 +503,8 @@ class CreateOnDevice(Rule):
 
     # -- the two forms ---------------------------------------------------------------------------
 
-    def _chained(self, module: PythonModule, move_call: cst.Call, receiver: cst.Call, judged: dict[int, Finding],
-                 reads: FunctionReads) -> tuple[cst.Call, Finding] | None:
+    def _chained(self, module: PythonModule, move_call: cst.Call, receiver: cst.Call, judged: dict[int, Judgement],
+                 reads: FunctionReads) -> tuple[cst.Call, Judgement] | None:
         """`F(args).to(d)`, `F(args).op(...).to(d)`, `F(args).cuda(i)`; also the keeps that look like them."""
         root, ops = method_chain(module, receiver)
         if not isinstance(root, cst.Call) or id(root) in judged:
@@ -528,7 +528,7 @@ class CreateOnDevice(Rule):
         return root, self._judge(module, site, reads)
 
     def _two_statement(self, module: PythonModule, move_call: cst.Call, receiver: cst.Name,
-                       reads: FunctionReads) -> tuple[cst.Call, Finding] | None:
+                       reads: FunctionReads) -> tuple[cst.Call, Judgement] | None:
         """`t = F(args)` (or `t = F(args).op(...)`) then, with no use of `t` in between, `t = t.to(d)`."""
         name = receiver.value
         assign = module.parent(move_call)
@@ -562,7 +562,7 @@ class CreateOnDevice(Rule):
                 blocker = _intervening_blocker(module, statement, device_names)
         return None
 
-    def _index(self, module: PythonModule, call: cst.Call, reads: FunctionReads) -> Finding | None:
+    def _index(self, module: PythonModule, call: cst.Call, reads: FunctionReads) -> Judgement | None:
         """`idx = torch.arange(n)` read only as an index of one tensor `t` (`t[idx]`, `t[:, idx] = v`): each use
         copies the index to `t`'s device, so it is created there, `device=t.device`."""
         found = _index_uses(module, call, reads)
@@ -589,7 +589,7 @@ class CreateOnDevice(Rule):
 
     # -- the verdict ----------------------------------------------------------------------------
 
-    def _judge(self, module: PythonModule, site: Site, reads: FunctionReads) -> Finding:
+    def _judge(self, module: PythonModule, site: Site, reads: FunctionReads) -> Judgement:
         move = site.move
         if move.blocker is not None:
             return self._keep(module, site, Kept(move.blocker, move.blocker_category))
@@ -630,7 +630,7 @@ class CreateOnDevice(Rule):
 
     # -- findings --------------------------------------------------------------------------------
 
-    def _fix(self, module, site: Site, device: DeviceSpelling, tier: Tier, reasons: list[str], edits: list[Edit]) -> Finding:
+    def _fix(self, module, site: Site, device: DeviceSpelling, tier: Tier, reasons: list[str], edits: list[Edit]) -> Judgement:
         context = module.context(site.factory)
         impact, basis = _impact(module, site, context)
         start, _ = module.span(site.factory)
@@ -646,11 +646,11 @@ class CreateOnDevice(Rule):
         return self.fix(module, module.start(site.factory), reason=reason, tier=tier, edits=edits, context=context,
                         impact=impact, basis=basis, replacement=replacement, proof=reasons)
 
-    def _advice(self, module, site: Site, reason: str, basis: str) -> Finding:
+    def _advice(self, module, site: Site, reason: str, basis: str) -> Judgement:
         return self.advice(module, module.start(site.factory), reason=reason, context=module.context(site.factory),
                            basis=basis)
 
-    def _keep(self, module, site: Site, kept: "Kept") -> Finding:
+    def _keep(self, module, site: Site, kept: "Kept") -> Judgement:
         return self.keep(module, module.start(site.factory), reason=kept.reason, category=kept.category,
                          context=module.context(site.factory))
 

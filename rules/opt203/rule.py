@@ -4,8 +4,10 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from optpatch.cpp_frontend import FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node, Place, Token, kernel_name, matching_bracket, split_top_level
-from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
+from optpatch.rule import Context, Edit, Example, Impact, Judgement, KeepCategory, Rule, Tier
+from optpatch.rule.cpp import (
+    FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node, Place, Token, kernel_name, matching_bracket, split_top_level,
+)
 
 # The factory each zero-filling factory becomes: same arguments, same result but for the values.
 _EMPTY_OF = {"zeros": "empty", "zeros_like": "empty_like"}
@@ -195,7 +197,7 @@ class ZerosToEmptyCpp(Rule):
         ),
     ]
 
-    def check(self, unit: CppUnit) -> Iterator[Finding]:
+    def check(self, unit: CppUnit) -> Iterator[Judgement]:
         if not _MENTION.search(unit.source.text):
             return
         analysed: set[int] = set()
@@ -205,7 +207,7 @@ class ZerosToEmptyCpp(Rule):
                 yield self._examine(unit, node)
         yield from self._unparsed(unit, analysed)
 
-    def _examine(self, unit: CppUnit, call: Node) -> Finding:
+    def _examine(self, unit: CppUnit, call: Node) -> Judgement:
         where = unit.where(call)
         context = unit.run_context(call, where.function)
         at = unit.position(call.start)
@@ -226,7 +228,7 @@ class ZerosToEmptyCpp(Rule):
         return self.fix(unit, at, reason="; ".join(proof), tier=tier, edits=[edit], context=context, impact=impact,
                         basis=basis, replacement=" ".join(replacement.split()), proof=proof)
 
-    def _unparsed(self, unit: CppUnit, analysed: set[int]) -> Iterator[Finding]:
+    def _unparsed(self, unit: CppUnit, analysed: set[int]) -> Iterator[Judgement]:
         """`torch::zeros(` / `at::zeros_like(` that did not resolve to torch's factory: reported, never rewritten."""
         tokens = unit.tokens
         for index, token in enumerate(tokens):

@@ -5,10 +5,10 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from optpatch.cpp_edits import statement_lines
-from optpatch.cpp_frontend import CppUnit, Node, Place, Token, kernel_name, matching_bracket, split_top_level, unwrap
-from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
-from optpatch.source import LINE_BREAK
+from optpatch.rule import Context, Edit, Example, Finding, Impact, Judgement, KeepCategory, Rule, Tier
+from optpatch.rule.cpp import (
+    LINE_BREAK, CppUnit, Node, Place, Token, kernel_name, matching_bracket, split_top_level, statement_lines, unwrap,
+)
 
 # The C++ element type of each dtype spelling (torch::kInt64, at::kLong, at::ScalarType::Long, ...).
 _ELEMENT_TYPES = {
@@ -300,7 +300,7 @@ class FromBlobAsyncCopy(Rule):
             unit.ask_headers(f"{cls.code} L{finding.line}: its verdict rests on torch's declarations")
         return bool(asked)
 
-    def check(self, unit: CppUnit) -> Iterator[Finding]:
+    def check(self, unit: CppUnit) -> Iterator[Judgement]:
         if not _may_chain_a_copy(unit):
             return  # neither path below could report: spared the tree and the whole file's tokens
         analysed: set[int] = set()
@@ -314,7 +314,7 @@ class FromBlobAsyncCopy(Rule):
 
     # -- the verdict ------------------------------------------------------------------------
 
-    def _examine(self, unit: CppUnit, from_blob: Node, to_call: Node) -> Finding:
+    def _examine(self, unit: CppUnit, from_blob: Node, to_call: Node) -> Judgement:
         where = unit.where(from_blob)
         context = unit.run_context(from_blob, where.function)
         if where.place is not Place.HOST:
@@ -329,7 +329,7 @@ class FromBlobAsyncCopy(Rule):
             return self._keep(unit, from_blob, context, str(blocked), blocked.category)
         return self._fix(unit, site, context, tier, proof)
 
-    def _unparsed(self, unit: CppUnit, analysed: set[int]) -> Iterator[Finding]:
+    def _unparsed(self, unit: CppUnit, analysed: set[int]) -> Iterator[Judgement]:
         """`from_blob(...).to(` that did not resolve to torch's from_blob: reported, never rewritten."""
         tokens = unit.tokens
         dependent = {
@@ -355,7 +355,7 @@ class FromBlobAsyncCopy(Rule):
 
     # -- findings ---------------------------------------------------------------------------
 
-    def _fix(self, unit: CppUnit, site: Site, context: Context, tier: Tier, proof: list[str]) -> Finding:
+    def _fix(self, unit: CppUnit, site: Site, context: Context, tier: Tier, proof: list[str]) -> Judgement:
         edits, replacement = _rewrite(unit, site)
         impact, basis = (Impact.LOW, ONCE_BASIS) if context is Context.ONCE else (Impact.HIGH, IMPACT_BASIS)
         return self.fix(
@@ -363,7 +363,7 @@ class FromBlobAsyncCopy(Rule):
             context=context, impact=impact, basis=basis, replacement=replacement, proof=proof,
         )
 
-    def _keep(self, unit: CppUnit, node: Node, context: Context, reason: str, category: KeepCategory) -> Finding:
+    def _keep(self, unit: CppUnit, node: Node, context: Context, reason: str, category: KeepCategory) -> Judgement:
         return self.keep(unit, unit.position(node.start), reason=reason, category=category, context=context)
 
 

@@ -7,16 +7,16 @@ from typing import Iterator, NamedTuple
 
 import libcst as cst
 
-from optpatch.planner import preview
 from optpatch.analysis.expected_exceptions import expecting_block
 from optpatch.analysis.overwrite import (
     CHAINED_FULL_WRITES, OverwriteProof, Shape, Step, Tracked, prove_chained_overwrite, prove_full_overwrite,
 )
 from optpatch.analysis.tensor_subclasses import receiver_caution
-from optpatch.python_edits import add_import_name
-from optpatch.python_frontend import PythonModule, ast_context, dotted_name, walk
-from optpatch.python_screen import CallIndex, ast_dotted_name, callee_name, root_name
-from optpatch.rule import Context, Edit, Example, Finding, Impact, KeepCategory, Rule, Tier
+from optpatch.rule import Context, Edit, Example, Impact, Judgement, KeepCategory, Rule, Tier
+from optpatch.rule.python import (
+    CallIndex, PythonModule, add_import_name, ast_context, ast_dotted_name, callee_name, dotted_name, preview,
+    root_name, walk,
+)
 from optpatch.analysis.torch_api import DTYPES, INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
 
 _REPLACEMENT = {
@@ -385,7 +385,7 @@ class ZerosToEmpty(Rule):
         alone through the module's bindings (all of them here: the cheaper question, and a superset)."""
         return {root for root in map(root_name, (call.func for call in _allocations(calls))) if root is not None}
 
-    def check(self, module: PythonModule) -> Iterator[Finding]:
+    def check(self, module: PythonModule) -> Iterator[Judgement]:
         self.facts = _ModuleFacts.gather(module)
         spellings = _spellings(module.text(alias.asname.name) for node in self.facts.torch_imports for alias in node.names
                                if alias.asname and module.text(alias.name) in _REPLACEMENT)
@@ -399,7 +399,7 @@ class ZerosToEmpty(Rule):
         if module.outlined:
             yield from self._check_stubbed(module)
 
-    def _check_stubbed(self, module: PythonModule) -> Iterator[Finding]:
+    def _check_stubbed(self, module: PythonModule) -> Iterator[Judgement]:
         """The allocations in functions the outline stubbed, judged from the screen's `ast`.
 
         `needs` left their functions out only because `_judged_alone` settles
@@ -465,7 +465,7 @@ class ZerosToEmpty(Rule):
 
     # -- the verdict ----------------------------------------------------------------------
 
-    def _examine(self, module: PythonModule, call: cst.Call, kind: str) -> Finding:
+    def _examine(self, module: PythonModule, call: cst.Call, kind: str) -> Judgement:
         context = module.context(call)
         if keyword_arg(call, "out") is not None:
             return self._keep(module, call, context, *FILLS_OUT)
@@ -507,7 +507,7 @@ class ZerosToEmpty(Rule):
             return self._fix(module, call, kind, context, Tier.VALIDATE, reason, proof.steps)
         return self._unproven(module, call, context, target.value, proof)
 
-    def _examine_elements(self, module, call, kind, context, statement, name: str) -> Finding:
+    def _examine_elements(self, module, call, kind, context, statement, name: str) -> Judgement:
         """`name = [torch.zeros(s) for _ in range(n)]`: the proof follows every tensor in the list (the output list
         of a synchronous `all_gather` or `all_to_all` writes them all)."""
         proof = prove_full_overwrite(module, statement, Tracked(name, elements=True))
@@ -515,7 +515,7 @@ class ZerosToEmpty(Rule):
             return self._proven(module, call, kind, context, name, proof)
         return self._unproven(module, call, context, name, proof)
 
-    def _proven(self, module, call, kind, context, name: str, proof: OverwriteProof) -> Finding:
+    def _proven(self, module, call, kind, context, name: str, proof: OverwriteProof) -> Judgement:
         """A proof that the zeros are never read: a fix when some path fills the buffer, else the allocation is dead."""
         if not proof.fills:
             discarded = [f"L{step.line}: {step.text}" for step in proof.steps if step.writes]
@@ -527,14 +527,14 @@ class ZerosToEmpty(Rule):
             return self._zeroed_again(module, call, context, f"`{name}`", proof)
         return self._fix(module, call, kind, context, Tier.SAFE, _proof_reason(name, proof), proof.steps)
 
-    def _zeroed_again(self, module, call, context, what: str, proof: OverwriteProof) -> Finding:
+    def _zeroed_again(self, module, call, context, what: str, proof: OverwriteProof) -> Judgement:
         """Zeros that every path zeroes again before any read: advice to remove the second zeroing, not a fix."""
         again = "; ".join(f"L{step.line}: {step.text}" for step in proof.zeroed_again)
         reason = f"{what} is zeroed again before any read ({again}): the second zeroing gains nothing; remove it, or leave it as it is"
         return self.advice(module, module.start(call), reason=reason, context=context, basis=ZEROED_AGAIN_BASIS,
                            category=KeepCategory.NO_GAIN)
 
-    def _unproven(self, module, call, context, name: str, proof: OverwriteProof) -> Finding:
+    def _unproven(self, module, call, context, name: str, proof: OverwriteProof) -> Judgement:
         assert proof.blocker is not None
         always = self._always_keep(module, call, name)
         reason = f"L{proof.blocker.line}: {proof.blocker.text}" + (f" ({always[0]})" if always else "")
@@ -542,7 +542,7 @@ class ZerosToEmpty(Rule):
         return self._keep(module, call, context, reason, category, proof.steps + [proof.blocker])
 
     def _examine_attribute(self, module, call, kind, statement, target: cst.Attribute, context, shape: Shape,
-                           parameter: bool) -> Finding:
+                           parameter: bool) -> Judgement:
         owner = target.value
         if not (isinstance(owner, cst.Name) and owner.value == "self"):
             return self._keep(module, call, context, *ANOTHER_OBJECT)
@@ -598,7 +598,7 @@ class ZerosToEmpty(Rule):
 
     # -- findings -----------------------------------------------------------------------------
 
-    def _fix(self, module, call, kind, context, tier: Tier, reason: str, steps: list[Step]) -> Finding:
+    def _fix(self, module, call, kind, context, tier: Tier, reason: str, steps: list[Step]) -> Judgement:
         expecting = expecting_block(module, call)
         if expecting is not None:
             return self._keep(module, call, context, f"{expecting}: `zeros` and `empty` may raise differently there, and "
@@ -617,7 +617,7 @@ class ZerosToEmpty(Rule):
             replacement=preview(module.source.text, start, end, edits), proof=[f"L{s.line}: {s.text}" for s in steps],
         )
 
-    def _discarded(self, module, call, context, reason: str, steps: list[Step]) -> Finding:
+    def _discarded(self, module, call, context, reason: str, steps: list[Step]) -> Judgement:
         """An allocation whose value nothing reads: advice, never a fix (the call may be there for what it raises)."""
         expecting = expecting_block(module, call)
         if expecting is not None:
@@ -626,7 +626,7 @@ class ZerosToEmpty(Rule):
         return self.advice(module, module.start(call), reason=reason, context=context, basis=DISCARDED_BASIS,
                            category=KeepCategory.DISCARDED)
 
-    def _keep(self, module, call, context, reason: str, category: KeepCategory, steps: list[Step] = ()) -> Finding:
+    def _keep(self, module, call, context, reason: str, category: KeepCategory, steps: list[Step] = ()) -> Judgement:
         return self.keep(module, module.start(call), reason=reason, category=category, context=context,
                          proof=[f"L{s.line}: {s.text}" for s in steps])
 

@@ -1,24 +1,32 @@
-"""The rule API: what a rule declares, how it reports, and how rules are found.
+"""The rule API: what a rule declares, what it concludes, and how rules are found.
 
-A rule is one file under `rules/`, holding one subclass of `Rule`. Its class
-docstring is its manual (the sections of `DOC_SECTIONS`), and its `VALID` and
-`INVALID` examples become tests automatically (tests/test_rule_examples.py),
-so documentation, examples and behaviour cannot drift apart.
+A rule is a package under `rules/` (`rules/opt103/`): `rule.py` holds one
+subclass of `Rule`, beside the rule's own analyses. Its class docstring is
+its manual (the sections of `DOC_SECTIONS`), and its `VALID` and `INVALID`
+examples become tests automatically (tests/test_rule_examples.py), so
+documentation, examples and behaviour cannot drift apart.
+
+A rule imports only this API: `optpatch.rule` (the base class and the
+verdicts), `optpatch.rule.python` or `optpatch.rule.cpp` (its frontend),
+`optpatch.analysis.*` (analyses shared between rules), and its own package
+(tests/architecture/test_rule_api.py).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import hashlib
+import importlib
 import inspect
 import re
 import sys
+import types
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Iterable
 
-from optpatch.line_limits import line_limit, overlong_line
-from optpatch.model import CodeArea, Context, Edit, Finding, Impact, KeepCategory, Tier, Verdict
+from optpatch.model import CodeArea, Context, Edit, Finding, Impact, KeepCategory, Tier
+from optpatch.rule.verdicts import Advice, Judgement, Kept, Proven
 
 if TYPE_CHECKING:
     import ast
@@ -26,7 +34,9 @@ if TYPE_CHECKING:
     from optpatch.python_screen import CallIndex
     from optpatch.source import SourceFile
 
-__all__ = ["Context", "Edit", "Example", "Finding", "Impact", "KeepCategory", "Rule", "Tier"]
+# `Finding` only to read: what `needs_headers` is shown of a rule's own judgements, once the engine placed them.
+__all__ = ["Advice", "CodeArea", "Context", "Edit", "Example", "Finding", "Impact", "Judgement", "KeepCategory", "Kept",
+           "Proven", "Rule", "Tier"]
 
 DOC_SECTIONS = (
     "What it does",
@@ -57,9 +67,9 @@ class Rule:
     """Base class of every optpatch rule.
 
     Subclasses set the class attributes below and implement `check`, which
-    yields a `Finding` for every site it examined: fixes with their proof,
-    keeps with the use that blocked them. Findings are built with `fix`,
-    `keep` and `advice`, never field by field.
+    yields a `Judgement` for every site it examined: `Proven` fixes with
+    their proof, `Kept` sites with the use that blocked them, `Advice`
+    (verdicts.py). The engine turns them into findings.
     """
 
     code: ClassVar[str]  # "OPT101"
@@ -79,46 +89,22 @@ class Rule:
     VALID: ClassVar[list[str]] = []  # code this rule must leave unchanged
     INVALID: ClassVar[list[Example]] = []  # code this rule must rewrite
 
-    def check(self, unit) -> Iterable[Finding]:  # pragma: no cover - interface
+    def check(self, unit) -> Iterable[Judgement]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    # -- building findings ------------------------------------------------------------------
+    # -- building judgements (transitional: rules now yield `Judgement`s of `Proven`/`Kept`/`Advice`) ----------
 
-    def fix(
-        self, unit, at: tuple[int, int], *, reason: str, tier: Tier, edits, context: Context, impact: Impact,
-        basis: str, replacement: str = "", proof=(),
-    ) -> Finding:
-        """A rewrite at `at` (1-based line and column of the parsed text), with its proof and its tier.
+    def fix(self, unit, at: tuple[int, int], *, reason: str, tier: Tier, edits, context: Context, impact: Impact,
+            basis: str, replacement: str = "", proof=()) -> Judgement:
+        return Judgement(at, context, Proven(reason, tier, tuple(edits), impact, basis, replacement, tuple(proof)))
 
-        A fix whose edits would write a line past the file's line limit is kept instead (line_limits.py).
-        """
-        edits = tuple(edits)
-        source = unit.source
-        overlong = overlong_line(source.text, edits, line_limit(unit.style, source.text))
-        if overlong is not None:
-            return self.keep(unit, at, reason=overlong.reason(), category=KeepCategory.CANNOT_SPELL, context=context,
-                             proof=proof)
-        return self._finding(unit, at, Verdict.FIX, reason, context, impact, basis, tier=tier, edits=edits,
-                             replacement=replacement, proof=tuple(proof))
-
-    def keep(self, unit, at: tuple[int, int], *, reason: str, category: KeepCategory, context: Context, proof=()) -> Finding:
-        """A site examined and left alone: `reason` names the blocking use, `category` is what the summary counts."""
-        return self._finding(unit, at, Verdict.KEEP, reason, context, Impact.NONE, "kept: no rewrite, no change",
-                             keep_category=category, proof=tuple(proof))
+    def keep(self, unit, at: tuple[int, int], *, reason: str, category: KeepCategory, context: Context,
+             proof=()) -> Judgement:
+        return Judgement(at, context, Kept(reason, category, tuple(proof)))
 
     def advice(self, unit, at: tuple[int, int], *, reason: str, context: Context, basis: str,
-               impact: Impact = Impact.NONE, category: KeepCategory | None = None) -> Finding:
-        """Worth a human look, with no mechanical fix; `category`, when set, says which kind (e.g. `DISCARDED`)."""
-        return self._finding(unit, at, Verdict.ADVICE, reason, context, impact, basis, keep_category=category)
-
-    def _finding(self, unit, at: tuple[int, int], verdict: Verdict, reason: str, context: Context, impact: Impact,
-                 basis: str, **fields) -> Finding:
-        source = unit.source
-        line, col = at
-        if context is Context.HOT and source.area is not CodeArea.LIBRARY:
-            context = Context.CALL  # a loop in a test or a benchmark is no model's per-step path
-        return Finding(code=self.code, name=self.name, path=source.rel, line=line, col=col, verdict=verdict,
-                       reason=reason, context=context, impact=impact, impact_basis=basis, area=source.area, **fields)
+               impact: Impact = Impact.NONE, category: KeepCategory | None = None) -> Judgement:
+        return Judgement(at, context, Advice(reason, basis, impact, category))
 
     @classmethod
     def wants(cls, source: "SourceFile") -> bool:
@@ -212,39 +198,54 @@ def parse_doc_sections(doc: str) -> dict[str, str]:
 
 def builtin_rules_dir() -> Path:
     """Where the bundled rules live: inside the wheel, or beside `src/` in a checkout."""
-    packaged = Path(__file__).parent / "builtin_rules"
+    package = Path(__file__).resolve().parents[1]  # src/optpatch, or optpatch in a wheel
+    packaged = package / "builtin_rules"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[2] / "rules"
+    return package.parents[1] / "rules"
+
+
+BUILTIN_PACKAGE = "optpatch_rules"
 
 
 @cache
 def load_rules(rules_dir: Path | None = None) -> tuple[type[Rule], ...]:
-    """Import every `rules/*.py` file and return its Rule classes, sorted by code."""
+    """Import every rule package's `rule.py` (`rules/*/rule.py`) and return its Rule classes, sorted by code."""
     directory = rules_dir or builtin_rules_dir()
+    package = _rules_package(directory)
     found: dict[str, type[Rule]] = {}
-    for path in sorted(directory.glob("*.py")):
-        if path.name.startswith("_"):
-            continue
-        module_name = f"optpatch_rules.{path.stem}"
-        module = sys.modules.get(module_name)
-        if module is None:
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            assert spec and spec.loader
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            spec.loader.exec_module(module)
+    for path in rule_modules(directory):
+        module_name = f"{package}.{path.parent.name}.rule"
+        module = importlib.import_module(module_name)
         for value in vars(module).values():
-            if (
-                isinstance(value, type)
-                and issubclass(value, Rule)
-                and value is not Rule
-                and value.__module__ == module_name
-            ):
+            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.__module__ == module_name:
                 if value.code in found:
                     raise RuntimeError(f"{path}: rule code {value.code} is defined twice")
                 found[value.code] = value
     return tuple(found[code] for code in sorted(found))
+
+
+def rule_modules(directory: Path) -> list[Path]:
+    """The `rule.py` of every rule package in DIRECTORY; a package whose name starts with `_` is not a rule."""
+    return [path for path in sorted(directory.glob("*/rule.py")) if not path.parent.name.startswith("_")]
+
+
+def _rules_package(directory: Path) -> str:
+    """The importable package whose folder is DIRECTORY: each rule package is one of its subpackages.
+
+    The bundled rules are `optpatch_rules`; another folder (a test's) gets a
+    name of its own, so two folders never share modules.
+    """
+    resolved = directory.resolve()
+    name = BUILTIN_PACKAGE
+    if resolved != builtin_rules_dir().resolve():
+        name = f"{BUILTIN_PACKAGE}_{hashlib.sha256(str(resolved).encode()).hexdigest()[:12]}"
+    package = sys.modules.get(name)
+    if package is None:
+        package = types.ModuleType(name)
+        package.__path__ = [str(resolved)]
+        sys.modules[name] = package
+    return name
 
 
 ALL_RULES = "ALL"  # `--select ALL`, as ruff spells every rule

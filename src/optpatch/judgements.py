@@ -1,0 +1,41 @@
+"""A rule's judgements become findings: the one place a `Finding` is built from a verdict.
+
+Two things are decided here rather than in each rule:
+- a `Proven` fix whose edits would write a line past the file's line limit
+  is kept instead (line_limits.py), with the reason;
+- a site in a loop of a test or a benchmark is no model's per-step path:
+  its context `HOT` becomes `CALL`.
+"""
+
+from __future__ import annotations
+
+from optpatch.line_limits import line_limit, overlong_line
+from optpatch.model import CodeArea, Context, Finding, Impact, KeepCategory, Verdict
+from optpatch.rule import Advice, Judgement, Kept, Proven, Rule
+from optpatch.rule.verdicts import KEPT_BASIS
+
+
+def finding_of(rule: type[Rule], unit, judgement: Judgement) -> Finding:
+    """The finding of RULE's JUDGEMENT in UNIT (a parsed Python module or C++ unit)."""
+    source = unit.source
+    verdict = judgement.verdict
+    if isinstance(verdict, Proven):
+        overlong = overlong_line(source.text, verdict.edits, line_limit(unit.style, source.text))
+        if overlong is not None:
+            verdict = Kept(overlong.reason(), KeepCategory.CANNOT_SPELL, verdict.proof)
+    context = judgement.context
+    if context is Context.HOT and source.area is not CodeArea.LIBRARY:
+        context = Context.CALL
+    line, col = judgement.at
+    common = dict(code=rule.code, name=rule.name, path=source.rel, line=line, col=col, context=context, area=source.area)
+    if isinstance(verdict, Proven):
+        return Finding(**common, verdict=Verdict.FIX, reason=verdict.reason, impact=verdict.impact,
+                       impact_basis=verdict.basis, tier=verdict.tier, edits=verdict.edits,
+                       replacement=verdict.replacement, proof=verdict.proof)
+    if isinstance(verdict, Kept):
+        return Finding(**common, verdict=Verdict.KEEP, reason=verdict.reason, impact=Impact.NONE, impact_basis=KEPT_BASIS,
+                       keep_category=verdict.category, proof=verdict.proof)
+    if isinstance(verdict, Advice):
+        return Finding(**common, verdict=Verdict.ADVICE, reason=verdict.reason, impact=verdict.impact,
+                       impact_basis=verdict.basis, keep_category=verdict.category)
+    raise TypeError(f"{rule.code} judged {judgement.at} with {type(verdict).__name__}, not Proven, Kept or Advice")

@@ -1,0 +1,18 @@
+"""What a C++/CUDA rule reads and writes with: the libclang unit, its nodes and tokens, and edit helpers.
+
+The frontend's modules stay free to change inside; a rule sees them only
+through these names (tests/architecture/test_rule_api.py).
+"""
+
+from optpatch.cpp_edits import statement_lines
+from optpatch.cpp_frontend import (
+    FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node, Place, Token, is_callee, kernel_name, matching_bracket, split_top_level,
+    unwrap,
+)
+from optpatch.planner import preview
+from optpatch.source import LINE_BREAK
+
+__all__ = [
+    "FUNCTION_KINDS", "LINE_BREAK", "LOOP_KINDS", "CppUnit", "Node", "Place", "Token", "is_callee", "kernel_name",
+    "matching_bracket", "preview", "split_top_level", "statement_lines", "unwrap",
+]
