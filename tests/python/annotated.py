@@ -47,7 +47,8 @@ from optpatch.source import SourceFile
 
 EXPECT = re.compile(r"#\s*expect:\s*((?:OPT\d+\s+\w+\s*,?\s*)+)(;\s*forced:\s*fails)?")
 NO_FINDING = "none"
-GOLDEN_SUFFIXES = (".fixed.py", ".validate.py", ".unsafe.py")
+# The rewrites beside a fixture `name.py`: each tier's golden, and OPT103's `name.forced.py` (its races rewritten anyway).
+GOLDEN_SUFFIXES = (".fixed.py", ".validate.py", ".unsafe.py", ".forced.py")
 _ZEROS_TOKEN = re.compile(r"\b(zeros_like|new_zeros|zeros)\b")
 
 Environment = Callable[[], ContextManager]
@@ -75,6 +76,11 @@ def sites(text: str) -> list[Site]:
 def expectations(text: str) -> set[tuple[int, str, str]]:
     """{(line, code, verdict)} of the sites that must produce a finding."""
     return {(s.line, s.code, s.verdict) for s in sites(text) if s.verdict != NO_FINDING}
+
+
+def codes_of(text: str) -> set[str]:
+    """The rules a fixture's annotations name."""
+    return {site.code for site in sites(text)}
 
 
 def observed(findings, codes: set[str]) -> set[tuple[int, str, str]]:

@@ -1,9 +1,9 @@
-"""OPT101's annotated fixtures: verdicts, golden rewrites, and poisoned before/after execution."""
+"""OPT101's fixtures beyond what tests/test_fixtures.py checks of every rule's: forced sites, always-keep labels, validation."""
 from pathlib import Path
 
 import pytest
 
-from annotated import GOLDEN_SUFFIXES, analyse, assert_same_behaviour, check_fixture, forced_rewrite, sites
+from annotated import GOLDEN_SUFFIXES, analyse, assert_same_behaviour, forced_rewrite, sites
 
 FIXTURE_DIR = Path(__file__).parents[1] / "fixtures" / "python" / "opt101"
 FIXTURES = sorted(p for p in FIXTURE_DIR.glob("*.py") if not p.name.endswith(GOLDEN_SUFFIXES))
@@ -13,11 +13,6 @@ FORCED = [
     for site in sites(path.read_text(encoding="utf-8"))
     if site.forced_fails
 ]
-
-
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
-def test_fixture(path):
-    check_fixture(path, ("OPT101",))
 
 
 def test_fixtures_cover_at_least_fifty_sites():

@@ -1,8 +1,8 @@
 """OPT103's fixtures, executed before and after the rewrite under CudaOnCpu's pinned and stream stand-ins.
 
-Every fixture is run as tests/python/annotated.py runs OPT101's and OPT102's:
-findings against the `# expect:` annotations, the goldens of each tier, and
-every `case_*` before and after under both poison patterns. CudaOnCpu queues a
+tests/test_fixtures.py runs every fixture as tests/python/annotated.py runs
+each rule's: findings against the `# expect:` annotations, the goldens of
+each tier, and every `case_*` before and after under both poison patterns. CudaOnCpu queues a
 non-blocking copy from pinned memory and lands it as late as CUDA allows
 (cuda_on_cpu.py), so a rewrite that lets the source be written, or the result
 be read on another stream, before the copy lands changes a result.
@@ -22,21 +22,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated import analyse, assert_same, changed_lines, check_fixture, expectations, run_cases, sites
+from annotated import GOLDEN_SUFFIXES, analyse, assert_same, changed_lines, expectations, run_cases, sites
 from cuda_on_cpu import CudaOnCpu, EmulatedRace, device_of, is_emulated_pinned
 from optpatch.policy import fix_id
 from optpatch.rule import load_rules
 
 FIXTURE_DIR = Path(__file__).parents[1] / "fixtures" / "python" / "opt103"
-GOLDEN_SUFFIXES = (".fixed.py", ".validate.py", ".unsafe.py", ".forced.py")
 FIXTURES = sorted(p for p in FIXTURE_DIR.glob("*.py") if not p.name.endswith(GOLDEN_SUFFIXES))
 RACES = FIXTURE_DIR / "races.py"
 RULE = next(rule for rule in load_rules() if rule.code == "OPT103")
-
-
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
-def test_fixture(path):
-    check_fixture(path, ("OPT103",), environment=CudaOnCpu)
 
 
 def test_fixtures_cover_every_verdict_and_keep_reason():
