@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The CPU wheel of torch; a machine that already has torch (a GPU box) keeps its own.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: setup demo test docs dist clean
+.PHONY: setup demo test docs dist clean new-rule
 
 # What the demo needs, and no more: optpatch and its own dependencies (no torch, no test tools, no downloads).
 $(VENV)/.demo-ready: pyproject.toml
@@ -51,3 +51,8 @@ clean:
 
 docs: setup
 	$(BIN)/optpatch rules --write-docs docs/rules
+
+# A new rule's skeleton: rules/CODE/rule.py, its fixture and docs page (docs/architecture.md, "Adding a rule").
+new-rule:
+	@test -n "$(CODE)" -a -n "$(NAME)" || { echo "usage: make new-rule CODE=OPT104 NAME=my-rule" >&2; exit 2; }
+	$(BIN)/python -m optpatch.dev new-rule $(CODE) $(NAME)

@@ -1,8 +1,8 @@
 """No control flow and no report grouping depends on the wording of a message (docs/architecture.md).
 
-Every finding's reason and proof goes through `Rule.fix`, `Rule.keep` or
-`Rule.advice`; every hold message through `Refusal.message`. The test
-rewords all of them (reverses every word, and prefixes a marker) and runs
+Every finding's reason and proof goes through judgements.finding_of, which
+turns a rule's verdict into a finding; every hold message through
+`Refusal.message`. The test rewords all of them (reverses every word, and prefixes a marker) and runs
 the command line on real fixture trees: the patch, the exit status, the
 summary counts and every typed field must come out the same. Only the
 prose may differ.
@@ -10,6 +10,7 @@ prose may differ.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -18,8 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES, REPO_ROOT
-from optpatch import cli, model
-from optpatch.rule import Rule
+from optpatch import cli, model, passes
 
 PROSE_FIELDS = ("reason", "proof", "not_applied_because", "replacement")
 
@@ -30,15 +30,17 @@ def reword(text: str) -> str:
 
 def reword_everything(monkeypatch) -> None:
     """Every reason, proof step and hold message, reworded where it is made."""
-    for helper in ("fix", "keep", "advice"):
-        original = getattr(Rule, helper)
+    original = passes.finding_of
 
-        def rewording(self, unit, at, *, reason, original=original, **fields):
-            if "proof" in fields:
-                fields["proof"] = [reword(step) for step in fields["proof"]]
-            return original(self, unit, at, reason=reword(reason), **fields)
+    def rewording(rule, unit, judgement):
+        verdict = judgement.verdict
+        proof = {"proof": tuple(reword(step) for step in verdict.proof)} if hasattr(verdict, "proof") else {}
+        judgement = dataclasses.replace(judgement, verdict=dataclasses.replace(verdict, reason=reword(verdict.reason), **proof))
+        finding = original(rule, unit, judgement)
+        # A fix kept for its line's length gets its reason in finding_of itself.
+        return finding if finding.reason.startswith("REWORDED") else dataclasses.replace(finding, reason=reword(finding.reason))
 
-        monkeypatch.setattr(Rule, helper, rewording)
+    monkeypatch.setattr(passes, "finding_of", rewording)
     monkeypatch.setattr(model, "_HOLD_MESSAGES", {hold: reword(text) for hold, text in model._HOLD_MESSAGES.items()})
 
 
