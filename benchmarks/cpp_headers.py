@@ -149,7 +149,7 @@ _CANDIDATE = re.compile(r"\b[A-Za-z_]\w*\s*\[|\bfrom_blob\b")
 
 def candidates(trees: list[Path]) -> int:
     rules = select_rules(load_rules(), ["OPT201", "OPT202"])
-    opt201 = sys.modules[rules[0].__module__]
+    opt201 = sys.modules[rules[0].__module__.rsplit(".", 1)[0] + ".candidates"]
     differences = 0
     for tree in trees:
         setup = HeaderSetup.for_run(tree, None, True)
@@ -161,7 +161,7 @@ def candidates(trees: list[Path]) -> int:
                 continue
             unit = CppUnit(source)
             vlas = _variable_arrays(unit)
-            hidden = opt201._hidden_declaration(unit)
+            hidden = opt201.hidden_declaration(unit)
             del unit
             free_vlas += len(vlas)
             if not (vlas or hidden or "from_blob" in source.text):

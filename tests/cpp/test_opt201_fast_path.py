@@ -20,7 +20,7 @@ from optpatch.source import SourceFile
 from cpp_fixtures import corpus
 
 RULE = select_rules(load_rules(), ["OPT201"])[0]
-MODULE = sys.modules[RULE.__module__]
+CANDIDATES = sys.modules[RULE.__module__.rsplit(".", 1)[0] + ".candidates"]
 
 # Template-dependent bounds: the cases the fast path judges on a detached subtree.
 DEPENDENT = {
@@ -145,7 +145,7 @@ def _verdicts(name: str, text: str) -> list[tuple]:
 @pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
 def test_fast_path_agrees_with_the_walk_over_every_node(name, text, monkeypatch):
     fast = _verdicts(name, text)
-    monkeypatch.setattr(MODULE, "_array_declarations", MODULE._all_array_declarations)
+    monkeypatch.setattr(CANDIDATES, "array_declarations", CANDIDATES.all_array_declarations)
     assert _verdicts(name, text) == fast
 
 

@@ -1,0 +1,248 @@
+"""Where OPT201's candidates are: the array declarations it judges, and those the header-free parse dropped.
+
+A variable-length array makes clang warn, so most files are judged from
+that warning and a look at each `name[` of the text that may start a
+declarator, without the whole tree (`array_declarations`). A `name[` that
+reads as a host declaration clang did not build (`hidden_declaration`) asks
+for the file's headers.
+"""
+
+from __future__ import annotations
+
+import re
+
+from optpatch.rule.cpp import CppUnit, Node
+
+from .bound import ARRAY_KINDS, NESTED_ARRAY_KINDS, bound_of, prove_runtime
+from .uses import UNEVALUATED_WORDS
+
+# A name right before `[`: every array declarator spells one (`float a[n]`, `T a[2][n]`).
+_NAME_BEFORE_BRACKET = re.compile(r"\b([A-Za-z_]\w*)\s*\[")
+# `[16]`, `[0x10u]`: a declarator with such a bound declares a constant-size array, whatever its element type,
+# in the text or in a macro body (`#define HOST char hostname[1024]`), so it is never a candidate.
+_CONSTANT_BOUND = re.compile(r"[ \t]*(?:0[xX][0-9a-fA-F]+|[0-9]+)[uUlLzZ]*[ \t]*\]")
+# What can silence clang's VLA warning, which the fast path relies on: a diagnostic pragma (`#pragma clang
+# diagnostic ignored`, `_Pragma`, `__pragma`, the digraph `%:pragma`) or a GNU line marker whose flag makes
+# what follows a system header (`# 1 "x.h" 3`). Matched loosely: a false match costs only the walk.
+_LINE_MARKER = re.compile(r"(?:#|%:)[ \t]*\d")
+_PRAGMA_LINE = re.compile(r"^[^\n]*#[^\n]*pragma(?:[^\n]*\\\r?\n)*[^\n]*", re.M)  # with its continuation lines
+
+
+def _may_silence_the_vla_warning(text: str) -> bool:
+    if _LINE_MARKER.search(text):
+        return True
+    if "diagnostic" not in text:
+        return False
+    if "_Pragma" in text or "__pragma" in text or "%:" in text:
+        return True
+    # A block comment may carry a directive over to the next line.
+    return any("diagnostic" in line or "/*" in line for line in _PRAGMA_LINE.findall(text))
+
+
+def array_declarations(unit: CppUnit) -> list[Node]:
+    """Every VAR_DECL of variable or template-dependent size that `examine` may have a verdict on.
+
+    The plain way walks `unit.nodes`, a Python mirror of every cursor: ten
+    times the cost of the parse. Most files need none of it: a variable-length
+    array makes clang warn (its `-Wvla-cxx-extension` warning), and a template-dependent one matters
+    only when its bound is provably a run-time value. So, unless clang warned
+    or a pragma or line marker may have silenced it, each `name[` of the text
+    that may be a declarator and has no integer literal for a bound is looked
+    up with `cursor_at`, and a dependent declaration found there is judged on its
+    own subtree; the whole tree is built only when one may be fixed or kept,
+    or when a `name[` lies in a macro body (its expansions are declared where
+    the macro is used, which no `name[` of the text shows).
+    tests/cpp/test_opt201_fast_path.py checks that both ways agree.
+    """
+    text = unit.source.text
+    if unit.warned_vla(0, len(text)) or _may_silence_the_vla_warning(text):
+        return all_array_declarations(unit)
+    for match in _NAME_BEFORE_BRACKET.finditer(text):
+        if _never_declared_here(text, match.start(1)) or _CONSTANT_BOUND.match(text, match.end()):
+            continue
+        cursor = unit.cursor_at(match.start(1))
+        if cursor is not None and cursor.kind.name == "MACRO_DEFINITION":
+            return all_array_declarations(unit)  # a macro body may declare an array wherever it is used
+        if cursor is None or cursor.kind.name != "VAR_DECL" or cursor.type.kind.name not in ARRAY_KINDS:
+            continue
+        if cursor.type.kind.name != "DEPENDENTSIZEDARRAY" or _may_have_verdict(unit, unit.detached(cursor)):
+            return all_array_declarations(unit)
+    return []
+
+
+def all_array_declarations(unit: CppUnit) -> list[Node]:
+    return [node for node in unit.nodes if node.kind == "VAR_DECL" and node.type_kind in ARRAY_KINDS]
+
+
+def _may_have_verdict(unit: CppUnit, declaration: Node | None) -> bool:
+    """False when `examine` would say nothing of this dependent-size declaration (its first returns)."""
+    if declaration is None:
+        return True
+    if declaration.cursor.type.element_type.get_canonical().kind.name in NESTED_ARRAY_KINDS:
+        return False
+    bound = bound_of(declaration)
+    return bound is not None and prove_runtime(unit, bound, set()).runtime
+
+
+# What may come right before the name a declaration declares: a type, `*`, `&`, `(`, `,`, `::`, `>`, a comment
+# (`/`), a macro's name or arguments. These characters never do: they end an expression or a statement.
+_NOT_BEFORE_A_DECLARATOR = frozenset("=[+-%!~^|?{};.")
+
+
+def _never_declared_here(text: str, start: int) -> bool:
+    """True when the `name[` at `start` is an expression (`x = a[i]`, `p->a[i]`, `; a[i] = 0`), so
+    `cursor_at` there cannot find a VAR_DECL: more than half of the `name[` of CUDA code, each a clang lookup.
+
+    A line that holds or continues a directive is always looked up: `cursor_at` finds the macro definitions
+    `array_declarations` must see there.
+    """
+    line_start = text.rfind("\n", 0, start) + 1
+    if "#" in text[line_start:start] or text[max(0, line_start - 3) : line_start].rstrip("\r\n").endswith("\\"):
+        return False
+    at = start - 1
+    while at >= 0 and text[at] in " \t\r\n":
+        if text[at] == "\n" and "//" in text[text.rfind("\n", 0, at) + 1 : at]:
+            return False  # the line before may end in a comment, whose last character says nothing
+        at -= 1
+    if at < 0:
+        return False
+    before = text[at]
+    if before == ".":
+        return text[max(0, at - 2) : at + 1] != "..."
+    if before == ">":
+        return at > 0 and text[at - 1] == "-"
+    return before in _NOT_BEFORE_A_DECLARATOR
+
+
+# Keywords that may end the type before a declarator's name (`unsigned long a[n]`, `const char* p[n]`).
+_TYPE_KEYWORDS = frozenset({
+    "bool", "char", "char8_t", "char16_t", "char32_t", "wchar_t", "short", "int", "long", "signed", "unsigned",
+    "float", "double", "void", "auto", "const", "volatile",
+})
+_DECLARED_KINDS = frozenset({"VAR_DECL", "FIELD_DECL", "PARM_DECL"})
+
+
+# Right before the name of a local array's declarator these never stand (a parameter or an argument does).
+_NOT_BEFORE_A_STATEMENT_DECLARATOR = frozenset("(,)<")
+# Before a declaration, these say it is no candidate: device memory, or an array that cannot be variable-length.
+_NOT_A_HOST_VLA = frozenset({"__shared__", "__constant__", "__device__", "static", "extern", "constexpr", "constinit"})
+
+
+def hidden_declaration(unit: CppUnit) -> bool:
+    """A `name[` with a non-literal bound and no initialiser that reads as a declaration clang did not build:
+    after something that can end a type (a name, `>`, a type keyword, or a `*`/`&` that follows one), with
+    neither a declaration nor an expression at the name, outside any device function: code the header-free
+    parse dropped. Where clang dropped the function itself (an unknown macro or type in its head:
+    `CUTLASS_DEVICE void f()`, `py::array f(...)`), only a bound that names something the function itself
+    spells before the array (a parameter, a local) may be a run-time value; one made only of names from
+    elsewhere (`kRank`, a template's `N`) is a constant: no parse for it."""
+    text = unit.source.text
+    for match in _NAME_BEFORE_BRACKET.finditer(text):
+        start = match.start(1)
+        if _never_declared_here(text, start) or _CONSTANT_BOUND.match(text, match.end()):
+            continue
+        if _SIZED_BY_INITIALISER.match(text, match.end()) or _initialised(text, match.end()):
+            continue  # `T a[] = {...}`, `T a[n] = {}`: a constant-size array (a VLA cannot be initialised)
+        if text[:start].rstrip()[-1:] in _NOT_BEFORE_A_STATEMENT_DECLARATOR:
+            continue  # `f(a[i])`, `g(x, a[i])`: an argument, or a parameter, never a local declaration
+        cursor = unit.cursor_at(start)
+        if cursor is None or cursor.kind.name in _DECLARED_KINDS or cursor.kind.is_expression():
+            continue
+        in_dropped_function = not cursor.kind.is_statement()
+        # The statement's tokens up to the name, lexed alone (not the whole file's): back to a `;`, `{` or `}`.
+        boundary = max(text.rfind(";", 0, start), text.rfind("{", 0, start), text.rfind("}", 0, start)) + 1
+        before = unit.tokens_in(boundary, match.end(1))
+        if cursor.kind.name.startswith("MACRO_") or not before or before[-1].start != start:
+            continue  # a macro, a comment or a string
+        name, before = before[-1], before[:-1]
+        if name.kind != "identifier":
+            continue  # `operator[]`
+        if _ends_a_type(before) and not _device_or_static(before) and not unit.in_device_function(start):
+            if not in_dropped_function or _bound_named_in_function(text, start, match.end()):
+                return True
+    return False
+
+
+_SIZED_BY_INITIALISER = re.compile(r"\s*\]")
+
+
+def _initialised(text: str, after_bracket: int) -> bool:
+    """Whether the `[...]` opened just before `after_bracket` (and any `[...]` after it) is followed by an
+    initialiser (`=` or `{`)."""
+    depth, at = 1, after_bracket
+    while at < len(text) and (depth or text[at] in " \t["):
+        depth += {"[": 1, "]": -1}.get(text[at], 0)
+        at += 1
+    rest = text[at : at + 80].lstrip()
+    return rest.startswith(("=", "{")) and not rest.startswith("==")
+
+
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+_BRACE = re.compile(r"[{}]")
+_AFTER_PARAMETERS = re.compile(r"\)\s*(?:(?:const|noexcept|override|final|mutable)\s*)*$")
+
+
+def _bound_named_in_function(text: str, start: int, after_bracket: int) -> bool:
+    """Whether a name in the bound of the `name[` at `start` is declared earlier in the function around it, as a
+    parameter or a local (`int n)`, `const int64_t n =`; read as text: clang dropped the function)."""
+    end = text.find("]", after_bracket)
+    names = set(_IDENTIFIER.findall(text[after_bracket:end])) - UNEVALUATED_WORDS if end > 0 else set()
+    body = _function_body_start(text, start)
+    if not names or body is None:
+        return False
+    head = max(text.rfind("(", 0, text.rfind(")", 0, body)), 0)
+    for name in names:
+        for declared in re.finditer(rf"[\w>*&]\s+{name}\s*[=;,)({{\[]", text[head:start]):
+            statement = re.split(r"[;{}(,]", text[head : head + declared.start()])[-1]
+            if "constexpr" not in statement:  # a constexpr local is a constant
+                return True
+    return False
+
+
+def _function_body_start(text: str, start: int) -> int | None:
+    """The `{` of the outermost unclosed block around `start` that follows a `)` (a function's body), or None."""
+    depth, found = 0, None
+    for brace in reversed(list(_BRACE.finditer(text, 0, start))):
+        at = brace.start()
+        if text[at] == "}":
+            depth += 1
+        else:
+            if depth:
+                depth -= 1
+                continue
+            if _AFTER_PARAMETERS.search(text, max(0, at - 200), at):
+                found = at
+    return found
+
+
+def _ends_a_type(before: list) -> bool:
+    """The tokens before the name spell a type that starts a statement: `T a[`, `ns::T<int>* a[`,
+    `const char* a[`; not `x * a[`, `f(&a[` or `return a[`."""
+    depth, seen_type = 0, False
+    for token in reversed(before):
+        spelling = token.spelling
+        if spelling in (">", ">>"):
+            depth += len(spelling)
+        elif spelling == "<":
+            depth -= 1
+            if depth < 0:
+                return False
+        elif depth == 0 and spelling in (";", "{", "}", ":"):
+            return seen_type
+        elif token.kind == "identifier" or token.kind == "keyword" and spelling in _TYPE_KEYWORDS:
+            seen_type = True
+        elif depth == 0 and spelling not in ("::", "*", "&", "&&"):
+            return False  # `=`, `(`, `,`, an operator, `return`: an expression
+        elif depth > 0 and spelling not in ("::", "*", "&", ",") and token.kind not in ("literal",):
+            return False
+    return seen_type and depth == 0  # `ss >> a[i]`: no `<` opens what `>>` would close
+
+
+def _device_or_static(before: list) -> bool:
+    """A qualifier of the statement the name is declared in (its tokens `before` the name)."""
+    for token in reversed(before):
+        if token.spelling in (";", "{", "}"):
+            return False
+        if token.spelling in _NOT_A_HOST_VLA:
+            return True
+    return False
