@@ -4,7 +4,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from optpatch.rule import Context, Edit, Example, Impact, Judgement, KeepCategory, Rule, Tier
+from optpatch.rule import Context, Edit, Example, Impact, Judgement, KeepCategory, Kept, Proven, Rule, Tier
 from optpatch.rule.cpp import (
     FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node, Place, Token, kernel_name, matching_bracket, split_top_level,
 )
@@ -37,14 +37,6 @@ IMPACT_BASIS = (
     "host time (one fill launch) plus the memset: ~4 us up to 1 MiB, 25 us at 64 MiB, 328 us at 1 GiB"
 )
 ONCE_BASIS = "one-time allocation: the fill (a launch and a memset) is paid once, not per step"
-
-
-class Kept(Exception):
-    """The site stays as it is: the message names the use, `category` is its kind."""
-
-    def __init__(self, reason: str, category: KeepCategory):
-        super().__init__(reason)
-        self.category = category
 
 
 @dataclass(frozen=True)
@@ -213,20 +205,22 @@ class ZerosToEmptyCpp(Rule):
         at = unit.position(call.start)
         if where.place is not Place.HOST:
             category = KeepCategory.DEVICE_CODE if where.place is Place.DEVICE else KeepCategory.UNRESOLVED
-            return self.keep(unit, at, reason=f"not host code: {where.reason}", category=category, context=context)
-        try:
-            allocation = _allocation(unit, call)
-            tier, proof = _first_use(unit, allocation)
-        except Kept as kept:
-            return self.keep(unit, at, reason=str(kept), category=kept.category, context=context)
+            return Judgement(at, context, Kept(f"not host code: {where.reason}", category))
+        allocation = _allocation(unit, call)
+        if isinstance(allocation, Kept):
+            return Judgement(at, context, allocation)
+        first_use = _first_use(unit, allocation)
+        if isinstance(first_use, Kept):
+            return Judgement(at, context, first_use)
+        tier, proof = first_use
         name = _callee_token(unit, call)
         edit = Edit(name.start, name.end, _EMPTY_OF[call.spelling])
         impact, basis = {
             Context.ONCE: (Impact.LOW, ONCE_BASIS), Context.HOT: (Impact.HIGH, IMPACT_BASIS),
         }.get(context, (Impact.MEDIUM, IMPACT_BASIS))
         replacement = unit.text(call.start, name.start) + _EMPTY_OF[call.spelling] + unit.text(name.end, call.end)
-        return self.fix(unit, at, reason="; ".join(proof), tier=tier, edits=[edit], context=context, impact=impact,
-                        basis=basis, replacement=" ".join(replacement.split()), proof=proof)
+        return Judgement(at, context, Proven("; ".join(proof), tier, (edit,), impact, basis, " ".join(replacement.split()),
+                                             tuple(proof)))
 
     def _unparsed(self, unit: CppUnit, analysed: set[int]) -> Iterator[Judgement]:
         """`torch::zeros(` / `at::zeros_like(` that did not resolve to torch's factory: reported, never rewritten."""
@@ -239,9 +233,8 @@ class ZerosToEmptyCpp(Rule):
             if tokens[index + 1].spelling != "(" or unit.in_device_function(token.start):
                 continue
             without = "" if unit.with_headers else " without the project's headers"
-            yield self.keep(unit, unit.position(tokens[index - 2].start), category=KeepCategory.UNRESOLVED,
-                            reason=f"this statement does not parse{without} (unknown types in it); not analysed",
-                            context=Context.CALL)
+            reason = f"this statement does not parse{without} (unknown types in it); not analysed"
+            yield Judgement(unit.position(tokens[index - 2].start), Context.CALL, Kept(reason, KeepCategory.UNRESOLVED))
 
 
 # -- the allocation -------------------------------------------------------------------------------
@@ -264,15 +257,16 @@ def _outer(node: Node) -> Node:
     return node
 
 
-def _allocation(unit: CppUnit, call: Node) -> Allocation:
+def _allocation(unit: CppUnit, call: Node) -> Kept | Allocation:
+    """The local that holds the call's tensor, or why the site is kept (how it is held, a loop-carried use)."""
     expression = _outer(call)
     parent = expression.parent
     if parent is not None and parent.kind == "VAR_DECL":
         statement = parent.parent
         if statement is None or statement.kind != "DECL_STMT" or len(statement.children) != 1:
-            raise Kept("declared with other variables in one statement", KeepCategory.CANNOT_SPELL)
+            return Kept("declared with other variables in one statement", KeepCategory.CANNOT_SPELL)
         if parent.type_kind in ("LVALUEREFERENCE", "RVALUEREFERENCE"):
-            raise Kept("bound to a reference", KeepCategory.OTHER)
+            return Kept("bound to a reference", KeepCategory.OTHER)
         name, target = parent.spelling, parent.cursor
     elif parent is not None and parent.kind in ("BINARY_OPERATOR", "CALL_EXPR") and _assigned_to(unit, parent, expression):
         statement = _outer(parent)
@@ -280,18 +274,18 @@ def _allocation(unit: CppUnit, call: Node) -> Allocation:
         left = next((c for c in parent.walk() if c.kind == "DECL_REF_EXPR" and c.start == first.start), None)
         name, target = first.spelling, unit.referenced(left) if left is not None else None
         if target is None or target.kind.name != "VAR_DECL":  # a parameter, a member (`MEMBER_REF_EXPR`)
-            raise Kept("assigned to something other than a local variable", KeepCategory.STORED)
+            return Kept("assigned to something other than a local variable", KeepCategory.STORED)
     else:
-        raise _direct_use(unit, expression)
+        return _direct_use(unit, expression)
     block = statement.parent
     if block is None or block.kind != "COMPOUND_STMT":
-        raise Kept("the allocation is not a statement of a block", KeepCategory.CANNOT_SPELL)
+        return Kept("the allocation is not a statement of a block", KeepCategory.CANNOT_SPELL)
     functions = [a for a in call.ancestors() if a.kind in FUNCTION_KINDS and a.kind != "LAMBDA_EXPR"]
     if not functions:
-        raise Kept("not inside a function", KeepCategory.UNRESOLVED)
+        return Kept("not inside a function", KeepCategory.UNRESOLVED)
     allocation = Allocation(call, name, target, statement, block, functions[-1])
-    _check_loop_carried(unit, allocation)
-    return allocation
+    carried = _loop_carried_use(unit, allocation)
+    return allocation if carried is None else carried
 
 
 def _assigned_to(unit: CppUnit, operator: Node, expression: Node) -> bool:
@@ -314,27 +308,29 @@ def _direct_use(unit: CppUnit, expression: Node) -> Kept:
     return Kept("not held by a local variable: its readers are not followed", KeepCategory.OTHER)
 
 
-def _check_loop_carried(unit: CppUnit, allocation: Allocation) -> None:
+def _loop_carried_use(unit: CppUnit, allocation: Allocation) -> Kept | None:
     """In a loop, a use written before the allocation reads the previous iteration's tensor on the next."""
     for loop in allocation.statement.ancestors():
         if loop is allocation.function:
-            return
+            return None
         if loop.kind in LOOP_KINDS and any(
             r.start < allocation.statement.start for r in _references(unit, allocation, loop.start, loop.end)
         ):
-            raise Kept(f"in a loop, `{allocation.name}` is used before this allocation: the next iteration may read "
-                       "the zeros", KeepCategory.LOOP)
+            return Kept(f"in a loop, `{allocation.name}` is used before this allocation: the next iteration may read "
+                        "the zeros", KeepCategory.LOOP)
+    return None
 
 
-def _check_padding(unit: CppUnit, call: Node) -> None:
+def _padded_size(unit: CppUnit, call: Node) -> Kept | None:
     """A padded size, for a use that may write only the data's part (a kernel, an op)."""
     arguments = call.arguments()
     if call.spelling == "zeros" and arguments:
         sizes = unit.node_text(arguments[0])
         padded = _PADDING_WORDS.search(sizes)
         if padded:
-            raise Kept(f"the size `{' '.join(sizes.split())}` is padded or rounded (`{padded.group(0)}`): a kernel "
-                       "sized by the data may leave the padding unwritten for a caller to read", KeepCategory.PADDED)
+            return Kept(f"the size `{' '.join(sizes.split())}` is padded or rounded (`{padded.group(0)}`): a kernel "
+                        "sized by the data may leave the padding unwritten for a caller to read", KeepCategory.PADDED)
+    return None
 
 
 def _references(unit: CppUnit, allocation: Allocation, start: int, end: int) -> list[Node]:
@@ -348,10 +344,11 @@ def _references(unit: CppUnit, allocation: Allocation, start: int, end: int) -> 
 # -- the first use ----------------------------------------------------------------------------------
 
 
-def _first_use(unit: CppUnit, allocation: Allocation) -> tuple[Tier, list[str]]:
+def _first_use(unit: CppUnit, allocation: Allocation) -> Kept | tuple[Tier, list[str]]:
+    """The tier and proof of a first use that writes every element, or why the site is kept."""
     uses = _references(unit, allocation, allocation.statement.end, allocation.function.end)
     if not uses:
-        raise Kept(f"`{allocation.name}` is never used after the allocation", KeepCategory.DISCARDED)
+        return Kept(f"`{allocation.name}` is never used after the allocation", KeepCategory.DISCARDED)
     use = uses[0]
     line = unit.line_of(use.start)
     statement = _unconditional_statement(unit, use, allocation)
@@ -363,7 +360,9 @@ def _first_use(unit: CppUnit, allocation: Allocation) -> tuple[Tier, list[str]]:
     if launch is not None:
         return _kernel_use(unit, allocation, use, launch, statement is not None)
     if statement is not None and method in _FULL_WRITES and _is_statement_call(unit, index, statement):
-        _check_source(unit, allocation, index, method)
+        self_read = _self_read(unit, allocation, index, method)
+        if self_read is not None:
+            return self_read
         return Tier.SAFE, [f"L{line}: `{allocation.name}.{method}(...)` writes every element before any read"]
     if statement is not None and method in ("accessor", "data_ptr", "mutable_data_ptr"):
         proof = _element_loop(unit, allocation, use, statement)
@@ -371,10 +370,12 @@ def _first_use(unit: CppUnit, allocation: Allocation) -> tuple[Tier, list[str]]:
             return Tier.SAFE, proof
     out_op = _out_op(unit, index)
     if out_op and statement is not None:
-        _check_padding(unit, allocation.call)
+        padded = _padded_size(unit, allocation.call)
+        if padded is not None:
+            return padded
         return Tier.VALIDATE, [f"L{line}: `{out_op}` writes its output `{allocation.name}`",
                                "an op's output is written in full only if it does not resize it: left to --validate"]
-    raise _blocking_use(unit, allocation, use, method, statement is not None)
+    return _blocking_use(unit, allocation, use, method, statement is not None)
 
 
 def _unconditional_statement(unit: CppUnit, use: Node, allocation: Allocation) -> Node | None:
@@ -419,14 +420,16 @@ def _is_statement_call(unit: CppUnit, index: int, statement: Node) -> bool:
     return unit.tokens[index].start == statement.start
 
 
-def _check_source(unit: CppUnit, allocation: Allocation, index: int, method: str) -> None:
+def _self_read(unit: CppUnit, allocation: Allocation, index: int, method: str) -> Kept | None:
+    """`out.copy_(f(out))`: the full write's own argument reads the zeros."""
     tokens = unit.tokens
     close = matching_bracket(tokens, index + 3)
     if close is None:
-        raise Kept(f"`{allocation.name}.{method}(` does not close", KeepCategory.UNRESOLVED)
+        return Kept(f"`{allocation.name}.{method}(` does not close", KeepCategory.UNRESOLVED)
     if any(t.spelling == allocation.name for t in tokens[index + 4 : close]):
-        raise Kept(f"L{unit.line_of(tokens[index].start)}: `{allocation.name}.{method}` reads `{allocation.name}` "
-                   "in its own argument", KeepCategory.READ_BEFORE_WRITE)
+        return Kept(f"L{unit.line_of(tokens[index].start)}: `{allocation.name}.{method}` reads `{allocation.name}` "
+                    "in its own argument", KeepCategory.READ_BEFORE_WRITE)
+    return None
 
 
 def _out_op(unit: CppUnit, index: int) -> str:
@@ -616,17 +619,19 @@ def _launch_of(unit: CppUnit, index: int) -> Launch | None:
     return None
 
 
-def _kernel_use(unit: CppUnit, allocation: Allocation, use: Node, launch: Launch, unconditional: bool) -> tuple[Tier, list[str]]:
+def _kernel_use(unit: CppUnit, allocation: Allocation, use: Node, launch: Launch, unconditional: bool) -> Kept | tuple[Tier, list[str]]:
     line = unit.line_of(use.start)
     where = f"L{line}: `{allocation.name}`"
     if not unconditional:
-        raise Kept(f"{where} goes to kernel `{launch.kernel}` on a path that may not run (a branch, a loop): "
-                   "elsewhere it is read as zeros", KeepCategory.CONDITION)
+        return Kept(f"{where} goes to kernel `{launch.kernel}` on a path that may not run (a branch, a loop): "
+                    "elsewhere it is read as zeros", KeepCategory.CONDITION)
     argument = [t.spelling for t in launch.arguments[launch.position]]
     if not _whole_tensor_argument(argument, allocation.name):
-        raise Kept(f"{where} reaches kernel `{launch.kernel}` as `{''.join(argument)}`: not the whole tensor's data",
-                   KeepCategory.PASSED)
-    _check_padding(unit, allocation.call)
+        return Kept(f"{where} reaches kernel `{launch.kernel}` as `{''.join(argument)}`: not the whole tensor's data",
+                    KeepCategory.PASSED)
+    padded = _padded_size(unit, allocation.call)
+    if padded is not None:
+        return padded
     proof = [f"{where} goes to kernel `{launch.kernel}` (argument {launch.position + 1}) as its first use"]
     kernel = _kernel_definition(unit, launch.kernel)
     if kernel is None:
@@ -635,12 +640,15 @@ def _kernel_use(unit: CppUnit, allocation: Allocation, use: Node, launch: Launch
         return Tier.VALIDATE, proof
     parameters = [c for c in kernel.children if c.kind == "PARM_DECL"]
     if launch.position >= len(parameters):
-        raise Kept(f"kernel `{launch.kernel}`'s parameters do not match its launch", KeepCategory.UNRESOLVED)
+        return Kept(f"kernel `{launch.kernel}`'s parameters do not match its launch", KeepCategory.UNRESOLVED)
     parameter = parameters[launch.position].spelling
     body = kernel.body()
     if body is None:
-        raise Kept(f"kernel `{launch.kernel}` has no body here", KeepCategory.UNRESOLVED)
-    proof += _kernel_writes(unit, launch, body, parameter, parameters, allocation)
+        return Kept(f"kernel `{launch.kernel}` has no body here", KeepCategory.UNRESOLVED)
+    writes = _kernel_writes(unit, launch, body, parameter, parameters, allocation)
+    if isinstance(writes, Kept):
+        return writes
+    proof += writes
     proof.append("whether the grid covers every element is left to --validate (with --build, under poisoned memory)")
     return Tier.VALIDATE, proof
 
@@ -676,32 +684,34 @@ def _kernel_definition(unit: CppUnit, name: str) -> Node | None:
 
 
 def _kernel_writes(unit: CppUnit, launch: Launch, body: Node, parameter: str, parameters: list[Node],
-                   allocation: Allocation) -> list[str]:
-    """Proof lines for a kernel that only assigns to `parameter[...]`; raises Kept for any other use of it."""
+                   allocation: Allocation) -> Kept | list[str]:
+    """Proof lines for a kernel that only assigns to `parameter[...]`; the keep of the first other use of it."""
     tokens = unit.tokens_in(body.start, body.end)
     name = f"kernel `{launch.kernel}`"
     writes = 0
     for index, token in enumerate(tokens):
         line = unit.line_of(token.start)
         if _ATOMICS.match(token.spelling) and _mentions(tokens, index + 1, parameter):
-            raise Kept(f"L{line}: {name} accumulates into `{parameter}` with `{token.spelling}`: it reads the zeros",
-                       KeepCategory.READ_MODIFY_WRITE)
+            return Kept(f"L{line}: {name} accumulates into `{parameter}` with `{token.spelling}`: it reads the zeros",
+                        KeepCategory.READ_MODIFY_WRITE)
         if token.spelling != parameter or token.kind != "identifier":
             continue
         end = _subscripts_end(tokens, index)
         if end == index + 1:
-            raise Kept(f"L{line}: {name} uses `{parameter}` other than by element (passed on, or pointer "
-                       "arithmetic): its writes are not seen", KeepCategory.PASSED)
+            return Kept(f"L{line}: {name} uses `{parameter}` other than by element (passed on, or pointer "
+                        "arithmetic): its writes are not seen", KeepCategory.PASSED)
         after = tokens[end].spelling if end < len(tokens) else ""
         if after in _COMPOUND_ASSIGNMENTS or after in ("++", "--") or tokens[index - 1].spelling in ("++", "--"):
-            raise Kept(f"L{line}: {name} updates `{parameter}[...]` with `{after or tokens[index - 1].spelling}`: "
-                       "it reads the zeros", KeepCategory.READ_MODIFY_WRITE)
+            return Kept(f"L{line}: {name} updates `{parameter}[...]` with `{after or tokens[index - 1].spelling}`: "
+                        "it reads the zeros", KeepCategory.READ_MODIFY_WRITE)
         if after != "=":
-            raise Kept(f"L{line}: {name} reads `{parameter}[...]`", KeepCategory.READ_BEFORE_WRITE)
+            return Kept(f"L{line}: {name} reads `{parameter}[...]`", KeepCategory.READ_BEFORE_WRITE)
         writes += 1
     if not writes:
-        raise Kept(f"{name} never writes `{parameter}`", KeepCategory.PARTIAL_WRITE)
-    guard = _check_returns(unit, launch, body, parameters, allocation)
+        return Kept(f"{name} never writes `{parameter}`", KeepCategory.PARTIAL_WRITE)
+    guard = _early_returns(unit, launch, body, parameters, allocation)
+    if isinstance(guard, Kept):
+        return guard
     return [f"{name} only assigns to `{parameter}[...]` ({writes} place{'s' if writes > 1 else ''}): no read, "
             "no accumulation"] + guard
 
@@ -724,7 +734,8 @@ def _subscripts_end(tokens: list[Token], index: int) -> int:
     return end
 
 
-def _check_returns(unit: CppUnit, launch: Launch, body: Node, parameters: list[Node], allocation: Allocation) -> list[str]:
+def _early_returns(unit: CppUnit, launch: Launch, body: Node, parameters: list[Node],
+                   allocation: Allocation) -> Kept | list[str]:
     """A `return` is allowed only as a leading guard `if (i >= bound) return;` among the body's own statements,
     whose bound, when a parameter, is launched with a size of the output."""
     proof = []
@@ -737,29 +748,32 @@ def _check_returns(unit: CppUnit, launch: Launch, body: Node, parameters: list[N
             continue  # the statement's extent ends before its `;`
         guards.append(statement)
         condition = spelled[2 : spelled.index(")", 2)] if ")" in spelled else []
-        proof += _guard_bound(unit, launch, condition, parameters, allocation, statement)
+        bounded = _guard_bound(unit, launch, condition, parameters, allocation, statement)
+        if isinstance(bounded, Kept):
+            return bounded
+        proof += bounded
     for node in body.walk():
         if node.kind == "RETURN_STMT" and not any(guard.start <= node.start < guard.end for guard in guards):
-            raise Kept(f"L{unit.line_of(node.start)}: kernel `{launch.kernel}` returns early: threads that leave may "
-                       "not write their elements", KeepCategory.PARTIAL_WRITE)
+            return Kept(f"L{unit.line_of(node.start)}: kernel `{launch.kernel}` returns early: threads that leave may "
+                        "not write their elements", KeepCategory.PARTIAL_WRITE)
     return proof
 
 
 def _guard_bound(unit: CppUnit, launch: Launch, condition: list[str], parameters: list[Node], allocation: Allocation,
-                 statement: Node) -> list[str]:
+                 statement: Node) -> Kept | list[str]:
     """`i >= n` with `n` a parameter: the launch's argument for `n` must be a size of the output."""
     names = [p.spelling for p in parameters]
     if len(condition) != 3 or condition[1] not in (">=", ">") or condition[2] not in names:
-        raise Kept(f"L{unit.line_of(statement.start)}: kernel `{launch.kernel}` returns early on "
-                   f"`{' '.join(condition)}`, not a bound on the thread's index: threads that leave may not write "
-                   "their elements", KeepCategory.PARTIAL_WRITE)
+        return Kept(f"L{unit.line_of(statement.start)}: kernel `{launch.kernel}` returns early on "
+                    f"`{' '.join(condition)}`, not a bound on the thread's index: threads that leave may not write "
+                    "their elements", KeepCategory.PARTIAL_WRITE)
     bound = condition[2]
     argument = "".join(t.spelling for t in launch.arguments[names.index(bound)])
     sizes = _output_sizes(unit, allocation)
     if argument not in sizes:
-        raise Kept(f"L{unit.line_of(statement.start)}: kernel `{launch.kernel}` leaves threads past `{bound}` = "
-                   f"`{argument}`, not shown to be the size of `{allocation.name}`: the grid may not cover it",
-                   KeepCategory.PARTIAL_WRITE)
+        return Kept(f"L{unit.line_of(statement.start)}: kernel `{launch.kernel}` leaves threads past `{bound}` = "
+                    f"`{argument}`, not shown to be the size of `{allocation.name}`: the grid may not cover it",
+                    KeepCategory.PARTIAL_WRITE)
     return [f"L{unit.line_of(statement.start)}: its guard bounds threads by `{bound}` = `{argument}`, the size of "
             f"`{allocation.name}`"]
 
