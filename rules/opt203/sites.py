@@ -1,0 +1,43 @@
+"""Where OPT203 looks: the `zeros` and `zeros_like` calls that resolve to torch's factories, and the
+`torch::zeros(` / `at::zeros_like(` spellings that did not parse (reported, never rewritten).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from optpatch.rule import KeepCategory, Kept
+from optpatch.rule.cpp import CppUnit, Node
+
+# The factory each zero-filling factory becomes: same arguments, same result but for the values.
+EMPTY_OF = {"zeros": "empty", "zeros_like": "empty_like"}
+MENTION = re.compile(r"\bzeros(?:_like)?\b")
+
+
+def factory_calls(unit: CppUnit) -> Iterator[Node]:
+    """Every call of torch's `zeros` or `zeros_like` (`torch::` or `at::`), in the order of the tree."""
+    for node in unit.nodes:
+        if node.kind == "CALL_EXPR" and node.spelling in EMPTY_OF and _is_torch_factory(unit, node):
+            yield node
+
+
+def _is_torch_factory(unit: CppUnit, call: Node) -> bool:
+    callee = unit.referenced(call)
+    return callee is not None and callee.kind.name == "FUNCTION_DECL" and unit.declared_by_library(callee, ("at", "torch"))
+
+
+def unparsed(unit: CppUnit, analysed: set[int]) -> Iterator[tuple[tuple[int, int], Kept]]:
+    """`torch::zeros(` / `at::zeros_like(` in host code that did not resolve to torch's factory (no token of
+    `analysed` did): where each is, and its keep."""
+    tokens = unit.tokens
+    for index, token in enumerate(tokens):
+        if token.spelling not in EMPTY_OF or token.start in analysed or index < 2 or index + 1 >= len(tokens):
+            continue
+        if tokens[index - 1].spelling != "::" or tokens[index - 2].spelling not in ("torch", "at"):
+            continue
+        if tokens[index + 1].spelling != "(" or unit.in_device_function(token.start):
+            continue
+        without = "" if unit.with_headers else " without the project's headers"
+        reason = f"this statement does not parse{without} (unknown types in it); not analysed"
+        yield unit.position(tokens[index - 2].start), Kept(reason, KeepCategory.UNRESOLVED)
