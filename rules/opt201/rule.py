@@ -14,8 +14,7 @@ from typing import Iterator
 from optpatch.rule import Example, Finding, Judgement, Rule
 from optpatch.rule.cpp import CppUnit
 
-from . import candidates
-from .candidates import hidden_declaration
+from . import candidates  # through the module: tests/cpp/test_opt201_fast_path.py swaps in the plain walk
 from .obligations import examine
 
 
@@ -193,7 +192,7 @@ class VlaToVector(Rule):
         buf[n];` with no declaration of std::complex). Device code and `__shared__` arrays never need them."""
         if any(question.startswith(f"{cls.code} ") for question in unit.header_questions):
             return True
-        if hidden_declaration(unit):
+        if candidates.hidden_declaration(unit):
             unit.ask_headers(f"{cls.code}: a `name[n]` that reads as a host declaration the parse dropped")
             return True
         return False
