@@ -2,30 +2,38 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple
+from typing import Container, Iterator
 
 import libcst as cst
 from libcst.metadata import Assignment
 
-from optpatch.rule import Context, Edit, Impact, Judgement, KeepCategory, Rule, Tier
+from optpatch.rule import Advice, Context, Edit, Impact, Judgement, KeepCategory, Kept, Proven, Rule, Tier
 from optpatch.rule.python import (
-    SCOPE_NODES, CallIndex, FormattedEdits, PythonModule, called_functions, callee_name, dotted_name, preview,
-    string_literal, walk,
+    CallIndex,
+    FormattedEdits,
+    PythonModule,
+    SCOPE_NODES,
+    called_functions,
+    callee_name,
+    dotted_name,
+    preview,
+    string_literal,
+    walk,
 )
 from optpatch.analysis.exception_contexts import expected_exception
 from optpatch.analysis.no_gain import rebound_before_read
+from optpatch.analysis.tensor_subclasses import receiver_caution
 from optpatch.analysis.torch_api import (
     CONSTANT_FACTORIES,
     DATA_FACTORIES,
-    LEGACY_TENSOR_TYPES,
     FACTORIES,
+    LEGACY_TENSOR_TYPES,
     LIKE_FACTORIES,
     RANDOM_FACTORIES,
     ZERO_ONE_FACTORIES,
     exact_in,
     keyword_arg,
 )
-from optpatch.analysis.tensor_subclasses import receiver_caution
 from optpatch.analysis.torch_values import (
     ChainOp,
     Kind,
@@ -46,51 +54,6 @@ from optpatch.analysis.torch_values import (
 )
 
 from . import examples
-
-# Host time per call in us, built on the host then moved -> built on the device, by number of elements:
-# NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, idle GPU, 2026-11-26 (benchmarks/opt102_kinds.py,
-# docs/benchmarks.md). "chain" is `arange(n).int()`: the device also runs the conversion's kernel.
-MEASURED: dict[str, dict[int, tuple[float, float]]] = {
-    "zeros": {1: (17.0, 12.2), 1024: (14.2, 8.4), 65536: (57.7, 8.3), 1048576: (520.5, 12.2)},
-    "ones": {1: (16.9, 10.7), 1024: (14.7, 8.1), 65536: (57.6, 11.7), 1048576: (496.0, 8.2)},
-    "empty": {1: (16.9, 4.5), 1024: (13.8, 2.8), 65536: (40.9, 4.8), 1048576: (372.3, 4.5)},
-    "full": {1: (12.3, 11.3), 1024: (16.0, 8.7), 65536: (93.6, 12.1), 1048576: (843.3, 11.6)},
-    "eye": {1: (17.5, 19.6), 1024: (14.8, 15.1), 65536: (65.3, 21.1), 1048576: (483.2, 15.1)},
-    "arange": {1: (15.2, 11.6), 1024: (15.8, 8.3), 65536: (105.9, 11.8), 1048576: (850.7, 8.4)},
-    "linspace": {1: (13.3, 9.0), 1024: (16.4, 8.6), 65536: (113.1, 12.2), 1048576: (609.3, 12.7)},
-    "randn": {1024: (18.2, 14.0), 1048576: (6510.2, 9.8)},
-    "randint": {1024: (27.9, 14.7), 1048576: (8182.0, 14.1)},
-    "randperm": {1024: (29.1, 53.1), 1048576: (13041.1, 95.1)},
-    "chain": {1024: (23.9, 23.6), 1048576: (522.3, 21.2)},
-}
-QUEUED = ("with 5 ms of GPU work queued, every host form waited for all of it (5.0-5.7 ms) and the device form "
-          "returned in 7-100 us")
-# Impact classes by known size: a few us saved up to SMALL elements, tens of us up to MEDIUM_SIZE, more beyond.
-SMALL = 1024
-MEDIUM_SIZE = 65536
-# Methods that copy their receiver into a tensor of its own (which a move would also have done).
-_COPIES = frozenset(("clone", "contiguous", "repeat"))
-# Methods that never launch a kernel on a factory's fresh, contiguous result.
-_FREE_VIEWS = frozenset(("view", "expand", "unsqueeze", "squeeze", "permute", "transpose", "t", "detach"))
-LIKE_UNKNOWN_BASIS = (
-    "the template's device is not known here: if it is already on the device, `.to()` was free (`zeros_like`: 12.1 "
-    "vs 11.7 us); if it is on the CPU, as `zeros` (506.8 -> 11.9 us at 1,048,576 elements), on an H100 "
-    "(docs/benchmarks.md)"
-)
-LIKE_SAME_BASIS = "`zeros_like` of a template on the device, then `.to()` that device: 12.1 vs 11.7 us on an H100 (docs/benchmarks.md)"
-DATA_BASIS = (
-    "`torch.tensor(list_of_1024).cuda()` -> `device='cuda'`: 163.4 vs 162.1 us idle, 5013.9 vs 5013.7 us with 5 ms "
-    "of GPU work queued (H100, docs/benchmarks.md): the data starts in host memory and both forms wait; "
-    "`pin_memory=True` + `non_blocking=True` measured 5035 -> 292 us (17x) with 5 ms queued"
-)
-FROM_NUMPY_BASIS = (
-    "`from_numpy(a).cuda()` -> `as_tensor(a, device='cuda')`: 381.5 vs 356.1 us for 1,048,576 floats, 17.6 vs 18.7 us "
-    "for 1,024; both waited 5.2 ms with 5 ms of GPU work queued (H100, docs/benchmarks.md)"
-)
-ONCE_BASIS = "one-time creation (module level, __init__, set-up): the saving is paid once, not per step"
-CPU_BASIS = "a move to the CPU of a tensor on the CPU: `.to('cpu')` returns it unchanged, nothing to save"
-SAME_DEVICE_BASIS = "a move to the device the tensor is created on: `.to()` returns it unchanged, nothing to save"
-DEAD_STORE_BASIS = "a value assigned again before any read: nothing runs faster for rewriting it"
 
 
 class CreateOnDevice(Rule):
@@ -399,13 +362,13 @@ class CreateOnDevice(Rule):
                 continue
             receiver = move.func.value
             if isinstance(receiver, ast.Call):
-                if _may_start_a_site(calls, receiver):
+                if may_start_a_site(calls, receiver):
                     moves.append(move)
             elif isinstance(receiver, ast.Name) and calls.assigned_to(move) == receiver.id:
-                if any(_may_start_a_site(calls, source) for source in calls.calls_assigned(receiver.id)):
+                if any(may_start_a_site(calls, source) for source in calls.calls_assigned(receiver.id)):
                     moves.append(move)
         arguments = [a for move in moves for a in (*move.args, *(keyword.value for keyword in move.keywords))]
-        return moves + called_functions(calls.tree, arguments) + _index_candidates(calls)
+        return moves + called_functions(calls.tree, arguments) + index_candidates(calls)
 
     def check(self, module: PythonModule) -> Iterator[Judgement]:
         # One finding per factory. `module.calls()` gives the outermost call of a chain first, so the move at the
@@ -415,334 +378,66 @@ class CreateOnDevice(Rule):
         reads = FunctionReads(module)
         for call in module.calls():
             if move_method(call) is None:
-                index = self._index(module, call, reads)
-                if index is not None:
-                    judged[id(call)] = index
+                verdict = index_verdict(module, call, reads)
+                if verdict is not None:
+                    judged[id(call)] = Judgement(module.start(call), module.context(call), verdict)
                 continue
             receiver = call.func.value
             if isinstance(receiver, cst.Call):
-                found = self._chained(module, call, receiver, judged, reads)
+                found = chained(module, call, receiver, judged, reads)
             elif isinstance(receiver, cst.Name):
-                found = self._two_statement(module, call, receiver, reads)
+                found = two_statement(module, call, receiver, reads)
             else:
                 found = None
             if found is not None:
-                factory, finding = found
-                judged[id(factory)] = finding
+                factory, verdict = found
+                judged[id(factory)] = Judgement(module.start(factory), module.context(factory), verdict)
         yield from judged.values()
 
-    # -- the two forms ---------------------------------------------------------------------------
-
-    def _chained(self, module: PythonModule, move_call: cst.Call, receiver: cst.Call, judged: dict[int, Judgement],
-                 reads: FunctionReads) -> tuple[cst.Call, Judgement] | None:
-        """`F(args).to(d)`, `F(args).op(...).to(d)`, `F(args).cuda(i)`; also the keeps that look like them."""
-        root, ops = method_chain(module, receiver)
-        if not isinstance(root, cst.Call) or id(root) in judged:
-            return None
-        factory = factory_name(module, root)
-        callee = factory or torch_callee(module, root)
-        if callee is None:
-            if not ops and _is_method(root, "pin_memory"):
-                site = Site(root, move_call, "pin_memory", parse_move(module, move_call))
-                if site.move.blocker is None:
-                    return root, self._keep(module, site, Kept(
-                        "`x.pin_memory().to(...)`: a pinned staging buffer for an asynchronous copy is deliberate",
-                        KeepCategory.DELIBERATE))
-            return None
-        site = Site(root, move_call, callee, parse_move(module, move_call), ops=tuple(ops))
-        if factory is None and callee not in _HOST_DATA_CLASSES:
-            if ops or site.move.blocker is not None or not _is_function(callee):
-                return None  # a conversion of some other tensor, or a module or legacy class: not this rule's business
-            return root, self._keep(module, site, Kept(
-                f"`{callee}` is not a factory: it has no `device=` to create its result on the device", KeepCategory.NOT_A_FACTORY))
-        return root, self._judge(module, site, reads)
-
-    def _two_statement(self, module: PythonModule, move_call: cst.Call, receiver: cst.Name,
-                       reads: FunctionReads) -> tuple[cst.Call, Judgement] | None:
-        """`t = F(args)` (or `t = F(args).op(...)`) then, with no use of `t` in between, `t = t.to(d)`."""
-        name = receiver.value
-        assign = module.parent(move_call)
-        if not (isinstance(assign, cst.Assign) and assign.value is move_call and len(assign.targets) == 1):
-            return None
-        target = assign.targets[0].target
-        line = module.parent(assign)
-        block = module.parent(line) if line is not None else None
-        if not (isinstance(target, cst.Name) and target.value == name and isinstance(line, cst.SimpleStatementLine)
-                and len(line.body) == 1 and isinstance(block, (cst.IndentedBlock, cst.Module))):
-            return None
-        index = next(i for i, statement in enumerate(block.body) if statement is line)
-        device_names = {n.value for arg in move_call.args for n in walk(arg) if isinstance(n, cst.Name)}
-        blocker = None
-        for statement in reversed(block.body[:index]):
-            if _mentions(module, statement, name):
-                value = _factory_assignment(statement, name)
-                root, ops = method_chain(module, value) if value is not None else (None, [])
-                if not isinstance(root, cst.Call):
-                    return None
-                callee = factory_name(module, root) or torch_callee(module, root)
-                if callee not in _ALL_SOURCES:
-                    return None
-                site = Site(root, move_call, callee, parse_move(module, move_call), second=line, ops=tuple(ops))
-                if name in device_names:
-                    return root, self._keep(module, site, Kept(f"the device expression reads `{name}` itself", KeepCategory.OTHER))
-                if blocker is not None:
-                    return root, self._keep(module, site, blocker)
-                return root, self._judge(module, site, reads)
-            if blocker is None:
-                blocker = _intervening_blocker(module, statement, device_names)
-        return None
-
-    def _index(self, module: PythonModule, call: cst.Call, reads: FunctionReads) -> Judgement | None:
-        """`idx = torch.arange(n)` read only as an index of one tensor `t` (`t[idx]`, `t[:, idx] = v`): each use
-        copies the index to `t`'s device, so it is created there, `device=t.device`."""
-        found = _index_uses(module, call, reads)
-        if found is None:
-            return None
-        name, tables = found
-        at, context = module.start(call), module.context(call)
-        kept = _index_blocker(module, call, name, tables)
-        if isinstance(kept, Kept):
-            return self.keep(module, at, reason=kept.reason, category=kept.category, context=context)
-        tier, evidence = kept
-        table = module.text(tables[0])
-        edits = _keyword_edits(module, call, {"device": f"{table}.device"}).edits()
-        impact, basis = (Impact.LOW, ONCE_BASIS) if context is Context.ONCE else _arange_impact(module, call)
-        start, end = module.span(call)
-        proof = [f"`{name}` is read only as an index of `{table}` ({len(tables)} use(s)), which copies it to "
-                 f"`{table}`'s device each time", evidence, "arange with integer start and step: the same integers on "
-                 "every device"]
-        if isinstance(tables[0], cst.Name):
-            proof.append(f"`{table}` is bound before `{name}` and not rebound after it")
-        reason = f"`{name} = torch.arange(...)` indexes `{table}`: create it on `{table}.device`; " + "; ".join(proof)
-        return self.fix(module, at, reason=reason, tier=tier, edits=edits, context=context, impact=impact, basis=basis,
-                        replacement=preview(module.source.text, start, end, edits), proof=proof)
-
-    # -- the verdict ----------------------------------------------------------------------------
-
-    def _judge(self, module: PythonModule, site: Site, reads: FunctionReads) -> Judgement:
-        move = site.move
-        if move.blocker is not None:
-            return self._keep(module, site, Kept(move.blocker, move.blocker_category))
-        between = _op_between(module, site)
-        if between is not None:
-            return self._keep(module, site, between)
-        device = _device_spelling(module, move)
-        if isinstance(device, Kept):
-            return self._keep(module, site, device)
-        already = _already_there(module, site)
-        if already is not None:
-            return self._advice(module, site, already, SAME_DEVICE_BASIS)
-        for kept in (_exception_expected(module, site), _discarded(module, site, reads), _factory_blocker(module, site)):
-            if kept is not None:
-                return self._keep(module, site, kept)
-        no_gain = _no_gain(module, site, device)
-        if isinstance(no_gain, Kept):
-            return self._keep(module, site, no_gain)
-        if no_gain is not None:
-            return self._advice(module, site, *no_gain)
-        tier, reasons = device.tier, [device.reason]
-        for check in (_chain_casts, _legacy_casts, _dtype_merge, _value_tier, _autograd_tier, _subclass_tier,
-                      _evaluation_order):
-            outcome = check(module, site)
-            if isinstance(outcome, Kept):
-                return self._keep(module, site, outcome)
-            if outcome is not None:
-                tier = max(tier, outcome[0], key=lambda t: t.strictness)
-                reasons.append(outcome[1])
-        rebound = rebound_before_read(module, site.move_call)
-        if rebound is not None:
-            return self.advice(module, module.start(site.factory), reason=rebound.advice("the moved tensor"),
-                               context=module.context(site.factory), basis=DEAD_STORE_BASIS, category=KeepCategory.DEAD_STORE)
-        edits = _edits(module, site, device)
-        if isinstance(edits, Kept):
-            return self._keep(module, site, edits)
-        return self._fix(module, site, device, tier, reasons, edits)
-
-    # -- findings --------------------------------------------------------------------------------
-
-    def _fix(self, module, site: Site, device: DeviceSpelling, tier: Tier, reasons: list[str], edits: list[Edit]) -> Judgement:
-        context = module.context(site.factory)
-        impact, basis = _impact(module, site, context)
-        start, _ = module.span(site.factory)
-        _, end = module.span(site.move_call if site.second is None else site.ops[-1].call if site.ops else site.factory)
-        replacement = preview(module.source.text, start, end, edits)
-        ops = "".join(_op_text(module, op) for op in site.ops)
-        if site.second is None:
-            form = f"`{ops}.{site.move.method}()` on the result"
-        else:
-            form = f"`{module.text(site.second.body[0])}` on L{module.start(site.second)[0]}"
-        where = "create it on the device instead, keeping the chain" if ops else "create it on the device instead"
-        reason = f"`{site.callee}(...)` then {form}: {where}; " + "; ".join(reasons)
-        return self.fix(module, module.start(site.factory), reason=reason, tier=tier, edits=edits, context=context,
-                        impact=impact, basis=basis, replacement=replacement, proof=reasons)
-
-    def _advice(self, module, site: Site, reason: str, basis: str) -> Judgement:
-        return self.advice(module, module.start(site.factory), reason=reason, context=module.context(site.factory),
-                           basis=basis)
-
-    def _keep(self, module, site: Site, kept: "Kept") -> Judgement:
-        return self.keep(module, module.start(site.factory), reason=kept.reason, category=kept.category,
-                         context=module.context(site.factory))
-
-
-class Kept(NamedTuple):
-    """Why a site is kept, and which kind of reason that is."""
-
-    reason: str
-    category: KeepCategory
-
-
-# -- what a site is -----------------------------------------------------------------------------------
 
 # Host data that is not a factory: a NumPy array's memory, and the legacy constructors' lists (`torch.LongTensor(ids)`).
-_HOST_DATA_CLASSES = frozenset({"torch.from_numpy", *LEGACY_TENSOR_TYPES})
-_ALL_SOURCES = CONSTANT_FACTORIES | LIKE_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES | _HOST_DATA_CLASSES | {
+HOST_DATA_CLASSES = frozenset({"torch.from_numpy", *LEGACY_TENSOR_TYPES})
+ALL_SOURCES = CONSTANT_FACTORIES | LIKE_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES | HOST_DATA_CLASSES | {
     "torch.arange", "torch.linspace", "torch.logspace"}
 # The last names of those, for the `ast` screen: a chain is a site only when it starts from one of them.
-_SOURCE_NAMES = frozenset(name.rsplit(".", 1)[1] for name in _ALL_SOURCES)
+SOURCE_NAMES = frozenset(name.rsplit(".", 1)[1] for name in ALL_SOURCES)
 
 
-def _may_start_a_site(calls: CallIndex, call: ast.Call) -> bool:
+def may_start_a_site(calls: CallIndex, call: ast.Call) -> bool:
     """`needs`' test for the receiver of a move (or the value assigned to `t` before `t = t.to(d)`)."""
     root, depth = call, 0
     while isinstance(root.func, ast.Attribute) and isinstance(root.func.value, ast.Call):
         root, depth = root.func.value, depth + 1
     if depth == 0:
         return calls.calls_torch(root) or callee_name(root) == "pin_memory"
-    return calls.calls_torch(root) and (isinstance(root.func, ast.Name) or callee_name(root) in _SOURCE_NAMES)
+    return calls.calls_torch(root) and (isinstance(root.func, ast.Name) or callee_name(root) in SOURCE_NAMES)
 
 
 @dataclass(frozen=True)
 class Site:
+    """A factory, the move of its result, and what stands between them."""
+
     factory: cst.Call  # the factory call, F(args)
     move_call: cst.Call  # `.to(...)` / `.cuda(...)`
-    callee: str  # `torch.zeros`, `torch.from_numpy`, `pin_memory`
+    callee: str  # `torch.zeros`, `torch.from_numpy`, or a torch function that is no factory (`torch.cat`)
     move: Move
     second: cst.SimpleStatementLine | None = None  # `t = t.to(d)` in the two-statement form
     ops: tuple[ChainOp, ...] = ()  # the method calls between the factory and the move, innermost first
 
 
-@dataclass(frozen=True)
-class DeviceSpelling:
-    """The text of `device=` and how sure we are that it means what the move meant."""
-
-    text: str
-    tier: Tier
-    reason: str
-    device_type: str | None
-
-
-def _device_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
-    """`device=` text for the move, or why it cannot be written."""
-    if move.method == "cuda":
-        return _cuda_spelling(module, move)
-    value = move.device_value
-    assert value is not None and move.device is not None
-    if value.kind is Kind.NONE:
-        return Kept("`.to(None)` moves nothing", KeepCategory.NOT_A_DEVICE)
-    text = _expression_text(module, move.device)
-    if value.proven:
-        return DeviceSpelling(text, Tier.SAFE, f"`{text}` is a device: {value.evidence}", value.device_type)
-    return DeviceSpelling(text, Tier.VALIDATE, f"`{text}` may not be a device: {value.evidence}", value.device_type)
-
-
-def _cuda_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
-    value = move.device_value
-    if move.device is None or (value is not None and value.kind is Kind.NONE):
-        return DeviceSpelling(string_literal(module, "cuda"), Tier.SAFE,
-                              "`.cuda()` means the current CUDA device, as `device=\"cuda\"` does", "cuda")
-    assert value is not None
-    text = _expression_text(module, move.device)
-    if isinstance(move.device, cst.Integer):
-        return DeviceSpelling(string_literal(module, f"cuda:{move.device.evaluated_value}"), Tier.SAFE,
-                              f"`.cuda({text})` is CUDA device {text}", "cuda")
-    if value.kind is Kind.INTEGER:
-        if any(c in text for c in "\"\\\n{}") or "'" in text:
-            return Kept(f"cannot spell `.cuda({text})` as an f-string device", KeepCategory.CANNOT_SPELL)
-        tier = Tier.SAFE if value.proven else Tier.VALIDATE
-        return DeviceSpelling(string_literal(module, f"cuda:{{{text}}}", prefix="f"), tier,
-                              f"`{text}` is a device index: {value.evidence}", "cuda")
-    if value.kind is Kind.DEVICE and value.proven and value.device_type == "cuda":
-        return DeviceSpelling(text, Tier.SAFE, f"`{text}` is a CUDA device: {value.evidence}", "cuda")
-    if value.kind is Kind.DEVICE:
-        return DeviceSpelling(
-            text, Tier.VALIDATE,
-            f"`.cuda({text})` raises unless `{text}` names a CUDA device, `device={text}` would not ({value.evidence})",
-            "cuda",
-        )
-    return Kept(f"`.cuda({text})`: {value.evidence}", KeepCategory.NOT_A_DEVICE)
-
-
-def _expression_text(module: PythonModule, node: cst.BaseExpression) -> str:
-    text = module.text(node)
-    return f"({text})" if isinstance(node, (cst.NamedExpr, cst.Lambda, cst.IfExp)) and not text.startswith("(") else text
-
-
-def _op_between(module: PythonModule, site: Site) -> Kept | None:
-    """A method call between the factory and the move that computes new values (`.sum()`, `.fill_(v)`), or a
-    broadcast view that the move would have copied into a tensor of its own."""
-    broadcast = None
-    for op in site.ops:
-        if op.step is Step.OTHER:
-            what = "reinterprets the bits as another dtype" if op.method == "view" else \
-                "is not a view, a copy or a dtype conversion"
-            return Kept(f"`{_op_text(module, op)}` between `{site.callee}(...)` and the move {what}: computed on the "
-                        "device, it is not proven to give the same values", KeepCategory.OP_BETWEEN)
-        if op.method == "expand" and not _expands_nothing(op.call):
-            broadcast = op
-        elif op.method in _COPIES:
-            broadcast = None
-    if broadcast is not None:
-        return Kept(f"`{_op_text(module, broadcast)}` makes a view whose elements share memory, which the move copied "
-                    "into a tensor of its own; on the device the result would stay that view (writes to one element "
-                    "would show in others, or fail)", KeepCategory.OP_BETWEEN)
-    if site.ops and site.move.dtype is not None:
-        return Kept(f"the move also converts to `{module.text(site.move.dtype)}` after "
-                    f"`{_op_text(module, site.ops[-1])}`: the dtype cannot go into the factory past the chain",
-                    KeepCategory.CANNOT_SPELL)
-    return None
-
-
-def _expands_nothing(call: cst.Call) -> bool:
-    """`expand(1, -1)`: every size is 1 or -1, so no element is repeated (at most a dimension of size 1 is added)."""
-    def one_or_minus_one(node: cst.BaseExpression) -> bool:
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-            node = node.expression
-        return isinstance(node, cst.Integer) and node.evaluated_value == 1
-
-    return bool(call.args) and all(arg.keyword is None and not arg.star and one_or_minus_one(arg.value) for arg in call.args)
-
-
-def _discarded(module: PythonModule, site: Site, reads: FunctionReads) -> Kept | None:
-    """The moved tensor is never read: the blocking copy is all the statement does."""
-    statement = site.second.body[0] if site.second is not None else module.parent(site.move_call)
-    target = _assigned_name(statement, site.move_call)
-    if isinstance(statement, cst.Expr) and statement.value is site.move_call:
-        how = "the moved tensor is thrown away"
-    elif target is not None:
-        name = target.value
-        if name == "_":
-            how = "the moved tensor is assigned to `_`"
-        elif reads.never_read(statement, name, site.move_call.func.value if site.second is not None else None):
-            how = f"the local `{name}` is never read"
-        else:
-            return None
-    else:
+def like_template(site: Site) -> cst.BaseExpression | None:
+    """The template tensor of a `*_like` factory."""
+    if not site.callee.endswith("_like"):
         return None
-    return Kept(f"{how}: the statement is kept for what it does, a copy that waits for all queued GPU work (a health "
-                "probe of the GPU, a synchronisation); creating the tensor on the device would return at once and "
-                "gain nothing", KeepCategory.DISCARDED)
+    positional = [arg.value for arg in site.factory.args if arg.keyword is None and not arg.star]
+    return positional[0] if positional else getattr(keyword_arg(site.factory, "input"), "value", None)
 
 
-def _assigned_name(statement: cst.CSTNode | None, value: cst.Call) -> cst.Name | None:
-    """`name` in `name = value` / `name: T = value`."""
-    if isinstance(statement, cst.Assign) and statement.value is value and len(statement.targets) == 1:
-        target = statement.targets[0].target
-    elif isinstance(statement, cst.AnnAssign) and statement.value is value:
-        target = statement.target
-    else:
-        return None
-    return target if isinstance(target, cst.Name) else None
+def op_text(module: PythonModule, op: ChainOp) -> str:
+    """`.view(-1, 1)`: the method call as written, without its receiver."""
+    start, _ = module.span(op.call.func.attr)
+    _, end = module.span(op.call)
+    return "." + module.source.text[start:end]
 
 
 class FunctionReads:
@@ -796,33 +491,221 @@ class FunctionReads:
         return names, dynamic
 
 
-def _exception_expected(module: PythonModule, site: Site) -> Kept | None:
-    found = expected_exception(module, site.move_call)
-    if found is None:
-        return None
-    return Kept(f"inside {found.construct}: the exception, its message or a warning is part of what the code does, "
-                "and the rewrite changes which call raises it and how", KeepCategory.EXPECTED_EXCEPTION)
+@dataclass(frozen=True)
+class DeviceSpelling:
+    """The text of `device=` and how sure we are that it means what the move meant."""
+
+    text: str
+    tier: Tier
+    reason: str
+    device_type: str | None
 
 
-def _already_there(module: PythonModule, site: Site) -> str | None:
-    """Why the move goes to the device the factory already creates the tensor on, or None: `F(..., device=d).to(d)`,
-    `F(..., device="cuda").cuda()`."""
-    device = keyword_arg(site.factory, "device")
-    move = site.move
-    if device is None or site.ops or move.dtype is not None or move.blocker is not None:
-        return None
-    created = module.text(device.value)
-    if move.device is None and created.strip("'\"") == "cuda" or move.device is not None and created == module.text(move.device):
-        return (f"`{site.callee}(...)` already creates the tensor on `{created}`: `.{move.method}()` returns it unchanged, "
-                "so there is nothing to rewrite; the move can go")
+def device_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
+    """`device=` text for the move, or why it cannot be written."""
+    if move.method == "cuda":
+        return _cuda_spelling(module, move)
+    value = move.device_value
+    assert value is not None and move.device is not None
+    if value.kind is Kind.NONE:
+        return Kept("`.to(None)` moves nothing", KeepCategory.NOT_A_DEVICE)
+    text = _expression_text(module, move.device)
+    if value.proven:
+        return DeviceSpelling(text, Tier.SAFE, f"`{text}` is a device: {value.evidence}", value.device_type)
+    return DeviceSpelling(text, Tier.VALIDATE, f"`{text}` may not be a device: {value.evidence}", value.device_type)
+
+
+def _cuda_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
+    value = move.device_value
+    if move.device is None or (value is not None and value.kind is Kind.NONE):
+        return DeviceSpelling(string_literal(module, "cuda"), Tier.SAFE,
+                              "`.cuda()` means the current CUDA device, as `device=\"cuda\"` does", "cuda")
+    assert value is not None
+    text = _expression_text(module, move.device)
+    if isinstance(move.device, cst.Integer):
+        return DeviceSpelling(string_literal(module, f"cuda:{move.device.evaluated_value}"), Tier.SAFE,
+                              f"`.cuda({text})` is CUDA device {text}", "cuda")
+    if value.kind is Kind.INTEGER:
+        if any(c in text for c in "\"\\\n{}") or "'" in text:
+            return Kept(f"cannot spell `.cuda({text})` as an f-string device", KeepCategory.CANNOT_SPELL)
+        tier = Tier.SAFE if value.proven else Tier.VALIDATE
+        return DeviceSpelling(string_literal(module, f"cuda:{{{text}}}", prefix="f"), tier,
+                              f"`{text}` is a device index: {value.evidence}", "cuda")
+    if value.kind is Kind.DEVICE and value.proven and value.device_type == "cuda":
+        return DeviceSpelling(text, Tier.SAFE, f"`{text}` is a CUDA device: {value.evidence}", "cuda")
+    if value.kind is Kind.DEVICE:
+        return DeviceSpelling(
+            text, Tier.VALIDATE,
+            f"`.cuda({text})` raises unless `{text}` names a CUDA device, `device={text}` would not ({value.evidence})",
+            "cuda",
+        )
+    return Kept(f"`.cuda({text})`: {value.evidence}", KeepCategory.NOT_A_DEVICE)
+
+
+def _expression_text(module: PythonModule, node: cst.BaseExpression) -> str:
+    text = module.text(node)
+    return f"({text})" if isinstance(node, (cst.NamedExpr, cst.Lambda, cst.IfExp)) and not text.startswith("(") else text
+
+
+def cpu_device(module: PythonModule, node: cst.BaseExpression) -> str | None:
+    """Evidence that `device=node` provably names the CPU, else None."""
+    value = classify(module, node)
+    if value.kind is Kind.DEVICE and value.proven and value.device_type == "cpu":
+        return value.evidence
     return None
 
 
-def _factory_blocker(module: PythonModule, site: Site) -> Kept | None:
+# Methods that copy their receiver into a tensor of its own (which a move would also have done).
+_COPIES = frozenset(("clone", "contiguous", "repeat"))
+
+
+def op_between(module: PythonModule, site: Site) -> Kept | None:
+    """A method call between the factory and the move that computes new values (`.sum()`, `.fill_(v)`), or a
+    broadcast view that the move would have copied into a tensor of its own."""
+    broadcast = None
+    for op in site.ops:
+        if op.step is Step.OTHER:
+            what = "reinterprets the bits as another dtype" if op.method == "view" else \
+                "is not a view, a copy or a dtype conversion"
+            return Kept(f"`{op_text(module, op)}` between `{site.callee}(...)` and the move {what}: computed on the "
+                        "device, it is not proven to give the same values", KeepCategory.OP_BETWEEN)
+        if op.method == "expand" and not _expands_nothing(op.call):
+            broadcast = op
+        elif op.method in _COPIES:
+            broadcast = None
+    if broadcast is not None:
+        return Kept(f"`{op_text(module, broadcast)}` makes a view whose elements share memory, which the move copied "
+                    "into a tensor of its own; on the device the result would stay that view (writes to one element "
+                    "would show in others, or fail)", KeepCategory.OP_BETWEEN)
+    if site.ops and site.move.dtype is not None:
+        return Kept(f"the move also converts to `{module.text(site.move.dtype)}` after "
+                    f"`{op_text(module, site.ops[-1])}`: the dtype cannot go into the factory past the chain",
+                    KeepCategory.CANNOT_SPELL)
+    return None
+
+
+def _expands_nothing(call: cst.Call) -> bool:
+    """`expand(1, -1)`: every size is 1 or -1, so no element is repeated (at most a dimension of size 1 is added)."""
+    def one_or_minus_one(node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            node = node.expression
+        return isinstance(node, cst.Integer) and node.evaluated_value == 1
+
+    return bool(call.args) and all(arg.keyword is None and not arg.star and one_or_minus_one(arg.value) for arg in call.args)
+
+
+def chain_casts(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
+    """Each dtype conversion between the factory and the move gives the same values on the device."""
+    casts = [op for op in site.ops if op.step is Step.CAST]
+    if not casts:
+        return None
+    elements = factory_elements(module, site.factory, site.callee)
+    tier, reasons = Tier.SAFE, []
+    for op in casts:
+        outcome = convert(elements, op.dtype)
+        if isinstance(outcome, str):
+            return Kept(f"`{op_text(module, op)}` after `{site.callee}(...)`: {outcome} ({elements.evidence})",
+                        KeepCategory.INEXACT_CONVERSION)
+        elements = outcome.elements
+        if not outcome.proven:
+            tier = Tier.VALIDATE
+        reasons.append(f"`{op_text(module, op)}`: {outcome.reason}")
+    return tier, "; ".join(reasons)
+
+
+def legacy_casts(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
+    """`.type(torch.IntTensor)` converts and moves to the CPU: after `device=` it is written as its dtype,
+    `.type(torch.int32)`, which keeps the device; alone after a 0/1 factory, as the factory's `dtype=`."""
+    legacy = [op for op in site.ops if op.legacy is not None]
+    if not legacy:
+        return None
+    for op in legacy:
+        if legacy_dtype_text(module, op) is None:
+            return Kept(f"`{op_text(module, op)}` also moves to the CPU, and its dtype cannot be spelled from "
+                        f"`{module.text(op.call.args[0].value)}`", KeepCategory.CANNOT_SPELL)
+    merged = merged_legacy(module, site)
+    if merged is not None:
+        return Tier.SAFE, (f"`{op_text(module, merged)}` converts to {merged.dtype} and moves to the CPU: it becomes "
+                           f"`dtype={legacy_dtype_text(module, merged)}` of a factory whose every value is 0 or 1")
+    texts = ", ".join(f"`{op_text(module, op)}` -> `.type({legacy_dtype_text(module, op)})`" for op in legacy)
+    return Tier.SAFE, f"a legacy type converts and moves to the CPU, a dtype keeps the device: {texts}"
+
+
+def legacy_dtype_text(module: PythonModule, op: ChainOp) -> str | None:
+    """`torch.int32` for `.type(torch.IntTensor)`, with the module's own spelling of torch."""
+    target = op.call.args[0].value
+    if not isinstance(target, cst.Attribute) or op.dtype is None:
+        return None
+    return f"{module.text(target.value)}.{op.dtype.removeprefix('torch.')}"
+
+
+def merged_legacy(module: PythonModule, site: Site) -> ChainOp | None:
+    """The chain's one op, a legacy `.type(...)` after a 0/1 factory without `dtype=`: it goes into the factory."""
+    if len(site.ops) != 1 or site.ops[0].legacy is None or site.move.dtype is not None or site.callee not in FACTORIES:
+        return None
+    if keyword_arg(site.factory, "dtype") is not None:
+        return None
+    elements = factory_elements(module, site.factory, site.callee)
+    return site.ops[0] if elements.values is Values.ZERO_ONE else None
+
+
+def dtype_merge(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
+    """`.to(d, dtype)`: merged only when the factory has no dtype= and converting its values is exact."""
+    move = site.move
+    if move.dtype is None:
+        return None
+    dtype_text = module.text(move.dtype)
+    value = move.dtype_value
+    if keyword_arg(site.factory, "dtype") is not None:
+        return Kept(f"the factory has `dtype=` and the move converts to `{dtype_text}`: two conversions, kept",
+                    KeepCategory.INEXACT_CONVERSION)
+    if site.callee in ZERO_ONE_FACTORIES and value is not None and value.kind is Kind.DTYPE:
+        return Tier.SAFE, f"every value of `{site.callee}` is 0 or 1 (or unset), exact in any dtype ({value.evidence})"
+    if value is None or value.kind is not Kind.DTYPE or value.dtype is None:
+        return Kept(f"`.to(..., {dtype_text})`: the dtype is not known exactly ({value.evidence if value else 'unknown'})",
+                    KeepCategory.INEXACT_CONVERSION)
+    source = _integer_source_dtype(module, site)
+    if source is not None and exact_in(source, value.dtype):
+        return Tier.SAFE, f"`{site.callee}` makes {source} values here, exact in `{value.dtype}`"
+    return Kept(f"`{site.callee}` computes its values in its own dtype before `.to(..., {dtype_text})` converts them; "
+                "computing them in the new dtype is not proven to give the same values", KeepCategory.INEXACT_CONVERSION)
+
+
+def _integer_source_dtype(module: PythonModule, site: Site) -> str | None:
+    """torch.int64 when the factory's values are Python integers (arange of ints, full with an int)."""
+    positional = [arg.value for arg in site.factory.args if arg.keyword is None]
+    if site.callee == "torch.arange" and positional and all(classify(module, p).kind is Kind.INTEGER and classify(module, p).proven for p in positional):
+        return "torch.int64"
+    if site.callee == "torch.full" and len(positional) == 2 and isinstance(positional[1], cst.Integer):
+        return "torch.int64"
+    return None
+
+
+def evaluation_order(module: PythonModule, site: Site) -> Kept | None:
+    """`device=` is evaluated before the chain's own arguments, and before the factory's arguments after a
+    `device="cpu"` it replaces: where both hold calls or `:=`, their order could matter."""
+    if site.move.device is None or not _may_have_effects(site.move.device):
+        return None
+    args = list(site.factory.args)
+    cpu_device = keyword_arg(site.factory, "device")
+    later = [("the factory", arg) for arg in args[args.index(cpu_device) + 1:]] if cpu_device is not None else []
+    later += [(f"`.{op.method}(...)`", arg) for op in site.ops for arg in op.call.args]
+    for owner, arg in later:
+        if _may_have_effects(arg.value):
+            return Kept(f"`device={module.text(site.move.device)}` would be evaluated before `{module.text(arg)}` of "
+                        f"{owner}, and both hold calls", KeepCategory.OTHER)
+    return None
+
+
+def _may_have_effects(node: cst.CSTNode) -> bool:
+    return any(isinstance(n, (cst.Call, cst.NamedExpr)) for n in walk(node))
+
+
+def factory_blocker(module: PythonModule, site: Site) -> Kept | None:
     """Why the factory call itself cannot take `device=`."""
     call = site.factory
     device = keyword_arg(call, "device")
-    if device is not None and _cpu_device(module, device.value) is None:
+    if device is not None and cpu_device(module, device.value) is None:
         return Kept(f"already has `device=`: `.{site.move.method}()` moves it afterwards; change that `device=` instead "
                     "(never a second one)", KeepCategory.DEVICE_ALREADY_SET)
     for keyword, reason, category in (
@@ -859,136 +742,7 @@ def _legacy_data(module: PythonModule, site: Site) -> Kept | None:
     return None
 
 
-def _cpu_device(module: PythonModule, node: cst.BaseExpression) -> str | None:
-    """Evidence that `device=node` provably names the CPU, else None."""
-    value = classify(module, node)
-    if value.kind is Kind.DEVICE and value.proven and value.device_type == "cpu":
-        return value.evidence
-    return None
-
-
-def _no_gain(module: PythonModule, site: Site, device: DeviceSpelling) -> tuple[str, str] | Kept | None:
-    """(reason, basis) of advice, or a keep, for a site where `device=` would save nothing measurable; else None."""
-    if device.device_type == "cpu":
-        rest = "the move can go" if site.move.dtype is None else "only the dtype conversion is left of the move"
-        return f"moves to the CPU, where the tensor already is: `device=` would save nothing; {rest}", CPU_BASIS
-    if site.callee in DATA_FACTORIES | _HOST_DATA_CLASSES:
-        if not site.ops and device.device_type == "cuda":
-            return Kept(f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured); OPT103 "
-                        "(pinned-async-h2d) reports this copy (docs/rules/OPT103.md)", KeepCategory.NO_GAIN)
-        if site.callee == "torch.from_numpy":
-            return ("`torch.as_tensor(a, device=d)` would only save a wrapper tensor: the array's data crosses from host "
-                    "memory either way (measured within noise). What helps on CUDA is a pinned copy: "
-                    "`torch.from_numpy(a).pin_memory().to(d, non_blocking=True)`, which stops the copy from waiting "
-                    "for queued GPU work", FROM_NUMPY_BASIS)
-        pin = "pin it with `.pin_memory()`" if site.callee in LEGACY_TENSOR_TYPES else "create it with `pin_memory=True`"
-        return (f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured). To stop the copy "
-                f"from waiting for queued GPU work, {pin} and move it with `.to(device, non_blocking=True)` (measured "
-                "17x with 5 ms of GPU work queued)", DATA_BASIS)
-    template = _template(site)
-    if template is not None and isinstance(site.move.device, cst.Attribute) and site.move.device.attr.value == "device" \
-            and module.text(site.move.device.value) == module.text(template):
-        return (f"`{module.text(site.move.device)}` is the template's own device, where `{site.callee}` already puts "
-                "its result: `.to()` returns it unchanged, so `device=` would save nothing; the move can go", LIKE_SAME_BASIS)
-    return None
-
-
-def _template(site: Site) -> cst.BaseExpression | None:
-    """The template tensor of a `*_like` factory."""
-    if not site.callee.endswith("_like"):
-        return None
-    positional = [arg.value for arg in site.factory.args if arg.keyword is None and not arg.star]
-    return positional[0] if positional else getattr(keyword_arg(site.factory, "input"), "value", None)
-
-
-def _chain_casts(module: PythonModule, site: Site):
-    """Each dtype conversion between the factory and the move gives the same values on the device."""
-    casts = [op for op in site.ops if op.step is Step.CAST]
-    if not casts:
-        return None
-    elements = factory_elements(module, site.factory, site.callee)
-    tier, reasons = Tier.SAFE, []
-    for op in casts:
-        outcome = convert(elements, op.dtype)
-        if isinstance(outcome, str):
-            return Kept(f"`{_op_text(module, op)}` after `{site.callee}(...)`: {outcome} ({elements.evidence})",
-                        KeepCategory.INEXACT_CONVERSION)
-        elements = outcome.elements
-        if not outcome.proven:
-            tier = Tier.VALIDATE
-        reasons.append(f"`{_op_text(module, op)}`: {outcome.reason}")
-    return tier, "; ".join(reasons)
-
-
-def _legacy_casts(module: PythonModule, site: Site):
-    """`.type(torch.IntTensor)` converts and moves to the CPU: after `device=` it is written as its dtype,
-    `.type(torch.int32)`, which keeps the device; alone after a 0/1 factory, as the factory's `dtype=`."""
-    legacy = [op for op in site.ops if op.legacy is not None]
-    if not legacy:
-        return None
-    for op in legacy:
-        if _legacy_dtype_text(module, op) is None:
-            return Kept(f"`{_op_text(module, op)}` also moves to the CPU, and its dtype cannot be spelled from "
-                        f"`{module.text(op.call.args[0].value)}`", KeepCategory.CANNOT_SPELL)
-    merged = _merged_legacy(module, site)
-    if merged is not None:
-        return Tier.SAFE, (f"`{_op_text(module, merged)}` converts to {merged.dtype} and moves to the CPU: it becomes "
-                           f"`dtype={_legacy_dtype_text(module, merged)}` of a factory whose every value is 0 or 1")
-    texts = ", ".join(f"`{_op_text(module, op)}` -> `.type({_legacy_dtype_text(module, op)})`" for op in legacy)
-    return Tier.SAFE, f"a legacy type converts and moves to the CPU, a dtype keeps the device: {texts}"
-
-
-def _legacy_dtype_text(module: PythonModule, op: ChainOp) -> str | None:
-    """`torch.int32` for `.type(torch.IntTensor)`, with the module's own spelling of torch."""
-    target = op.call.args[0].value
-    if not isinstance(target, cst.Attribute) or op.dtype is None:
-        return None
-    return f"{module.text(target.value)}.{op.dtype.removeprefix('torch.')}"
-
-
-def _merged_legacy(module: PythonModule, site: Site) -> ChainOp | None:
-    """The chain's one op, a legacy `.type(...)` after a 0/1 factory without `dtype=`: it goes into the factory."""
-    if len(site.ops) != 1 or site.ops[0].legacy is None or site.move.dtype is not None or site.callee not in FACTORIES:
-        return None
-    if keyword_arg(site.factory, "dtype") is not None:
-        return None
-    elements = factory_elements(module, site.factory, site.callee)
-    return site.ops[0] if elements.values is Values.ZERO_ONE else None
-
-
-def _dtype_merge(module: PythonModule, site: Site):
-    """`.to(d, dtype)`: merged only when the factory has no dtype= and converting its values is exact."""
-    move = site.move
-    if move.dtype is None:
-        return None
-    dtype_text = module.text(move.dtype)
-    value = move.dtype_value
-    if keyword_arg(site.factory, "dtype") is not None:
-        return Kept(f"the factory has `dtype=` and the move converts to `{dtype_text}`: two conversions, kept",
-                    KeepCategory.INEXACT_CONVERSION)
-    if site.callee in ZERO_ONE_FACTORIES and value is not None and value.kind is Kind.DTYPE:
-        return Tier.SAFE, f"every value of `{site.callee}` is 0 or 1 (or unset), exact in any dtype ({value.evidence})"
-    if value is None or value.kind is not Kind.DTYPE or value.dtype is None:
-        return Kept(f"`.to(..., {dtype_text})`: the dtype is not known exactly ({value.evidence if value else 'unknown'})",
-                    KeepCategory.INEXACT_CONVERSION)
-    source = _integer_source_dtype(module, site)
-    if source is not None and exact_in(source, value.dtype):
-        return Tier.SAFE, f"`{site.callee}` makes {source} values here, exact in `{value.dtype}`"
-    return Kept(f"`{site.callee}` computes its values in its own dtype before `.to(..., {dtype_text})` converts them; "
-                "computing them in the new dtype is not proven to give the same values", KeepCategory.INEXACT_CONVERSION)
-
-
-def _integer_source_dtype(module: PythonModule, site: Site) -> str | None:
-    """torch.int64 when the factory's values are Python integers (arange of ints, full with an int)."""
-    positional = [arg.value for arg in site.factory.args if arg.keyword is None]
-    if site.callee == "torch.arange" and positional and all(classify(module, p).kind is Kind.INTEGER and classify(module, p).proven for p in positional):
-        return "torch.int64"
-    if site.callee == "torch.full" and len(positional) == 2 and isinstance(positional[1], cst.Integer):
-        return "torch.int64"
-    return None
-
-
-def _value_tier(module: PythonModule, site: Site):
+def value_tier(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
     """Do the values depend on the device that computes them?"""
     callee = site.callee
     if callee in RANDOM_FACTORIES:
@@ -999,7 +753,7 @@ def _value_tier(module: PythonModule, site: Site):
         return Tier.VALIDATE, ("linspace is computed by the device's kernel: measured bit-identical on an H100 and an H200 "
                                "(docs/benchmarks.md), not proven")
     if callee == "torch.arange":
-        fractional = _fractional_arange_argument(module, site.factory)
+        fractional = fractional_arange_argument(module, site.factory)
         if fractional is not None:
             return Tier.UNSAFE, (f"arange with a start or step `{fractional}` that may be fractional rounds differently on "
                                  "the device (864 of 2702 values of arange(0.5, 1000, 0.37) differed on an H200)")
@@ -1010,7 +764,7 @@ def _value_tier(module: PythonModule, site: Site):
     return None
 
 
-def _subclass_tier(module: PythonModule, site: Site):
+def subclass_tier(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
     """`*_like(x).to(d)`: a tensor subclass with a dispatch hook, defined in this file or a project module it
     imports, may implement the factory without `device=` and not with it (analysis/tensor_subclasses.py)."""
     if site.callee not in LIKE_FACTORIES:
@@ -1019,7 +773,7 @@ def _subclass_tier(module: PythonModule, site: Site):
     return (Tier.VALIDATE, caution) if caution is not None else None
 
 
-def _fractional_arange_argument(module: PythonModule, call: cst.Call) -> str | None:
+def fractional_arange_argument(module: PythonModule, call: cst.Call) -> str | None:
     """The start or step of `arange` that is not provably an integer (the end only sets the count)."""
     positional = [arg.value for arg in call.args if arg.keyword is None]
     keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
@@ -1036,7 +790,7 @@ def _fractional_arange_argument(module: PythonModule, call: cst.Call) -> str | N
     return None
 
 
-def _autograd_tier(module: PythonModule, site: Site):
+def autograd_tier(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
     requires_grad = keyword_arg(site.factory, "requires_grad")
     if requires_grad is None or _is_false(requires_grad.value):
         return None
@@ -1044,41 +798,433 @@ def _autograd_tier(module: PythonModule, site: Site):
                          "the result itself the leaf that receives `.grad`")
 
 
-def _evaluation_order(module: PythonModule, site: Site) -> Kept | None:
-    """`device=` is evaluated before the chain's own arguments, and before the factory's arguments after a
-    `device="cpu"` it replaces: where both hold calls or `:=`, their order could matter."""
-    if site.move.device is None or not _may_have_effects(site.move.device):
-        return None
-    args = list(site.factory.args)
-    cpu_device = keyword_arg(site.factory, "device")
-    later = [("the factory", arg) for arg in args[args.index(cpu_device) + 1:]] if cpu_device is not None else []
-    later += [(f"`.{op.method}(...)`", arg) for op in site.ops for arg in op.call.args]
-    for owner, arg in later:
-        if _may_have_effects(arg.value):
-            return Kept(f"`device={module.text(site.move.device)}` would be evaluated before `{module.text(arg)}` of "
-                        f"{owner}, and both hold calls", KeepCategory.OTHER)
-    return None
-
-
-def _op_text(module: PythonModule, op: ChainOp) -> str:
-    """`.view(-1, 1)`: the method call as written, without its receiver."""
-    start, _ = module.span(op.call.func.attr)
-    _, end = module.span(op.call)
-    return "." + module.source.text[start:end]
-
-
-def _may_have_effects(node: cst.CSTNode) -> bool:
-    return any(isinstance(n, (cst.Call, cst.NamedExpr)) for n in walk(node))
-
-
 def _is_false(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "False"
 
 
-# -- index tensors ------------------------------------------------------------------------------------
+def discarded(module: PythonModule, site: Site, reads: FunctionReads) -> Kept | None:
+    """The moved tensor is never read: the blocking copy is all the statement does."""
+    statement = site.second.body[0] if site.second is not None else module.parent(site.move_call)
+    target = _assigned_name(statement, site.move_call)
+    if isinstance(statement, cst.Expr) and statement.value is site.move_call:
+        how = "the moved tensor is thrown away"
+    elif target is not None:
+        name = target.value
+        if name == "_":
+            how = "the moved tensor is assigned to `_`"
+        elif reads.never_read(statement, name, site.move_call.func.value if site.second is not None else None):
+            how = f"the local `{name}` is never read"
+        else:
+            return None
+    else:
+        return None
+    return Kept(f"{how}: the statement is kept for what it does, a copy that waits for all queued GPU work (a health "
+                "probe of the GPU, a synchronisation); creating the tensor on the device would return at once and "
+                "gain nothing", KeepCategory.DISCARDED)
 
 
-def _index_candidates(calls: CallIndex) -> list[ast.AST]:
+def _assigned_name(statement: cst.CSTNode | None, value: cst.Call) -> cst.Name | None:
+    """`name` in `name = value` / `name: T = value`."""
+    if isinstance(statement, cst.Assign) and statement.value is value and len(statement.targets) == 1:
+        target = statement.targets[0].target
+    elif isinstance(statement, cst.AnnAssign) and statement.value is value:
+        target = statement.target
+    else:
+        return None
+    return target if isinstance(target, cst.Name) else None
+
+
+def exception_expected(module: PythonModule, site: Site) -> Kept | None:
+    """The site is inside a block that expects or swallows an exception (analysis/exception_contexts.py)."""
+    found = expected_exception(module, site.move_call)
+    if found is None:
+        return None
+    return Kept(f"inside {found.construct}: the exception, its message or a warning is part of what the code does, "
+                "and the rewrite changes which call raises it and how", KeepCategory.EXPECTED_EXCEPTION)
+
+
+LIKE_SAME_BASIS = "`zeros_like` of a template on the device, then `.to()` that device: 12.1 vs 11.7 us on an H100 (docs/benchmarks.md)"
+DATA_BASIS = (
+    "`torch.tensor(list_of_1024).cuda()` -> `device='cuda'`: 163.4 vs 162.1 us idle, 5013.9 vs 5013.7 us with 5 ms "
+    "of GPU work queued (H100, docs/benchmarks.md): the data starts in host memory and both forms wait; "
+    "`pin_memory=True` + `non_blocking=True` measured 5035 -> 292 us (17x) with 5 ms queued"
+)
+FROM_NUMPY_BASIS = (
+    "`from_numpy(a).cuda()` -> `as_tensor(a, device='cuda')`: 381.5 vs 356.1 us for 1,048,576 floats, 17.6 vs 18.7 us "
+    "for 1,024; both waited 5.2 ms with 5 ms of GPU work queued (H100, docs/benchmarks.md)"
+)
+CPU_BASIS = "a move to the CPU of a tensor on the CPU: `.to('cpu')` returns it unchanged, nothing to save"
+SAME_DEVICE_BASIS = "a move to the device the tensor is created on: `.to()` returns it unchanged, nothing to save"
+DEAD_STORE_BASIS = "a value assigned again before any read: nothing runs faster for rewriting it"
+
+
+def already_there(module: PythonModule, site: Site) -> str | None:
+    """Why the move goes to the device the factory already creates the tensor on, or None: `F(..., device=d).to(d)`,
+    `F(..., device="cuda").cuda()`."""
+    device = keyword_arg(site.factory, "device")
+    move = site.move
+    if device is None or site.ops or move.dtype is not None or move.blocker is not None:
+        return None
+    created = module.text(device.value)
+    if move.device is None and created.strip("'\"") == "cuda" or move.device is not None and created == module.text(move.device):
+        return (f"`{site.callee}(...)` already creates the tensor on `{created}`: `.{move.method}()` returns it unchanged, "
+                "so there is nothing to rewrite; the move can go")
+    return None
+
+
+def nothing_to_gain(module: PythonModule, site: Site, device: DeviceSpelling) -> tuple[str, str] | Kept | None:
+    """(reason, basis) of advice, or a keep, for a site where `device=` would save nothing measurable; else None."""
+    if device.device_type == "cpu":
+        rest = "the move can go" if site.move.dtype is None else "only the dtype conversion is left of the move"
+        return f"moves to the CPU, where the tensor already is: `device=` would save nothing; {rest}", CPU_BASIS
+    if site.callee in DATA_FACTORIES | HOST_DATA_CLASSES:
+        if not site.ops and device.device_type == "cuda":
+            return Kept(f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured); OPT103 "
+                        "(pinned-async-h2d) reports this copy (docs/rules/OPT103.md)", KeepCategory.NO_GAIN)
+        if site.callee == "torch.from_numpy":
+            return ("`torch.as_tensor(a, device=d)` would only save a wrapper tensor: the array's data crosses from host "
+                    "memory either way (measured within noise). What helps on CUDA is a pinned copy: "
+                    "`torch.from_numpy(a).pin_memory().to(d, non_blocking=True)`, which stops the copy from waiting "
+                    "for queued GPU work", FROM_NUMPY_BASIS)
+        pin = "pin it with `.pin_memory()`" if site.callee in LEGACY_TENSOR_TYPES else "create it with `pin_memory=True`"
+        return (f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured). To stop the copy "
+                f"from waiting for queued GPU work, {pin} and move it with `.to(device, non_blocking=True)` (measured "
+                "17x with 5 ms of GPU work queued)", DATA_BASIS)
+    template = like_template(site)
+    if template is not None and isinstance(site.move.device, cst.Attribute) and site.move.device.attr.value == "device" \
+            and module.text(site.move.device.value) == module.text(template):
+        return (f"`{module.text(site.move.device)}` is the template's own device, where `{site.callee}` already puts "
+                "its result: `.to()` returns it unchanged, so `device=` would save nothing; the move can go", LIKE_SAME_BASIS)
+    return None
+
+
+# Host time per call in us, built on the host then moved -> built on the device, by number of elements:
+# NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, idle GPU, 2026-11-26 (benchmarks/opt102_kinds.py,
+# docs/benchmarks.md). "chain" is `arange(n).int()`: the device also runs the conversion's kernel.
+MEASURED: dict[str, dict[int, tuple[float, float]]] = {
+    "zeros": {1: (17.0, 12.2), 1024: (14.2, 8.4), 65536: (57.7, 8.3), 1048576: (520.5, 12.2)},
+    "ones": {1: (16.9, 10.7), 1024: (14.7, 8.1), 65536: (57.6, 11.7), 1048576: (496.0, 8.2)},
+    "empty": {1: (16.9, 4.5), 1024: (13.8, 2.8), 65536: (40.9, 4.8), 1048576: (372.3, 4.5)},
+    "full": {1: (12.3, 11.3), 1024: (16.0, 8.7), 65536: (93.6, 12.1), 1048576: (843.3, 11.6)},
+    "eye": {1: (17.5, 19.6), 1024: (14.8, 15.1), 65536: (65.3, 21.1), 1048576: (483.2, 15.1)},
+    "arange": {1: (15.2, 11.6), 1024: (15.8, 8.3), 65536: (105.9, 11.8), 1048576: (850.7, 8.4)},
+    "linspace": {1: (13.3, 9.0), 1024: (16.4, 8.6), 65536: (113.1, 12.2), 1048576: (609.3, 12.7)},
+    "randn": {1024: (18.2, 14.0), 1048576: (6510.2, 9.8)},
+    "randint": {1024: (27.9, 14.7), 1048576: (8182.0, 14.1)},
+    "randperm": {1024: (29.1, 53.1), 1048576: (13041.1, 95.1)},
+    "chain": {1024: (23.9, 23.6), 1048576: (522.3, 21.2)},
+}
+QUEUED = ("with 5 ms of GPU work queued, every host form waited for all of it (5.0-5.7 ms) and the device form "
+          "returned in 7-100 us")
+# Impact classes by known size: a few us saved up to SMALL elements, tens of us up to MEDIUM_SIZE, more beyond.
+SMALL = 1024
+MEDIUM_SIZE = 65536
+# Methods that never launch a kernel on a factory's fresh, contiguous result.
+_FREE_VIEWS = frozenset(("view", "expand", "unsqueeze", "squeeze", "permute", "transpose", "t", "detach"))
+LIKE_UNKNOWN_BASIS = (
+    "the template's device is not known here: if it is already on the device, `.to()` was free (`zeros_like`: 12.1 "
+    "vs 11.7 us); if it is on the CPU, as `zeros` (506.8 -> 11.9 us at 1,048,576 elements), on an H100 "
+    "(docs/benchmarks.md)"
+)
+ONCE_BASIS = "one-time creation (module level, __init__, set-up): the saving is paid once, not per step"
+
+
+def measured_impact(module: PythonModule, site: Site, context: Context) -> tuple[Impact, str]:
+    """The impact class from the measured host time of this factory at this size (docs/benchmarks.md)."""
+    if context is Context.ONCE:
+        return Impact.LOW, ONCE_BASIS
+    template = like_template(site)
+    if template is not None and on_cpu(module, template) is None:
+        return Impact.LOW, LIKE_UNKNOWN_BASIS
+    family = _measured_family(site)
+    figures = MEASURED[family]
+    numel = None if template is not None else factory_numel(module, site.factory, site.callee)
+    if numel is None:
+        small, large = min(figures), max(figures)
+        return Impact.HIGH, (f"size not known here; `{family}`: {_figure(figures, small)} at {small:,} element(s) to "
+                             f"{_figure(figures, large)} at {large:,} on an H100 (docs/benchmarks.md); {QUEUED}")
+    measured = min((size for size in figures if size >= numel), default=max(figures))
+    impact = Impact.LOW if numel <= SMALL else Impact.MEDIUM if numel <= MEDIUM_SIZE else Impact.HIGH
+    return impact, (f"{numel:,} element(s); `{family}` at {measured:,}: {_figure(figures, measured)} on an H100 "
+                    f"(docs/benchmarks.md); {QUEUED}")
+
+
+def arange_impact(module: PythonModule, call: cst.Call) -> tuple[Impact, str]:
+    """What creating the index on the device saves: the host `arange` and its copy, as `arange(n).to(d)` measured."""
+    figures = MEASURED["arange"]
+    numel = factory_numel(module, call, "torch.arange")
+    measured = max(figures) if numel is None else min((size for size in figures if size >= numel), default=max(figures))
+    impact = Impact.HIGH if numel is None or numel > MEDIUM_SIZE else Impact.MEDIUM if numel > SMALL else Impact.LOW
+    size = "size not known here" if numel is None else f"{numel:,} element(s)"
+    return impact, (f"{size}; `arange` at {measured:,}: {_figure(figures, measured)} on an H100 (docs/benchmarks.md), "
+                    f"for a host index copied at each use; {QUEUED}")
+
+
+def _measured_family(site: Site) -> str:
+    """The row of MEASURED that fits the site: its factory, or the chain when the device runs a kernel for it."""
+    if any(op.method not in _FREE_VIEWS for op in site.ops):
+        return "chain"
+    name = site.callee.removeprefix("torch.").removesuffix("_like")
+    return {"logspace": "linspace", "rand": "randn", "normal": "randn"}.get(name, name)
+
+
+def _figure(figures: dict[int, tuple[float, float]], size: int) -> str:
+    before, after = figures[size]
+    return f"{before:g} -> {after:g} us idle ({before / after:.1f}x)"
+
+
+def site_edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edit] | Kept:
+    """Put `device=` (and `dtype=`) into the factory, and remove the move; a chain between them stays."""
+    call = site.factory
+    if call.lpar:
+        return Kept("the factory call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
+    merged = merged_legacy(module, site)
+    keywords = {"dtype": legacy_dtype_text(module, merged)} if merged is not None else {}
+    keywords["device"] = device.text
+    if site.move.dtype is not None:
+        keywords["dtype"] = module.text(site.move.dtype)
+    edits = keyword_edits(module, call, keywords)
+    for op in site.ops:
+        if op is merged:
+            edits.add(_move_deletion(module, op.call))
+        elif op.legacy is not None:
+            edits.add(module.replace(op.call.args[0].value, legacy_dtype_text(module, op)))
+    edits.add(_move_deletion(module, site.move_call) if site.second is None else _delete_line(module, site.second))
+    return edits.edits()
+
+
+def keyword_edits(module: PythonModule, call: cst.Call, keywords: dict[str, str]) -> FormattedEdits:
+    """Give `call` these keyword arguments: a keyword it has gets the new value (`device="cpu"`), the others are
+    added after its last argument, laid out as the file's formatter would. Every keyword OPT102 writes goes through
+    here."""
+    edits = FormattedEdits(module)
+    for name, text in keywords.items():
+        existing = keyword_arg(call, name)
+        if existing is not None:
+            edits.add(module.replace(existing.value, text))
+        else:
+            edits.insert_keyword(call, name, text)
+    return edits
+
+
+def _move_deletion(module: PythonModule, move_call: cst.Call) -> Edit:
+    """`.to(d)` and the space before it. Where a comment separates it from its receiver, the comment stays: the
+    move goes from its dot on, or as its whole line when it has a line of its own."""
+    text = module.source.text
+    _, receiver_end = module.span(move_call.func.value)
+    _, move_end = module.span(move_call)
+    attribute_start, _ = module.span(move_call.func.attr)
+    between = text[receiver_end:attribute_start]
+    if "#" not in between:
+        return Edit(receiver_end, move_end, "")
+    dot = receiver_end + between.rindex(".")
+    line_start = text.rfind("\n", 0, dot) + 1
+    line_end = text.find("\n", move_end)
+    if not text[line_start:dot].strip() and line_end >= 0 and not text[move_end:line_end].strip():
+        return Edit(line_start, line_end + 1, "")
+    return Edit(dot, move_end, "")
+
+
+def _delete_line(module: PythonModule, line: cst.SimpleStatementLine) -> Edit:
+    """The whole physical line of a statement: indentation, trailing comment and newline."""
+    start, end = module.span(line)
+    text = module.source.text
+    newline = text.find("\n", end)
+    return Edit(text.rfind("\n", 0, start) + 1, len(text) if newline < 0 else newline + 1, "")
+
+
+def judge(module: PythonModule, site: Site, reads: FunctionReads) -> Proven | Kept | Advice:
+    """The fix of a factory-then-move site with its tier and proof, or the first obligation that keeps it, or advice
+    where the rewrite gains nothing."""
+    move = site.move
+    if move.blocker is not None:
+        return Kept(move.blocker, move.blocker_category)
+    between = op_between(module, site)
+    if between is not None:
+        return between
+    device = device_spelling(module, move)
+    if isinstance(device, Kept):
+        return device
+    already = already_there(module, site)
+    if already is not None:
+        return Advice(already, SAME_DEVICE_BASIS)
+    for kept in (exception_expected(module, site), discarded(module, site, reads), factory_blocker(module, site)):
+        if kept is not None:
+            return kept
+    no_gain = nothing_to_gain(module, site, device)
+    if isinstance(no_gain, Kept):
+        return no_gain
+    if no_gain is not None:
+        return Advice(*no_gain)
+    tier, reasons = device.tier, [device.reason]
+    for check in (chain_casts, legacy_casts, dtype_merge, value_tier, autograd_tier, subclass_tier, evaluation_order):
+        outcome = check(module, site)
+        if isinstance(outcome, Kept):
+            return outcome
+        if outcome is not None:
+            tier = max(tier, outcome[0], key=lambda t: t.strictness)
+            reasons.append(outcome[1])
+    rebound = rebound_before_read(module, site.move_call)
+    if rebound is not None:
+        return Advice(rebound.advice("the moved tensor"), DEAD_STORE_BASIS, category=KeepCategory.DEAD_STORE)
+    edits = site_edits(module, site, device)
+    if isinstance(edits, Kept):
+        return edits
+    return _proven(module, site, tier, reasons, edits)
+
+
+def _proven(module: PythonModule, site: Site, tier: Tier, reasons: list[str], edits: list[Edit]) -> Proven:
+    """The fix: what the site is, what it becomes, and every obligation's reason as its proof."""
+    impact, basis = measured_impact(module, site, module.context(site.factory))
+    start, _ = module.span(site.factory)
+    _, end = module.span(site.move_call if site.second is None else site.ops[-1].call if site.ops else site.factory)
+    replacement = preview(module.source.text, start, end, edits)
+    ops = "".join(op_text(module, op) for op in site.ops)
+    if site.second is None:
+        form = f"`{ops}.{site.move.method}()` on the result"
+    else:
+        form = f"`{module.text(site.second.body[0])}` on L{module.start(site.second)[0]}"
+    where = "create it on the device instead, keeping the chain" if ops else "create it on the device instead"
+    reason = f"`{site.callee}(...)` then {form}: {where}; " + "; ".join(reasons)
+    return Proven(reason, tier, tuple(edits), impact, basis, replacement, tuple(reasons))
+
+
+def chained(module: PythonModule, move_call: cst.Call, receiver: cst.Call, judged: Container[int],
+            reads: FunctionReads) -> tuple[cst.Call, Proven | Kept | Advice] | None:
+    """`F(args).to(d)`, `F(args).op(...).to(d)`, `F(args).cuda(i)`; also the keeps that look like them.
+
+    None where the chain starts from no call, from a factory already judged (`judged`, by `id`), or from a
+    call that is not this rule's business."""
+    root, ops = method_chain(module, receiver)
+    if not isinstance(root, cst.Call) or id(root) in judged:
+        return None
+    factory = factory_name(module, root)
+    callee = factory or torch_callee(module, root)
+    if callee is None:
+        if not ops and _is_method(root, "pin_memory") and parse_move(module, move_call).blocker is None:
+            return root, Kept("`x.pin_memory().to(...)`: a pinned staging buffer for an asynchronous copy is deliberate",
+                              KeepCategory.DELIBERATE)
+        return None
+    site = Site(root, move_call, callee, parse_move(module, move_call), ops=tuple(ops))
+    if factory is None and callee not in HOST_DATA_CLASSES:
+        if ops or site.move.blocker is not None or not _is_function(callee):
+            return None  # a conversion of some other tensor, or a module or legacy class: not this rule's business
+        return root, Kept(f"`{callee}` is not a factory: it has no `device=` to create its result on the device",
+                          KeepCategory.NOT_A_FACTORY)
+    return root, judge(module, site, reads)
+
+
+def two_statement(module: PythonModule, move_call: cst.Call, receiver: cst.Name,
+                  reads: FunctionReads) -> tuple[cst.Call, Proven | Kept | Advice] | None:
+    """`t = F(args)` (or `t = F(args).op(...)`) then, with no use of `t` in between, `t = t.to(d)`."""
+    name = receiver.value
+    assign = module.parent(move_call)
+    if not (isinstance(assign, cst.Assign) and assign.value is move_call and len(assign.targets) == 1):
+        return None
+    target = assign.targets[0].target
+    line = module.parent(assign)
+    block = module.parent(line) if line is not None else None
+    if not (isinstance(target, cst.Name) and target.value == name and isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1 and isinstance(block, (cst.IndentedBlock, cst.Module))):
+        return None
+    index = next(i for i, statement in enumerate(block.body) if statement is line)
+    device_names = {n.value for arg in move_call.args for n in walk(arg) if isinstance(n, cst.Name)}
+    blocker = None
+    for statement in reversed(block.body[:index]):
+        if _mentions(module, statement, name):
+            value = factory_assignment(statement, name)
+            root, ops = method_chain(module, value) if value is not None else (None, [])
+            if not isinstance(root, cst.Call):
+                return None
+            callee = factory_name(module, root) or torch_callee(module, root)
+            if callee not in ALL_SOURCES:
+                return None
+            if name in device_names:
+                return root, Kept(f"the device expression reads `{name}` itself", KeepCategory.OTHER)
+            if blocker is not None:
+                return root, blocker
+            site = Site(root, move_call, callee, parse_move(module, move_call), second=line, ops=tuple(ops))
+            return root, judge(module, site, reads)
+        if blocker is None:
+            blocker = _intervening_blocker(module, statement, device_names)
+    return None
+
+def _is_function(qualified: str) -> bool:
+    """`torch.cat`, not `torch.nn.Linear` or `torch.LongTensor` (classes are capitalised)."""
+    return qualified.rsplit(".", 1)[-1][:1].islower()
+
+
+def _is_method(call: cst.Call, name: str) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == name
+
+
+def _mentions(module: PythonModule, node: cst.CSTNode, name: str) -> bool:
+    """True when `name` appears as a variable anywhere in `node` (not as an attribute or keyword)."""
+    for found in walk(node):
+        if isinstance(found, cst.Name) and found.value == name:
+            parent = module.parent(found)
+            if isinstance(parent, cst.Attribute) and parent.attr is found:
+                continue
+            if isinstance(parent, cst.Arg) and parent.keyword is found:
+                continue
+            return True
+    return False
+
+
+def factory_assignment(statement, name: str) -> cst.Call | None:
+    """The call in `name = F(...)` / `name: T = F(...)`, else None."""
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return None
+    small = statement.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target, value = small.targets[0].target, small.value
+    elif isinstance(small, cst.AnnAssign):
+        target, value = small.target, small.value
+    else:
+        return None
+    if isinstance(target, cst.Name) and target.value == name and isinstance(value, cst.Call):
+        return value
+    return None
+
+
+def _intervening_blocker(module: PythonModule, statement, device_names: set[str]) -> Kept | None:
+    """Why moving the device expression above `statement` could change what it means."""
+    line = module.start(statement)[0]
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return Kept(f"L{line}: a compound statement between the two may leave early or change the device", KeepCategory.OTHER)
+    if any(isinstance(node, cst.Call) for node in walk(statement)):
+        return Kept(f"L{line}: a call between the two may change the current device or the names in the device expression",
+                    KeepCategory.OTHER)
+    bound = {n.value for small in statement.body for n in walk(small) if isinstance(n, cst.Name)
+             and isinstance(module.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))}
+    if bound & device_names:
+        return Kept(f"L{line}: rebinds `{sorted(bound & device_names)[0]}`, which the device expression reads", KeepCategory.OTHER)
+    return None
+
+
+def index_verdict(module: PythonModule, call: cst.Call, reads: FunctionReads) -> Proven | Kept | None:
+    """The verdict on `call` as an index tensor's `arange`, or None where it is no index site."""
+    found = _index_uses(module, call, reads)
+    if found is None:
+        return None
+    name, tables = found
+    kept = _index_blocker(module, call, name, tables)
+    if isinstance(kept, Kept):
+        return kept
+    tier, evidence = kept
+    table = module.text(tables[0])
+    edits = keyword_edits(module, call, {"device": f"{table}.device"}).edits()
+    impact, basis = (Impact.LOW, ONCE_BASIS) if module.context(call) is Context.ONCE else arange_impact(module, call)
+    start, end = module.span(call)
+    proof = [f"`{name}` is read only as an index of `{table}` ({len(tables)} use(s)), which copies it to "
+             f"`{table}`'s device each time", evidence, "arange with integer start and step: the same integers on "
+             "every device"]
+    if isinstance(tables[0], cst.Name):
+        proof.append(f"`{table}` is bound before `{name}` and not rebound after it")
+    reason = f"`{name} = torch.arange(...)` indexes `{table}`: create it on `{table}.device`; " + "; ".join(proof)
+    return Proven(reason, tier, tuple(edits), impact, basis, preview(module.source.text, start, end, edits), tuple(proof))
+
+def index_candidates(calls: CallIndex) -> list[ast.AST]:
     """`needs` for the index form: `name = torch.arange(...)` without `device=`, in a function that indexes with
     `name` (`t[name]`, `t[:, name]`)."""
     found = []
@@ -1140,13 +1286,14 @@ def _indexed(module: PythonModule, use: cst.Name) -> cst.BaseExpression | None:
     return subscript.value
 
 
-def _index_blocker(module: PythonModule, call: cst.Call, name: str, tables: list[cst.BaseExpression]):
+def _index_blocker(module: PythonModule, call: cst.Call, name: str,
+                   tables: list[cst.BaseExpression]) -> Kept | tuple[Tier, str]:
     """(tier, evidence that the indexed tensor is one), or why the index stays where it is."""
     texts = {module.text(table) for table in tables}
     if len(texts) > 1:
         return Kept(f"`{name}` indexes {', '.join(f'`{t}`' for t in sorted(texts))}, which may be on different devices",
                     KeepCategory.OTHER)
-    fractional = _fractional_arange_argument(module, call)
+    fractional = fractional_arange_argument(module, call)
     if fractional is not None:
         return Kept(f"arange with a start or step `{fractional}` that may be fractional is no index", KeepCategory.OTHER)
     start, end = module.span(module.parent(call))
@@ -1175,7 +1322,7 @@ def _index_blocker(module: PythonModule, call: cst.Call, name: str, tables: list
                            f"`{table.value}.device` raises for a list, a tuple or a module")
 
 
-def _attribute_table(module: PythonModule, call: cst.Call, table: cst.Attribute):
+def _attribute_table(module: PythonModule, call: cst.Call, table: cst.Attribute) -> Kept | tuple[Tier, str]:
     """`self.table[idx]`: validate at best, since a call between may rebind the attribute and nothing here shows
     it holds a tensor; kept where the function itself assigns it."""
     spelled = dotted_name(table)
@@ -1205,174 +1352,8 @@ def _tensor_evidence(module: PythonModule, name: cst.Name) -> str | None:
             evidence.append(value.evidence)
             continue
         statement = module.parent(module.parent(node)) if isinstance(node, cst.Name) else None
-        value = _factory_assignment(module.parent(statement), name.value) if statement is not None else None
+        value = factory_assignment(module.parent(statement), name.value) if statement is not None else None
         if value is None or factory_name(module, value) is None:
             return None
         evidence.append(f"`{name.value}` = `{module.text(value.func)}(...)` (L{module.start(node)[0]})")
     return "; ".join(evidence) or None
-
-
-def _arange_impact(module: PythonModule, call: cst.Call) -> tuple[Impact, str]:
-    """What creating the index on the device saves: the host `arange` and its copy, as `arange(n).to(d)` measured."""
-    figures = MEASURED["arange"]
-    numel = factory_numel(module, call, "torch.arange")
-    measured = max(figures) if numel is None else min((size for size in figures if size >= numel), default=max(figures))
-    impact = Impact.HIGH if numel is None or numel > MEDIUM_SIZE else Impact.MEDIUM if numel > SMALL else Impact.LOW
-    size = "size not known here" if numel is None else f"{numel:,} element(s)"
-    return impact, (f"{size}; `arange` at {measured:,}: {_figure(figures, measured)} on an H100 (docs/benchmarks.md), "
-                    f"for a host index copied at each use; {QUEUED}")
-
-
-# -- the edits ----------------------------------------------------------------------------------------
-
-
-def _edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edit] | Kept:
-    """Put `device=` (and `dtype=`) into the factory, and remove the move; a chain between them stays."""
-    call = site.factory
-    if call.lpar:
-        return Kept("the factory call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
-    merged = _merged_legacy(module, site)
-    keywords = {"dtype": _legacy_dtype_text(module, merged)} if merged is not None else {}
-    keywords["device"] = device.text
-    if site.move.dtype is not None:
-        keywords["dtype"] = module.text(site.move.dtype)
-    edits = _keyword_edits(module, call, keywords)
-    for op in site.ops:
-        if op is merged:
-            edits.add(_move_deletion(module, op.call))
-        elif op.legacy is not None:
-            edits.add(module.replace(op.call.args[0].value, _legacy_dtype_text(module, op)))
-    edits.add(_move_deletion(module, site.move_call) if site.second is None else _delete_line(module, site.second))
-    return edits.edits()
-
-
-def _keyword_edits(module: PythonModule, call: cst.Call, keywords: dict[str, str]) -> FormattedEdits:
-    """Give `call` these keyword arguments: a keyword it has gets the new value (`device="cpu"`), the others are
-    added after its last argument, laid out as the file's formatter would. Every keyword OPT102 writes goes through
-    here."""
-    edits = FormattedEdits(module)
-    for name, text in keywords.items():
-        existing = keyword_arg(call, name)
-        if existing is not None:
-            edits.add(module.replace(existing.value, text))
-        else:
-            edits.insert_keyword(call, name, text)
-    return edits
-
-
-def _move_deletion(module: PythonModule, move_call: cst.Call) -> Edit:
-    """`.to(d)` and the space before it. Where a comment separates it from its receiver, the comment stays: the
-    move goes from its dot on, or as its whole line when it has a line of its own."""
-    text = module.source.text
-    _, receiver_end = module.span(move_call.func.value)
-    _, move_end = module.span(move_call)
-    attribute_start, _ = module.span(move_call.func.attr)
-    between = text[receiver_end:attribute_start]
-    if "#" not in between:
-        return Edit(receiver_end, move_end, "")
-    dot = receiver_end + between.rindex(".")
-    line_start = text.rfind("\n", 0, dot) + 1
-    line_end = text.find("\n", move_end)
-    if not text[line_start:dot].strip() and line_end >= 0 and not text[move_end:line_end].strip():
-        return Edit(line_start, line_end + 1, "")
-    return Edit(dot, move_end, "")
-
-
-def _delete_line(module: PythonModule, line: cst.SimpleStatementLine) -> Edit:
-    """The whole physical line of a statement: indentation, trailing comment and newline."""
-    start, end = module.span(line)
-    text = module.source.text
-    newline = text.find("\n", end)
-    return Edit(text.rfind("\n", 0, start) + 1, len(text) if newline < 0 else newline + 1, "")
-
-
-# -- what it buys -------------------------------------------------------------------------------------
-
-
-def _impact(module: PythonModule, site: Site, context: Context) -> tuple[Impact, str]:
-    """The impact class from the measured host time of this factory at this size (docs/benchmarks.md)."""
-    if context is Context.ONCE:
-        return Impact.LOW, ONCE_BASIS
-    template = _template(site)
-    if template is not None and on_cpu(module, template) is None:
-        return Impact.LOW, LIKE_UNKNOWN_BASIS
-    family = _measured_family(site)
-    figures = MEASURED[family]
-    numel = None if template is not None else factory_numel(module, site.factory, site.callee)
-    if numel is None:
-        small, large = min(figures), max(figures)
-        return Impact.HIGH, (f"size not known here; `{family}`: {_figure(figures, small)} at {small:,} element(s) to "
-                             f"{_figure(figures, large)} at {large:,} on an H100 (docs/benchmarks.md); {QUEUED}")
-    measured = min((size for size in figures if size >= numel), default=max(figures))
-    impact = Impact.LOW if numel <= SMALL else Impact.MEDIUM if numel <= MEDIUM_SIZE else Impact.HIGH
-    return impact, (f"{numel:,} element(s); `{family}` at {measured:,}: {_figure(figures, measured)} on an H100 "
-                    f"(docs/benchmarks.md); {QUEUED}")
-
-
-def _measured_family(site: Site) -> str:
-    """The row of MEASURED that fits the site: its factory, or the chain when the device runs a kernel for it."""
-    if any(op.method not in _FREE_VIEWS for op in site.ops):
-        return "chain"
-    name = site.callee.removeprefix("torch.").removesuffix("_like")
-    return {"logspace": "linspace", "rand": "randn", "normal": "randn"}.get(name, name)
-
-
-def _figure(figures: dict[int, tuple[float, float]], size: int) -> str:
-    before, after = figures[size]
-    return f"{before:g} -> {after:g} us idle ({before / after:.1f}x)"
-
-
-# -- small structural questions -------------------------------------------------------------------------
-
-
-def _is_function(qualified: str) -> bool:
-    """`torch.cat`, not `torch.nn.Linear` or `torch.LongTensor` (classes are capitalised)."""
-    return qualified.rsplit(".", 1)[-1][:1].islower()
-
-
-def _is_method(call: cst.Call, name: str) -> bool:
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == name
-
-
-def _mentions(module: PythonModule, node: cst.CSTNode, name: str) -> bool:
-    """True when `name` appears as a variable anywhere in `node` (not as an attribute or keyword)."""
-    for found in walk(node):
-        if isinstance(found, cst.Name) and found.value == name:
-            parent = module.parent(found)
-            if isinstance(parent, cst.Attribute) and parent.attr is found:
-                continue
-            if isinstance(parent, cst.Arg) and parent.keyword is found:
-                continue
-            return True
-    return False
-
-
-def _factory_assignment(statement, name: str) -> cst.Call | None:
-    """The call in `name = F(...)` / `name: T = F(...)`, else None."""
-    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
-        return None
-    small = statement.body[0]
-    if isinstance(small, cst.Assign) and len(small.targets) == 1:
-        target, value = small.targets[0].target, small.value
-    elif isinstance(small, cst.AnnAssign):
-        target, value = small.target, small.value
-    else:
-        return None
-    if isinstance(target, cst.Name) and target.value == name and isinstance(value, cst.Call):
-        return value
-    return None
-
-
-def _intervening_blocker(module: PythonModule, statement, device_names: set[str]) -> Kept | None:
-    """Why moving the device expression above `statement` could change what it means."""
-    line = module.start(statement)[0]
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return Kept(f"L{line}: a compound statement between the two may leave early or change the device", KeepCategory.OTHER)
-    if any(isinstance(node, cst.Call) for node in walk(statement)):
-        return Kept(f"L{line}: a call between the two may change the current device or the names in the device expression",
-                    KeepCategory.OTHER)
-    bound = {n.value for small in statement.body for n in walk(small) if isinstance(n, cst.Name)
-             and isinstance(module.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))}
-    if bound & device_names:
-        return Kept(f"L{line}: rebinds `{sorted(bound & device_names)[0]}`, which the device expression reads", KeepCategory.OTHER)
-    return None

@@ -45,7 +45,8 @@ def test_cuda_emulation_tells_devices_apart():
 # -- sites kept for what they do: forcing their rewrite changes what the code does ---------------------------
 
 SIDE_EFFECTS = FIXTURE_DIR / "side_effects.py"
-RULE_MODULE = sys.modules[next(rule for rule in load_rules() if rule.code == "OPT102").__module__]
+# The rule's package (`optpatch_rules.opt102`): its steps are patched where they are looked up (`rule.discarded`).
+RULE_PACKAGE = next(rule for rule in load_rules() if rule.code == "OPT102").__module__.rpartition(".")[0]
 
 
 def _outcomes(code: str, name: str, mode: str) -> dict[str, tuple[object, int]]:
@@ -72,10 +73,11 @@ def _differ(a, b) -> bool:
     return False
 
 
-def _forced(path: Path, monkeypatch, **checks) -> str:
-    """The fixture rewritten at the safe and validate tiers with the rule's `checks` replaced (by name)."""
+def _forced(path: Path, monkeypatch, checks: dict[str, object]) -> str:
+    """The fixture rewritten at the safe and validate tiers with the rule's `checks` replaced (by `module.name`)."""
     for name, replacement in checks.items():
-        monkeypatch.setattr(RULE_MODULE, name, replacement)
+        module, _, attribute = name.rpartition(".")
+        monkeypatch.setattr(sys.modules[f"{RULE_PACKAGE}.{module}"], attribute, replacement)
     first = analyse(path, ("OPT102",))
     accepted = frozenset(fix_id(f) for f in first.findings if f.fixable)
     return analyse(path, ("OPT102",), FixPolicy(validated=accepted)).new.decode()
@@ -85,8 +87,8 @@ def test_forcing_the_side_effect_keeps_changes_results_and_copies(monkeypatch):
     """With the two checks off, every kept site of side_effects.py is rewritten: the probes stop copying (on a GPU,
     stop waiting for queued work), and the exception checks see another error or none."""
     text = SIDE_EFFECTS.read_text()
-    forced = _forced(SIDE_EFFECTS, monkeypatch, _exception_expected=lambda module, site: None,
-                     _discarded=lambda module, site, reads: None)
+    forced = _forced(SIDE_EFFECTS, monkeypatch, {"rule.exception_expected": lambda module, site: None,
+                                                 "rule.discarded": lambda module, site, reads: None})
     kept = {site.line for site in sites(text) if site.verdict == "keep"}
     assert kept <= changed_lines(text, forced)
     for mode in MODES:
@@ -100,7 +102,7 @@ def test_forcing_a_broadcast_view_onto_the_device_changes_what_a_write_does(monk
     """`arange(n).expand(rows, -1).to(d)` is a tensor of its own; on the device, the expanded view rejects `add_`."""
     path = FIXTURE_DIR / "chains.py"
     text = path.read_text()
-    forced = _forced(path, monkeypatch, _expands_nothing=lambda call: True)
+    forced = _forced(path, monkeypatch, {"rule._expands_nothing": lambda call: True})
     broadcast = {site.line for site in sites(text) if "expand(rows" in text.splitlines()[site.line - 1] and site.verdict == "keep"}
     assert len(broadcast) == 2 and broadcast <= changed_lines(text, forced)
     for mode in MODES:
@@ -114,8 +116,12 @@ def test_forcing_a_legacy_type_to_stay_after_the_device_moves_the_result_back_to
     """`.type(torch.IntTensor)` moves to the CPU: kept as written after `device=`, the result would land on the host.
     The emulation tells, so the dtype spelling is what keeps dtype_chains.py's results on their devices."""
     path = FIXTURE_DIR / "dtype_chains.py"
-    forced = _forced(path, monkeypatch, _merged_legacy=lambda module, site: None,
-                     _legacy_dtype_text=lambda module, op: module.text(op.call.args[0].value))
+
+    def spelled_as_written(module, op):
+        return module.text(op.call.args[0].value)
+
+    forced = _forced(path, monkeypatch, {"rule.merged_legacy": lambda module, site: None,
+                                         "rule.legacy_dtype_text": spelled_as_written})
     before, after = _outcomes(path.read_text(), "before", MODES[0]), _outcomes(forced, "after", MODES[0])
     changed = {case for case in before if _differ(before[case][0], after[case][0])}
     assert changed == {"case_point_counts", "case_legacy_after_a_view", "case_legacy_with_a_factory_dtype",
