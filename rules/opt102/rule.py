@@ -1,7 +1,12 @@
+"""OPT102 create-on-device: a torch factory created on the host and moved at once is created on the device.
+
+The class below is the rule: its docstring is the manual. The steps after it judge a site; beside it sit
+site.py, reads.py, device.py, chain.py, impact.py and examples.py.
+"""
+
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Container, Iterator
 
 import libcst as cst
@@ -14,37 +19,24 @@ from optpatch.rule.python import (
     PythonModule,
     SCOPE_NODES,
     called_functions,
-    callee_name,
     dotted_name,
     preview,
-    string_literal,
     walk,
 )
 from optpatch.analysis.exception_contexts import expected_exception
 from optpatch.analysis.no_gain import rebound_before_read
 from optpatch.analysis.tensor_subclasses import receiver_caution
 from optpatch.analysis.torch_api import (
-    CONSTANT_FACTORIES,
     DATA_FACTORIES,
-    FACTORIES,
     LEGACY_TENSOR_TYPES,
     LIKE_FACTORIES,
     RANDOM_FACTORIES,
-    ZERO_ONE_FACTORIES,
-    exact_in,
     keyword_arg,
 )
 from optpatch.analysis.torch_values import (
-    ChainOp,
     Kind,
-    Move,
-    Step,
-    Values,
     classify,
-    convert,
-    factory_elements,
     factory_name,
-    factory_numel,
     list_data,
     method_chain,
     move_method,
@@ -54,6 +46,19 @@ from optpatch.analysis.torch_values import (
 )
 
 from . import examples
+from .chain import (
+    chain_casts,
+    dtype_merge,
+    evaluation_order,
+    legacy_casts,
+    legacy_dtype_text,
+    merged_legacy,
+    op_between,
+)
+from .device import DeviceSpelling, cpu_device, device_spelling
+from .impact import ONCE_BASIS, arange_impact, measured_impact
+from .reads import FunctionReads
+from .site import ALL_SOURCES, HOST_DATA_CLASSES, Site, like_template, may_start_a_site, op_text
 
 
 class CreateOnDevice(Rule):
@@ -395,312 +400,6 @@ class CreateOnDevice(Rule):
         yield from judged.values()
 
 
-# Host data that is not a factory: a NumPy array's memory, and the legacy constructors' lists (`torch.LongTensor(ids)`).
-HOST_DATA_CLASSES = frozenset({"torch.from_numpy", *LEGACY_TENSOR_TYPES})
-ALL_SOURCES = CONSTANT_FACTORIES | LIKE_FACTORIES | RANDOM_FACTORIES | DATA_FACTORIES | HOST_DATA_CLASSES | {
-    "torch.arange", "torch.linspace", "torch.logspace"}
-# The last names of those, for the `ast` screen: a chain is a site only when it starts from one of them.
-SOURCE_NAMES = frozenset(name.rsplit(".", 1)[1] for name in ALL_SOURCES)
-
-
-def may_start_a_site(calls: CallIndex, call: ast.Call) -> bool:
-    """`needs`' test for the receiver of a move (or the value assigned to `t` before `t = t.to(d)`)."""
-    root, depth = call, 0
-    while isinstance(root.func, ast.Attribute) and isinstance(root.func.value, ast.Call):
-        root, depth = root.func.value, depth + 1
-    if depth == 0:
-        return calls.calls_torch(root) or callee_name(root) == "pin_memory"
-    return calls.calls_torch(root) and (isinstance(root.func, ast.Name) or callee_name(root) in SOURCE_NAMES)
-
-
-@dataclass(frozen=True)
-class Site:
-    """A factory, the move of its result, and what stands between them."""
-
-    factory: cst.Call  # the factory call, F(args)
-    move_call: cst.Call  # `.to(...)` / `.cuda(...)`
-    callee: str  # `torch.zeros`, `torch.from_numpy`, or a torch function that is no factory (`torch.cat`)
-    move: Move
-    second: cst.SimpleStatementLine | None = None  # `t = t.to(d)` in the two-statement form
-    ops: tuple[ChainOp, ...] = ()  # the method calls between the factory and the move, innermost first
-
-
-def like_template(site: Site) -> cst.BaseExpression | None:
-    """The template tensor of a `*_like` factory."""
-    if not site.callee.endswith("_like"):
-        return None
-    positional = [arg.value for arg in site.factory.args if arg.keyword is None and not arg.star]
-    return positional[0] if positional else getattr(keyword_arg(site.factory, "input"), "value", None)
-
-
-def op_text(module: PythonModule, op: ChainOp) -> str:
-    """`.view(-1, 1)`: the method call as written, without its receiver."""
-    start, _ = module.span(op.call.func.attr)
-    _, end = module.span(op.call)
-    return "." + module.source.text[start:end]
-
-
-class FunctionReads:
-    """Which names each function of a module reads: one walk per function, however many sites it holds."""
-
-    def __init__(self, module: PythonModule):
-        self._module = module
-        self._reads: dict[int, tuple[dict[str, list[cst.Name]], bool]] = {}
-
-    def never_read(self, assignment: cst.CSTNode, name: str, own: cst.CSTNode | None) -> bool:
-        """True when `name`, assigned by `assignment`, is a local of its function that nothing in the function reads.
-
-        Assignments to it do not read it; anything else does (`del`, `+=`, a
-        nested function, `global`, `locals()`), except `own`: the `t` of
-        `t = t.to(d)`, which reads the factory's own result.
-        """
-        function = self._module.enclosing_function(assignment)
-        if function is None or self._module.enclosing(assignment, SCOPE_NODES) is not function:
-            return False  # module and class attributes are read from elsewhere
-        names, dynamic = self._of(function)
-        return not dynamic and all(read is own for read in names.get(name, ()))
-
-    def of(self, function: cst.FunctionDef, name: str) -> list[cst.Name] | None:
-        """Every read of `name` in `function`; None when the function may read names dynamically."""
-        names, dynamic = self._of(function)
-        return None if dynamic else names.get(name, [])
-
-    def _of(self, function: cst.FunctionDef) -> tuple[dict[str, list[cst.Name]], bool]:
-        found = self._reads.get(id(function))
-        if found is None:
-            found = self._reads[id(function)] = self._walk(function)
-        return found
-
-    def _walk(self, function: cst.FunctionDef) -> tuple[dict[str, list[cst.Name]], bool]:
-        """The reading `Name`s by name, and whether the function may read names dynamically or out of scope."""
-        parent = self._module.parent
-        names: dict[str, list[cst.Name]] = {}
-        dynamic = False
-        for node in walk(function.body):
-            kind = type(node)
-            if kind is cst.Name:
-                above = parent(node)
-                if (type(above) is cst.Attribute and above.attr is node or type(above) is cst.Arg and above.keyword is node
-                        or type(above) is cst.AssignTarget or type(above) is cst.AnnAssign and above.target is node):
-                    continue
-                names.setdefault(node.value, []).append(node)
-            elif kind is cst.Global or kind is cst.Nonlocal:
-                dynamic = True  # the name may live in another scope, which reads it
-            elif kind is cst.Call and type(node.func) is cst.Name and node.func.value in ("locals", "vars", "eval", "exec"):
-                dynamic = True
-        return names, dynamic
-
-
-@dataclass(frozen=True)
-class DeviceSpelling:
-    """The text of `device=` and how sure we are that it means what the move meant."""
-
-    text: str
-    tier: Tier
-    reason: str
-    device_type: str | None
-
-
-def device_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
-    """`device=` text for the move, or why it cannot be written."""
-    if move.method == "cuda":
-        return _cuda_spelling(module, move)
-    value = move.device_value
-    assert value is not None and move.device is not None
-    if value.kind is Kind.NONE:
-        return Kept("`.to(None)` moves nothing", KeepCategory.NOT_A_DEVICE)
-    text = _expression_text(module, move.device)
-    if value.proven:
-        return DeviceSpelling(text, Tier.SAFE, f"`{text}` is a device: {value.evidence}", value.device_type)
-    return DeviceSpelling(text, Tier.VALIDATE, f"`{text}` may not be a device: {value.evidence}", value.device_type)
-
-
-def _cuda_spelling(module: PythonModule, move: Move) -> DeviceSpelling | Kept:
-    value = move.device_value
-    if move.device is None or (value is not None and value.kind is Kind.NONE):
-        return DeviceSpelling(string_literal(module, "cuda"), Tier.SAFE,
-                              "`.cuda()` means the current CUDA device, as `device=\"cuda\"` does", "cuda")
-    assert value is not None
-    text = _expression_text(module, move.device)
-    if isinstance(move.device, cst.Integer):
-        return DeviceSpelling(string_literal(module, f"cuda:{move.device.evaluated_value}"), Tier.SAFE,
-                              f"`.cuda({text})` is CUDA device {text}", "cuda")
-    if value.kind is Kind.INTEGER:
-        if any(c in text for c in "\"\\\n{}") or "'" in text:
-            return Kept(f"cannot spell `.cuda({text})` as an f-string device", KeepCategory.CANNOT_SPELL)
-        tier = Tier.SAFE if value.proven else Tier.VALIDATE
-        return DeviceSpelling(string_literal(module, f"cuda:{{{text}}}", prefix="f"), tier,
-                              f"`{text}` is a device index: {value.evidence}", "cuda")
-    if value.kind is Kind.DEVICE and value.proven and value.device_type == "cuda":
-        return DeviceSpelling(text, Tier.SAFE, f"`{text}` is a CUDA device: {value.evidence}", "cuda")
-    if value.kind is Kind.DEVICE:
-        return DeviceSpelling(
-            text, Tier.VALIDATE,
-            f"`.cuda({text})` raises unless `{text}` names a CUDA device, `device={text}` would not ({value.evidence})",
-            "cuda",
-        )
-    return Kept(f"`.cuda({text})`: {value.evidence}", KeepCategory.NOT_A_DEVICE)
-
-
-def _expression_text(module: PythonModule, node: cst.BaseExpression) -> str:
-    text = module.text(node)
-    return f"({text})" if isinstance(node, (cst.NamedExpr, cst.Lambda, cst.IfExp)) and not text.startswith("(") else text
-
-
-def cpu_device(module: PythonModule, node: cst.BaseExpression) -> str | None:
-    """Evidence that `device=node` provably names the CPU, else None."""
-    value = classify(module, node)
-    if value.kind is Kind.DEVICE and value.proven and value.device_type == "cpu":
-        return value.evidence
-    return None
-
-
-# Methods that copy their receiver into a tensor of its own (which a move would also have done).
-_COPIES = frozenset(("clone", "contiguous", "repeat"))
-
-
-def op_between(module: PythonModule, site: Site) -> Kept | None:
-    """A method call between the factory and the move that computes new values (`.sum()`, `.fill_(v)`), or a
-    broadcast view that the move would have copied into a tensor of its own."""
-    broadcast = None
-    for op in site.ops:
-        if op.step is Step.OTHER:
-            what = "reinterprets the bits as another dtype" if op.method == "view" else \
-                "is not a view, a copy or a dtype conversion"
-            return Kept(f"`{op_text(module, op)}` between `{site.callee}(...)` and the move {what}: computed on the "
-                        "device, it is not proven to give the same values", KeepCategory.OP_BETWEEN)
-        if op.method == "expand" and not _expands_nothing(op.call):
-            broadcast = op
-        elif op.method in _COPIES:
-            broadcast = None
-    if broadcast is not None:
-        return Kept(f"`{op_text(module, broadcast)}` makes a view whose elements share memory, which the move copied "
-                    "into a tensor of its own; on the device the result would stay that view (writes to one element "
-                    "would show in others, or fail)", KeepCategory.OP_BETWEEN)
-    if site.ops and site.move.dtype is not None:
-        return Kept(f"the move also converts to `{module.text(site.move.dtype)}` after "
-                    f"`{op_text(module, site.ops[-1])}`: the dtype cannot go into the factory past the chain",
-                    KeepCategory.CANNOT_SPELL)
-    return None
-
-
-def _expands_nothing(call: cst.Call) -> bool:
-    """`expand(1, -1)`: every size is 1 or -1, so no element is repeated (at most a dimension of size 1 is added)."""
-    def one_or_minus_one(node: cst.BaseExpression) -> bool:
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-            node = node.expression
-        return isinstance(node, cst.Integer) and node.evaluated_value == 1
-
-    return bool(call.args) and all(arg.keyword is None and not arg.star and one_or_minus_one(arg.value) for arg in call.args)
-
-
-def chain_casts(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
-    """Each dtype conversion between the factory and the move gives the same values on the device."""
-    casts = [op for op in site.ops if op.step is Step.CAST]
-    if not casts:
-        return None
-    elements = factory_elements(module, site.factory, site.callee)
-    tier, reasons = Tier.SAFE, []
-    for op in casts:
-        outcome = convert(elements, op.dtype)
-        if isinstance(outcome, str):
-            return Kept(f"`{op_text(module, op)}` after `{site.callee}(...)`: {outcome} ({elements.evidence})",
-                        KeepCategory.INEXACT_CONVERSION)
-        elements = outcome.elements
-        if not outcome.proven:
-            tier = Tier.VALIDATE
-        reasons.append(f"`{op_text(module, op)}`: {outcome.reason}")
-    return tier, "; ".join(reasons)
-
-
-def legacy_casts(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
-    """`.type(torch.IntTensor)` converts and moves to the CPU: after `device=` it is written as its dtype,
-    `.type(torch.int32)`, which keeps the device; alone after a 0/1 factory, as the factory's `dtype=`."""
-    legacy = [op for op in site.ops if op.legacy is not None]
-    if not legacy:
-        return None
-    for op in legacy:
-        if legacy_dtype_text(module, op) is None:
-            return Kept(f"`{op_text(module, op)}` also moves to the CPU, and its dtype cannot be spelled from "
-                        f"`{module.text(op.call.args[0].value)}`", KeepCategory.CANNOT_SPELL)
-    merged = merged_legacy(module, site)
-    if merged is not None:
-        return Tier.SAFE, (f"`{op_text(module, merged)}` converts to {merged.dtype} and moves to the CPU: it becomes "
-                           f"`dtype={legacy_dtype_text(module, merged)}` of a factory whose every value is 0 or 1")
-    texts = ", ".join(f"`{op_text(module, op)}` -> `.type({legacy_dtype_text(module, op)})`" for op in legacy)
-    return Tier.SAFE, f"a legacy type converts and moves to the CPU, a dtype keeps the device: {texts}"
-
-
-def legacy_dtype_text(module: PythonModule, op: ChainOp) -> str | None:
-    """`torch.int32` for `.type(torch.IntTensor)`, with the module's own spelling of torch."""
-    target = op.call.args[0].value
-    if not isinstance(target, cst.Attribute) or op.dtype is None:
-        return None
-    return f"{module.text(target.value)}.{op.dtype.removeprefix('torch.')}"
-
-
-def merged_legacy(module: PythonModule, site: Site) -> ChainOp | None:
-    """The chain's one op, a legacy `.type(...)` after a 0/1 factory without `dtype=`: it goes into the factory."""
-    if len(site.ops) != 1 or site.ops[0].legacy is None or site.move.dtype is not None or site.callee not in FACTORIES:
-        return None
-    if keyword_arg(site.factory, "dtype") is not None:
-        return None
-    elements = factory_elements(module, site.factory, site.callee)
-    return site.ops[0] if elements.values is Values.ZERO_ONE else None
-
-
-def dtype_merge(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
-    """`.to(d, dtype)`: merged only when the factory has no dtype= and converting its values is exact."""
-    move = site.move
-    if move.dtype is None:
-        return None
-    dtype_text = module.text(move.dtype)
-    value = move.dtype_value
-    if keyword_arg(site.factory, "dtype") is not None:
-        return Kept(f"the factory has `dtype=` and the move converts to `{dtype_text}`: two conversions, kept",
-                    KeepCategory.INEXACT_CONVERSION)
-    if site.callee in ZERO_ONE_FACTORIES and value is not None and value.kind is Kind.DTYPE:
-        return Tier.SAFE, f"every value of `{site.callee}` is 0 or 1 (or unset), exact in any dtype ({value.evidence})"
-    if value is None or value.kind is not Kind.DTYPE or value.dtype is None:
-        return Kept(f"`.to(..., {dtype_text})`: the dtype is not known exactly ({value.evidence if value else 'unknown'})",
-                    KeepCategory.INEXACT_CONVERSION)
-    source = _integer_source_dtype(module, site)
-    if source is not None and exact_in(source, value.dtype):
-        return Tier.SAFE, f"`{site.callee}` makes {source} values here, exact in `{value.dtype}`"
-    return Kept(f"`{site.callee}` computes its values in its own dtype before `.to(..., {dtype_text})` converts them; "
-                "computing them in the new dtype is not proven to give the same values", KeepCategory.INEXACT_CONVERSION)
-
-
-def _integer_source_dtype(module: PythonModule, site: Site) -> str | None:
-    """torch.int64 when the factory's values are Python integers (arange of ints, full with an int)."""
-    positional = [arg.value for arg in site.factory.args if arg.keyword is None]
-    if site.callee == "torch.arange" and positional and all(classify(module, p).kind is Kind.INTEGER and classify(module, p).proven for p in positional):
-        return "torch.int64"
-    if site.callee == "torch.full" and len(positional) == 2 and isinstance(positional[1], cst.Integer):
-        return "torch.int64"
-    return None
-
-
-def evaluation_order(module: PythonModule, site: Site) -> Kept | None:
-    """`device=` is evaluated before the chain's own arguments, and before the factory's arguments after a
-    `device="cpu"` it replaces: where both hold calls or `:=`, their order could matter."""
-    if site.move.device is None or not _may_have_effects(site.move.device):
-        return None
-    args = list(site.factory.args)
-    cpu_device = keyword_arg(site.factory, "device")
-    later = [("the factory", arg) for arg in args[args.index(cpu_device) + 1:]] if cpu_device is not None else []
-    later += [(f"`.{op.method}(...)`", arg) for op in site.ops for arg in op.call.args]
-    for owner, arg in later:
-        if _may_have_effects(arg.value):
-            return Kept(f"`device={module.text(site.move.device)}` would be evaluated before `{module.text(arg)}` of "
-                        f"{owner}, and both hold calls", KeepCategory.OTHER)
-    return None
-
-
-def _may_have_effects(node: cst.CSTNode) -> bool:
-    return any(isinstance(n, (cst.Call, cst.NamedExpr)) for n in walk(node))
-
-
 def factory_blocker(module: PythonModule, site: Site) -> Kept | None:
     """Why the factory call itself cannot take `device=`."""
     call = site.factory
@@ -896,81 +595,6 @@ def nothing_to_gain(module: PythonModule, site: Site, device: DeviceSpelling) ->
         return (f"`{module.text(site.move.device)}` is the template's own device, where `{site.callee}` already puts "
                 "its result: `.to()` returns it unchanged, so `device=` would save nothing; the move can go", LIKE_SAME_BASIS)
     return None
-
-
-# Host time per call in us, built on the host then moved -> built on the device, by number of elements:
-# NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, idle GPU, 2026-11-26 (benchmarks/opt102_kinds.py,
-# docs/benchmarks.md). "chain" is `arange(n).int()`: the device also runs the conversion's kernel.
-MEASURED: dict[str, dict[int, tuple[float, float]]] = {
-    "zeros": {1: (17.0, 12.2), 1024: (14.2, 8.4), 65536: (57.7, 8.3), 1048576: (520.5, 12.2)},
-    "ones": {1: (16.9, 10.7), 1024: (14.7, 8.1), 65536: (57.6, 11.7), 1048576: (496.0, 8.2)},
-    "empty": {1: (16.9, 4.5), 1024: (13.8, 2.8), 65536: (40.9, 4.8), 1048576: (372.3, 4.5)},
-    "full": {1: (12.3, 11.3), 1024: (16.0, 8.7), 65536: (93.6, 12.1), 1048576: (843.3, 11.6)},
-    "eye": {1: (17.5, 19.6), 1024: (14.8, 15.1), 65536: (65.3, 21.1), 1048576: (483.2, 15.1)},
-    "arange": {1: (15.2, 11.6), 1024: (15.8, 8.3), 65536: (105.9, 11.8), 1048576: (850.7, 8.4)},
-    "linspace": {1: (13.3, 9.0), 1024: (16.4, 8.6), 65536: (113.1, 12.2), 1048576: (609.3, 12.7)},
-    "randn": {1024: (18.2, 14.0), 1048576: (6510.2, 9.8)},
-    "randint": {1024: (27.9, 14.7), 1048576: (8182.0, 14.1)},
-    "randperm": {1024: (29.1, 53.1), 1048576: (13041.1, 95.1)},
-    "chain": {1024: (23.9, 23.6), 1048576: (522.3, 21.2)},
-}
-QUEUED = ("with 5 ms of GPU work queued, every host form waited for all of it (5.0-5.7 ms) and the device form "
-          "returned in 7-100 us")
-# Impact classes by known size: a few us saved up to SMALL elements, tens of us up to MEDIUM_SIZE, more beyond.
-SMALL = 1024
-MEDIUM_SIZE = 65536
-# Methods that never launch a kernel on a factory's fresh, contiguous result.
-_FREE_VIEWS = frozenset(("view", "expand", "unsqueeze", "squeeze", "permute", "transpose", "t", "detach"))
-LIKE_UNKNOWN_BASIS = (
-    "the template's device is not known here: if it is already on the device, `.to()` was free (`zeros_like`: 12.1 "
-    "vs 11.7 us); if it is on the CPU, as `zeros` (506.8 -> 11.9 us at 1,048,576 elements), on an H100 "
-    "(docs/benchmarks.md)"
-)
-ONCE_BASIS = "one-time creation (module level, __init__, set-up): the saving is paid once, not per step"
-
-
-def measured_impact(module: PythonModule, site: Site, context: Context) -> tuple[Impact, str]:
-    """The impact class from the measured host time of this factory at this size (docs/benchmarks.md)."""
-    if context is Context.ONCE:
-        return Impact.LOW, ONCE_BASIS
-    template = like_template(site)
-    if template is not None and on_cpu(module, template) is None:
-        return Impact.LOW, LIKE_UNKNOWN_BASIS
-    family = _measured_family(site)
-    figures = MEASURED[family]
-    numel = None if template is not None else factory_numel(module, site.factory, site.callee)
-    if numel is None:
-        small, large = min(figures), max(figures)
-        return Impact.HIGH, (f"size not known here; `{family}`: {_figure(figures, small)} at {small:,} element(s) to "
-                             f"{_figure(figures, large)} at {large:,} on an H100 (docs/benchmarks.md); {QUEUED}")
-    measured = min((size for size in figures if size >= numel), default=max(figures))
-    impact = Impact.LOW if numel <= SMALL else Impact.MEDIUM if numel <= MEDIUM_SIZE else Impact.HIGH
-    return impact, (f"{numel:,} element(s); `{family}` at {measured:,}: {_figure(figures, measured)} on an H100 "
-                    f"(docs/benchmarks.md); {QUEUED}")
-
-
-def arange_impact(module: PythonModule, call: cst.Call) -> tuple[Impact, str]:
-    """What creating the index on the device saves: the host `arange` and its copy, as `arange(n).to(d)` measured."""
-    figures = MEASURED["arange"]
-    numel = factory_numel(module, call, "torch.arange")
-    measured = max(figures) if numel is None else min((size for size in figures if size >= numel), default=max(figures))
-    impact = Impact.HIGH if numel is None or numel > MEDIUM_SIZE else Impact.MEDIUM if numel > SMALL else Impact.LOW
-    size = "size not known here" if numel is None else f"{numel:,} element(s)"
-    return impact, (f"{size}; `arange` at {measured:,}: {_figure(figures, measured)} on an H100 (docs/benchmarks.md), "
-                    f"for a host index copied at each use; {QUEUED}")
-
-
-def _measured_family(site: Site) -> str:
-    """The row of MEASURED that fits the site: its factory, or the chain when the device runs a kernel for it."""
-    if any(op.method not in _FREE_VIEWS for op in site.ops):
-        return "chain"
-    name = site.callee.removeprefix("torch.").removesuffix("_like")
-    return {"logspace": "linspace", "rand": "randn", "normal": "randn"}.get(name, name)
-
-
-def _figure(figures: dict[int, tuple[float, float]], size: int) -> str:
-    before, after = figures[size]
-    return f"{before:g} -> {after:g} us idle ({before / after:.1f}x)"
 
 
 def site_edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edit] | Kept:

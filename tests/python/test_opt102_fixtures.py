@@ -102,7 +102,7 @@ def test_forcing_a_broadcast_view_onto_the_device_changes_what_a_write_does(monk
     """`arange(n).expand(rows, -1).to(d)` is a tensor of its own; on the device, the expanded view rejects `add_`."""
     path = FIXTURE_DIR / "chains.py"
     text = path.read_text()
-    forced = _forced(path, monkeypatch, {"rule._expands_nothing": lambda call: True})
+    forced = _forced(path, monkeypatch, {"chain._expands_nothing": lambda call: True})
     broadcast = {site.line for site in sites(text) if "expand(rows" in text.splitlines()[site.line - 1] and site.verdict == "keep"}
     assert len(broadcast) == 2 and broadcast <= changed_lines(text, forced)
     for mode in MODES:
@@ -120,7 +120,9 @@ def test_forcing_a_legacy_type_to_stay_after_the_device_moves_the_result_back_to
     def spelled_as_written(module, op):
         return module.text(op.call.args[0].value)
 
-    forced = _forced(path, monkeypatch, {"rule.merged_legacy": lambda module, site: None,
+    forced = _forced(path, monkeypatch, {"chain.merged_legacy": lambda module, site: None,
+                                         "rule.merged_legacy": lambda module, site: None,
+                                         "chain.legacy_dtype_text": spelled_as_written,
                                          "rule.legacy_dtype_text": spelled_as_written})
     before, after = _outcomes(path.read_text(), "before", MODES[0]), _outcomes(forced, "after", MODES[0])
     changed = {case for case in before if _differ(before[case][0], after[case][0])}
