@@ -1,7 +1,7 @@
 """OPT102 create-on-device: a torch factory created on the host and moved at once is created on the device.
 
 The class below is the rule: its docstring is the manual. The steps after it judge a site; beside it sit
-site.py, reads.py, device.py, chain.py, impact.py and examples.py.
+site.py, reads.py, device.py, chain.py, impact.py, factory.py, purpose.py, gain.py, edits.py and examples.py.
 """
 
 from __future__ import annotations
@@ -13,31 +13,12 @@ import libcst as cst
 from libcst.metadata import Assignment
 
 from optpatch.rule import Advice, Context, Edit, Impact, Judgement, KeepCategory, Kept, Proven, Rule, Tier
-from optpatch.rule.python import (
-    CallIndex,
-    FormattedEdits,
-    PythonModule,
-    SCOPE_NODES,
-    called_functions,
-    dotted_name,
-    preview,
-    walk,
-)
-from optpatch.analysis.exception_contexts import expected_exception
+from optpatch.rule.python import CallIndex, PythonModule, SCOPE_NODES, called_functions, dotted_name, preview, walk
 from optpatch.analysis.no_gain import rebound_before_read
-from optpatch.analysis.tensor_subclasses import receiver_caution
-from optpatch.analysis.torch_api import (
-    DATA_FACTORIES,
-    LEGACY_TENSOR_TYPES,
-    LIKE_FACTORIES,
-    RANDOM_FACTORIES,
-    keyword_arg,
-)
 from optpatch.analysis.torch_values import (
     Kind,
     classify,
     factory_name,
-    list_data,
     method_chain,
     move_method,
     on_cpu,
@@ -46,19 +27,15 @@ from optpatch.analysis.torch_values import (
 )
 
 from . import examples
-from .chain import (
-    chain_casts,
-    dtype_merge,
-    evaluation_order,
-    legacy_casts,
-    legacy_dtype_text,
-    merged_legacy,
-    op_between,
-)
-from .device import DeviceSpelling, cpu_device, device_spelling
+from .chain import chain_casts, dtype_merge, evaluation_order, legacy_casts, op_between
+from .device import device_spelling
+from .edits import keyword_edits, site_edits
+from .factory import autograd_tier, factory_blocker, fractional_arange_argument, subclass_tier, value_tier
+from .gain import DEAD_STORE_BASIS, SAME_DEVICE_BASIS, already_there, nothing_to_gain
 from .impact import ONCE_BASIS, arange_impact, measured_impact
+from .purpose import discarded, exception_expected
 from .reads import FunctionReads
-from .site import ALL_SOURCES, HOST_DATA_CLASSES, Site, like_template, may_start_a_site, op_text
+from .site import ALL_SOURCES, HOST_DATA_CLASSES, Site, may_start_a_site, op_text
 
 
 class CreateOnDevice(Rule):
@@ -398,263 +375,6 @@ class CreateOnDevice(Rule):
                 factory, verdict = found
                 judged[id(factory)] = Judgement(module.start(factory), module.context(factory), verdict)
         yield from judged.values()
-
-
-def factory_blocker(module: PythonModule, site: Site) -> Kept | None:
-    """Why the factory call itself cannot take `device=`."""
-    call = site.factory
-    device = keyword_arg(call, "device")
-    if device is not None and cpu_device(module, device.value) is None:
-        return Kept(f"already has `device=`: `.{site.move.method}()` moves it afterwards; change that `device=` instead "
-                    "(never a second one)", KeepCategory.DEVICE_ALREADY_SET)
-    for keyword, reason, category in (
-        ("out", "`out=` writes into an existing tensor, whose device is fixed", KeepCategory.OUT_TARGET),
-        ("generator", "`generator=` names a generator, which is tied to one device", KeepCategory.OTHER),
-    ):
-        if keyword_arg(call, keyword) is not None:
-            return Kept(reason, category)
-    if any(arg.star == "**" for arg in call.args):
-        return Kept("`**kwargs` may already carry `device=`", KeepCategory.OTHER)
-    pinned = keyword_arg(call, "pin_memory")
-    if pinned is not None and not _is_false(pinned.value):
-        return Kept("`pin_memory=True`: a pinned staging buffer for an asynchronous copy is deliberate, and "
-                    "`pin_memory=True` with a CUDA `device=` is an error", KeepCategory.DELIBERATE)
-    positional = [arg for arg in call.args if arg.keyword is None]
-    if site.callee == "torch.as_tensor" and len(positional) > 1:
-        return Kept("`as_tensor` with positional dtype or device arguments", KeepCategory.CANNOT_SPELL)
-    if site.callee == "torch.from_numpy" and (len(call.args) != 1 or positional != list(call.args)):
-        return Kept("`from_numpy` with other than one positional argument", KeepCategory.CANNOT_SPELL)
-    if site.callee in LEGACY_TENSOR_TYPES:
-        return _legacy_data(module, site)
-    return None
-
-
-def _legacy_data(module: PythonModule, site: Site) -> Kept | None:
-    """`torch.LongTensor(data)` is host data only where `data` is provably a list or tuple."""
-    call = site.factory
-    evidence = list_data(module, call.args[0].value) if len(call.args) == 1 and call.args[0].keyword is None \
-        and not call.args[0].star else None
-    if evidence is None:
-        return Kept(f"`{module.text(call)}` copies data only from a list or tuple, which its argument is not provably: "
-                    "with an integer it makes an uninitialised tensor of that size, with a tensor it shares it",
-                    KeepCategory.OTHER)
-    return None
-
-
-def value_tier(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
-    """Do the values depend on the device that computes them?"""
-    callee = site.callee
-    if callee in RANDOM_FACTORIES:
-        return Tier.UNSAFE, "random values: the device's generator draws different numbers than the CPU's"
-    if callee == "torch.logspace":
-        return Tier.UNSAFE, "logspace rounds differently on the device (964 of 1000 values differed on an H200)"
-    if callee == "torch.linspace":
-        return Tier.VALIDATE, ("linspace is computed by the device's kernel: measured bit-identical on an H100 and an H200 "
-                               "(docs/benchmarks.md), not proven")
-    if callee == "torch.arange":
-        fractional = fractional_arange_argument(module, site.factory)
-        if fractional is not None:
-            return Tier.UNSAFE, (f"arange with a start or step `{fractional}` that may be fractional rounds differently on "
-                                 "the device (864 of 2702 values of arange(0.5, 1000, 0.37) differed on an H200)")
-        return Tier.SAFE, "arange with integer start and step: the same integers on every device"
-    if callee in LIKE_FACTORIES:
-        return Tier.SAFE, (f"`{callee.removeprefix('torch.')}(x, device=d)` makes what `{callee.removeprefix('torch.')}(x)"
-                           ".to(d)` makes (x's shape, dtype, layout and strides on `d`), whatever device `x` is on")
-    return None
-
-
-def subclass_tier(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
-    """`*_like(x).to(d)`: a tensor subclass with a dispatch hook, defined in this file or a project module it
-    imports, may implement the factory without `device=` and not with it (analysis/tensor_subclasses.py)."""
-    if site.callee not in LIKE_FACTORIES:
-        return None
-    caution = receiver_caution(module, f"`{site.callee.rpartition('.')[2]}` as called here")
-    return (Tier.VALIDATE, caution) if caution is not None else None
-
-
-def fractional_arange_argument(module: PythonModule, call: cst.Call) -> str | None:
-    """The start or step of `arange` that is not provably an integer (the end only sets the count)."""
-    positional = [arg.value for arg in call.args if arg.keyword is None]
-    keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
-    if len(positional) == 1:
-        values = [keywords.get("step")]
-    else:
-        values = [positional[0], positional[2] if len(positional) > 2 else keywords.get("step")]
-    values.append(keywords.get("start"))
-    for value in values:
-        if value is not None:
-            found = classify(module, value)
-            if not (found.kind is Kind.INTEGER and found.proven):
-                return module.text(value)
-    return None
-
-
-def autograd_tier(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
-    requires_grad = keyword_arg(site.factory, "requires_grad")
-    if requires_grad is None or _is_false(requires_grad.value):
-        return None
-    return Tier.UNSAFE, ("`requires_grad=True`: the moved copy is a non-leaf of a CPU leaf, while `device=` makes "
-                         "the result itself the leaf that receives `.grad`")
-
-
-def _is_false(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "False"
-
-
-def discarded(module: PythonModule, site: Site, reads: FunctionReads) -> Kept | None:
-    """The moved tensor is never read: the blocking copy is all the statement does."""
-    statement = site.second.body[0] if site.second is not None else module.parent(site.move_call)
-    target = _assigned_name(statement, site.move_call)
-    if isinstance(statement, cst.Expr) and statement.value is site.move_call:
-        how = "the moved tensor is thrown away"
-    elif target is not None:
-        name = target.value
-        if name == "_":
-            how = "the moved tensor is assigned to `_`"
-        elif reads.never_read(statement, name, site.move_call.func.value if site.second is not None else None):
-            how = f"the local `{name}` is never read"
-        else:
-            return None
-    else:
-        return None
-    return Kept(f"{how}: the statement is kept for what it does, a copy that waits for all queued GPU work (a health "
-                "probe of the GPU, a synchronisation); creating the tensor on the device would return at once and "
-                "gain nothing", KeepCategory.DISCARDED)
-
-
-def _assigned_name(statement: cst.CSTNode | None, value: cst.Call) -> cst.Name | None:
-    """`name` in `name = value` / `name: T = value`."""
-    if isinstance(statement, cst.Assign) and statement.value is value and len(statement.targets) == 1:
-        target = statement.targets[0].target
-    elif isinstance(statement, cst.AnnAssign) and statement.value is value:
-        target = statement.target
-    else:
-        return None
-    return target if isinstance(target, cst.Name) else None
-
-
-def exception_expected(module: PythonModule, site: Site) -> Kept | None:
-    """The site is inside a block that expects or swallows an exception (analysis/exception_contexts.py)."""
-    found = expected_exception(module, site.move_call)
-    if found is None:
-        return None
-    return Kept(f"inside {found.construct}: the exception, its message or a warning is part of what the code does, "
-                "and the rewrite changes which call raises it and how", KeepCategory.EXPECTED_EXCEPTION)
-
-
-LIKE_SAME_BASIS = "`zeros_like` of a template on the device, then `.to()` that device: 12.1 vs 11.7 us on an H100 (docs/benchmarks.md)"
-DATA_BASIS = (
-    "`torch.tensor(list_of_1024).cuda()` -> `device='cuda'`: 163.4 vs 162.1 us idle, 5013.9 vs 5013.7 us with 5 ms "
-    "of GPU work queued (H100, docs/benchmarks.md): the data starts in host memory and both forms wait; "
-    "`pin_memory=True` + `non_blocking=True` measured 5035 -> 292 us (17x) with 5 ms queued"
-)
-FROM_NUMPY_BASIS = (
-    "`from_numpy(a).cuda()` -> `as_tensor(a, device='cuda')`: 381.5 vs 356.1 us for 1,048,576 floats, 17.6 vs 18.7 us "
-    "for 1,024; both waited 5.2 ms with 5 ms of GPU work queued (H100, docs/benchmarks.md)"
-)
-CPU_BASIS = "a move to the CPU of a tensor on the CPU: `.to('cpu')` returns it unchanged, nothing to save"
-SAME_DEVICE_BASIS = "a move to the device the tensor is created on: `.to()` returns it unchanged, nothing to save"
-DEAD_STORE_BASIS = "a value assigned again before any read: nothing runs faster for rewriting it"
-
-
-def already_there(module: PythonModule, site: Site) -> str | None:
-    """Why the move goes to the device the factory already creates the tensor on, or None: `F(..., device=d).to(d)`,
-    `F(..., device="cuda").cuda()`."""
-    device = keyword_arg(site.factory, "device")
-    move = site.move
-    if device is None or site.ops or move.dtype is not None or move.blocker is not None:
-        return None
-    created = module.text(device.value)
-    if move.device is None and created.strip("'\"") == "cuda" or move.device is not None and created == module.text(move.device):
-        return (f"`{site.callee}(...)` already creates the tensor on `{created}`: `.{move.method}()` returns it unchanged, "
-                "so there is nothing to rewrite; the move can go")
-    return None
-
-
-def nothing_to_gain(module: PythonModule, site: Site, device: DeviceSpelling) -> tuple[str, str] | Kept | None:
-    """(reason, basis) of advice, or a keep, for a site where `device=` would save nothing measurable; else None."""
-    if device.device_type == "cpu":
-        rest = "the move can go" if site.move.dtype is None else "only the dtype conversion is left of the move"
-        return f"moves to the CPU, where the tensor already is: `device=` would save nothing; {rest}", CPU_BASIS
-    if site.callee in DATA_FACTORIES | HOST_DATA_CLASSES:
-        if not site.ops and device.device_type == "cuda":
-            return Kept(f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured); OPT103 "
-                        "(pinned-async-h2d) reports this copy (docs/rules/OPT103.md)", KeepCategory.NO_GAIN)
-        if site.callee == "torch.from_numpy":
-            return ("`torch.as_tensor(a, device=d)` would only save a wrapper tensor: the array's data crosses from host "
-                    "memory either way (measured within noise). What helps on CUDA is a pinned copy: "
-                    "`torch.from_numpy(a).pin_memory().to(d, non_blocking=True)`, which stops the copy from waiting "
-                    "for queued GPU work", FROM_NUMPY_BASIS)
-        pin = "pin it with `.pin_memory()`" if site.callee in LEGACY_TENSOR_TYPES else "create it with `pin_memory=True`"
-        return (f"`{site.callee}(...)` copies host data: `device=` would save nothing (measured). To stop the copy "
-                f"from waiting for queued GPU work, {pin} and move it with `.to(device, non_blocking=True)` (measured "
-                "17x with 5 ms of GPU work queued)", DATA_BASIS)
-    template = like_template(site)
-    if template is not None and isinstance(site.move.device, cst.Attribute) and site.move.device.attr.value == "device" \
-            and module.text(site.move.device.value) == module.text(template):
-        return (f"`{module.text(site.move.device)}` is the template's own device, where `{site.callee}` already puts "
-                "its result: `.to()` returns it unchanged, so `device=` would save nothing; the move can go", LIKE_SAME_BASIS)
-    return None
-
-
-def site_edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list[Edit] | Kept:
-    """Put `device=` (and `dtype=`) into the factory, and remove the move; a chain between them stays."""
-    call = site.factory
-    if call.lpar:
-        return Kept("the factory call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
-    merged = merged_legacy(module, site)
-    keywords = {"dtype": legacy_dtype_text(module, merged)} if merged is not None else {}
-    keywords["device"] = device.text
-    if site.move.dtype is not None:
-        keywords["dtype"] = module.text(site.move.dtype)
-    edits = keyword_edits(module, call, keywords)
-    for op in site.ops:
-        if op is merged:
-            edits.add(_move_deletion(module, op.call))
-        elif op.legacy is not None:
-            edits.add(module.replace(op.call.args[0].value, legacy_dtype_text(module, op)))
-    edits.add(_move_deletion(module, site.move_call) if site.second is None else _delete_line(module, site.second))
-    return edits.edits()
-
-
-def keyword_edits(module: PythonModule, call: cst.Call, keywords: dict[str, str]) -> FormattedEdits:
-    """Give `call` these keyword arguments: a keyword it has gets the new value (`device="cpu"`), the others are
-    added after its last argument, laid out as the file's formatter would. Every keyword OPT102 writes goes through
-    here."""
-    edits = FormattedEdits(module)
-    for name, text in keywords.items():
-        existing = keyword_arg(call, name)
-        if existing is not None:
-            edits.add(module.replace(existing.value, text))
-        else:
-            edits.insert_keyword(call, name, text)
-    return edits
-
-
-def _move_deletion(module: PythonModule, move_call: cst.Call) -> Edit:
-    """`.to(d)` and the space before it. Where a comment separates it from its receiver, the comment stays: the
-    move goes from its dot on, or as its whole line when it has a line of its own."""
-    text = module.source.text
-    _, receiver_end = module.span(move_call.func.value)
-    _, move_end = module.span(move_call)
-    attribute_start, _ = module.span(move_call.func.attr)
-    between = text[receiver_end:attribute_start]
-    if "#" not in between:
-        return Edit(receiver_end, move_end, "")
-    dot = receiver_end + between.rindex(".")
-    line_start = text.rfind("\n", 0, dot) + 1
-    line_end = text.find("\n", move_end)
-    if not text[line_start:dot].strip() and line_end >= 0 and not text[move_end:line_end].strip():
-        return Edit(line_start, line_end + 1, "")
-    return Edit(dot, move_end, "")
-
-
-def _delete_line(module: PythonModule, line: cst.SimpleStatementLine) -> Edit:
-    """The whole physical line of a statement: indentation, trailing comment and newline."""
-    start, end = module.span(line)
-    text = module.source.text
-    newline = text.find("\n", end)
-    return Edit(text.rfind("\n", 0, start) + 1, len(text) if newline < 0 else newline + 1, "")
 
 
 def judge(module: PythonModule, site: Site, reads: FunctionReads) -> Proven | Kept | Advice:

@@ -121,9 +121,9 @@ def test_forcing_a_legacy_type_to_stay_after_the_device_moves_the_result_back_to
         return module.text(op.call.args[0].value)
 
     forced = _forced(path, monkeypatch, {"chain.merged_legacy": lambda module, site: None,
-                                         "rule.merged_legacy": lambda module, site: None,
+                                         "edits.merged_legacy": lambda module, site: None,
                                          "chain.legacy_dtype_text": spelled_as_written,
-                                         "rule.legacy_dtype_text": spelled_as_written})
+                                         "edits.legacy_dtype_text": spelled_as_written})
     before, after = _outcomes(path.read_text(), "before", MODES[0]), _outcomes(forced, "after", MODES[0])
     changed = {case for case in before if _differ(before[case][0], after[case][0])}
     assert changed == {"case_point_counts", "case_legacy_after_a_view", "case_legacy_with_a_factory_dtype",
