@@ -45,7 +45,7 @@ def test_cuda_emulation_tells_devices_apart():
 # -- sites kept for what they do: forcing their rewrite changes what the code does ---------------------------
 
 SIDE_EFFECTS = FIXTURE_DIR / "side_effects.py"
-# The rule's package (`optpatch_rules.opt102`): its steps are patched where they are looked up (`rule.discarded`).
+# The rule's package (`optpatch_rules.opt102`): its steps are patched where they are looked up (`judge.discarded`).
 RULE_PACKAGE = next(rule for rule in load_rules() if rule.code == "OPT102").__module__.rpartition(".")[0]
 
 
@@ -87,8 +87,8 @@ def test_forcing_the_side_effect_keeps_changes_results_and_copies(monkeypatch):
     """With the two checks off, every kept site of side_effects.py is rewritten: the probes stop copying (on a GPU,
     stop waiting for queued work), and the exception checks see another error or none."""
     text = SIDE_EFFECTS.read_text()
-    forced = _forced(SIDE_EFFECTS, monkeypatch, {"rule.exception_expected": lambda module, site: None,
-                                                 "rule.discarded": lambda module, site, reads: None})
+    forced = _forced(SIDE_EFFECTS, monkeypatch, {"judge.exception_expected": lambda module, site: None,
+                                                 "judge.discarded": lambda module, site, reads: None})
     kept = {site.line for site in sites(text) if site.verdict == "keep"}
     assert kept <= changed_lines(text, forced)
     for mode in MODES:
