@@ -8,7 +8,7 @@ from typing import Iterator, NamedTuple
 import libcst as cst
 from libcst.metadata import Assignment
 
-from optpatch.rule import CodeArea, Context, Edit, Example, Impact, Judgement, KeepCategory, Rule, Tier
+from optpatch.rule import Advice, CodeArea, Context, Edit, Example, Impact, Judgement, KeepCategory, Kept, Proven, Rule, Tier
 from optpatch.rule.python import (
     LOOP_NODES, SCOPE_NODES, CallIndex, FormattedEdits, PythonFormatter, PythonModule, ast_dotted_name,
     called_functions, callee_name, preview, walk,
@@ -379,32 +379,11 @@ class PinnedAsyncH2D(Rule):
             else:
                 site = None
             if site is not None:
-                yield self._judge(module, site)
-
-    # -- the verdict ------------------------------------------------------------------------------
-
-    def _judge(self, module: PythonModule, site: "Site") -> Judgement:
-        verdict = _verdict(module, site)
-        context = module.context(site.copy)
-        at = module.start(site.anchor)
-        if isinstance(verdict, Kept):
-            return self.keep(module, at, reason=verdict.reason, category=verdict.category, context=context)
-        if isinstance(verdict, Advice):
-            return self.advice(module, at, reason=verdict.reason, context=context, basis=HIDDEN_SYNC_BASIS)
-        rebound = rebound_before_read(module, site.copy)
-        if rebound is not None:
-            return self.advice(module, at, reason=rebound.advice("the copy"), context=context, basis=DEAD_STORE_BASIS,
-                               category=KeepCategory.DEAD_STORE)
-        edits = _edits(module, site)
-        if isinstance(edits, Kept):
-            return self.keep(module, at, reason=edits.reason, category=edits.category, context=context)
-        impact, basis = _impact(site, verdict.data, context)
-        start = min(module.span(site.anchor)[0], min(edit.start for edit in edits))
-        end = max(module.span(site.copy)[1], max(edit.end for edit in edits))
-        replacement = preview(module.source.text, start, end, edits)
-        reason = f"{_describe(module, site)}; " + "; ".join(verdict.proof)
-        return self.fix(module, at, reason=reason, tier=verdict.tier, edits=edits, context=context, impact=impact,
-                        basis=basis, replacement=replacement, proof=verdict.proof)
+                context = module.context(site.copy)
+                verdict = _prove(module, site)
+                if isinstance(verdict, Proof):
+                    verdict = _dead_store(module, site) or _rewrite(module, site, verdict, context)
+                yield Judgement(module.start(site.anchor), context, verdict)
 
 
 # The last names of the constructors `_constructor` accepts, for the `ast` screen.
@@ -433,22 +412,19 @@ def _names_the_host(device: ast.expr) -> bool:
     return isinstance(device, ast.Constant) and (device.value is None or device.value == "cpu")
 
 
-class Kept(NamedTuple):
-    """Why a site is kept, and which kind of reason that is."""
-
-    reason: str
-    category: KeepCategory
-
-
-class Advice(NamedTuple):
-    reason: str
-
-
-class Proven(NamedTuple):
-    """A fix's tier, the proof of each obligation in order, and what the proof showed of the data."""
+class Step(NamedTuple):
+    """One obligation that holds: the tier it allows, and why it holds."""
 
     tier: Tier
-    proof: list[str]
+    text: str
+
+
+@dataclass(frozen=True)
+class Proof:
+    """Every obligation held: the fix's tier, the steps in order, and what they showed of the data (for the impact)."""
+
+    tier: Tier
+    steps: tuple[str, ...]
     data: "HostData | None"
 
 
@@ -667,7 +643,8 @@ class _Functions:
 # -- the obligations ------------------------------------------------------------------------------------
 
 
-def _verdict(module: PythonModule, site: Site) -> Proven | Kept | Advice:
+def _prove(module: PythonModule, site: Site) -> Proof | Kept | Advice:
+    """Every obligation's step, or the verdict of the first that fails."""
     source = site.source
     target = _target(module, site)
     if isinstance(target, Kept):
@@ -681,7 +658,7 @@ def _verdict(module: PythonModule, site: Site) -> Proven | Kept | Advice:
     data = _data_verdict(module, source)
     if isinstance(data, Kept):
         return data
-    data_tier, data_proof, host_data = data
+    data_step, found = data
     if source.named_buffer_is_pinned:
         written = _written_after_copy(module, site)
         if written is not None:
@@ -695,28 +672,29 @@ def _verdict(module: PythonModule, site: Site) -> Proven | Kept | Advice:
     waits = _host_wait_after(module, site, readers) or _no_gain(module, site)
     if waits is not None:
         return waits
-    proofs = [target, (data_tier, data_proof), consumers]
+    steps = [target, data_step, consumers]
     if source.named_buffer_is_pinned:
-        proofs.append((Tier.SAFE, f"`{source.name.value}` is written only before the copy and read only for metadata after it"))
+        steps.append(Step(Tier.SAFE,
+                          f"`{source.name.value}` is written only before the copy and read only for metadata after it"))
     if site.move is not None and site.move.dtype is not None:
-        proofs.append((Tier.VALIDATE, f"`.to(..., {module.text(site.move.dtype)})`: the dtype conversion moves from the "
-                                      "CPU to the GPU, where out-of-range float-to-integer conversions differ"))
-    tier = max((tier for tier, _ in proofs), key=lambda t: t.strictness)
-    return Proven(tier, [text for _, text in proofs], host_data)
+        steps.append(Step(Tier.VALIDATE, f"`.to(..., {module.text(site.move.dtype)})`: the dtype conversion moves from "
+                                         "the CPU to the GPU, where out-of-range float-to-integer conversions differ"))
+    tier = max((step.tier for step in steps), key=lambda t: t.strictness)
+    return Proof(tier, tuple(step.text for step in steps), found)
 
 
-def _target(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept:
+def _target(module: PythonModule, site: Site) -> Step | Kept:
     """Is the copy's target provably a CUDA device, and is the copy host to device?"""
     move = site.move
     if move is not None and move.blocker is not None:
         return Kept(move.blocker, move.blocker_category)
     if site.source.callee in CUDA_LEGACY_TENSOR_TYPES:
-        return Tier.SAFE, f"`{site.source.callee}` copies to the current CUDA device, as `.cuda()` does"
+        return Step(Tier.SAFE, f"`{site.source.callee}` copies to the current CUDA device, as `.cuda()` does")
     source_device = _source_device(module, site.source) if move is not None else None
     if move is not None and move.method == "cuda":
         if source_device is not None:
             return source_device
-        return Tier.SAFE, "`.cuda()` copies to a CUDA device"
+        return Step(Tier.SAFE, "`.cuda()` copies to a CUDA device")
     device = move.device if move is not None else keyword_arg(site.copy, "device").value
     value = classify(module, device)
     text = module.text(device)
@@ -733,10 +711,12 @@ def _target(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept:
         return Kept(f"`{text}` names a `{value.device_type}` device: this rule pins memory for CUDA copies only",
                     KeepCategory.NOT_CUDA)
     if value.kind is Kind.DEVICE and value.device_type == "cuda" and value.proven:
-        return Tier.SAFE, f"`{text}` is a CUDA device: {value.evidence}"
+        return Step(Tier.SAFE, f"`{text}` is a CUDA device: {value.evidence}")
     if value.kind is Kind.INTEGER:
-        return Tier.VALIDATE, f"`{text}` is a device index ({value.evidence}): the current accelerator's, not provably CUDA"
-    return Tier.VALIDATE, f"`{text}` is not provably a CUDA device: {value.evidence}; `pin_memory=True` raises without CUDA"
+        return Step(Tier.VALIDATE,
+                    f"`{text}` is a device index ({value.evidence}): the current accelerator's, not provably CUDA")
+    return Step(Tier.VALIDATE,
+                f"`{text}` is not provably a CUDA device: {value.evidence}; `pin_memory=True` raises without CUDA")
 
 
 def _source_device(module: PythonModule, source: Source) -> Kept | None:
@@ -785,7 +765,8 @@ def _non_blocking_flag(module: PythonModule, site: Site) -> Kept | Advice | None
         if site.source.pinned:
             return Kept("already a non-blocking copy from pinned memory", KeepCategory.DELIBERATE)
         return Advice("`non_blocking=True` from pageable memory still waits for queued GPU work (a hidden "
-                      "synchronisation): pin the source (`pin_memory=True`, `.pin_memory()`) to make the copy asynchronous")
+                      "synchronisation): pin the source (`pin_memory=True`, `.pin_memory()`) to make the copy asynchronous",
+                      HIDDEN_SYNC_BASIS)
     if _is_false(flag):
         return Kept("`non_blocking=False` is written out: a blocking copy is asked for, kept as written", KeepCategory.DELIBERATE)
     return Kept(f"`non_blocking={module.text(flag)}` is chosen at run time: kept as written", KeepCategory.DELIBERATE)
@@ -817,14 +798,14 @@ class HostData:
         return self.runtime_length is not None or (self.length is not None and self.length > MEASURED_LIST_LENGTH)
 
 
-def _data_verdict(module: PythonModule, source: Source) -> tuple[Tier, str, HostData | None] | Kept:
+def _data_verdict(module: PythonModule, source: Source) -> tuple[Step, HostData | None] | Kept:
     """Is the data in host memory, and small enough for pinning to pay?"""
     if source.callee == "pin_memory":
-        return Tier.SAFE, "`.pin_memory()` is a pinned host buffer (it raises for anything else)", None
+        return Step(Tier.SAFE, "`.pin_memory()` is a pinned host buffer (it raises for anything else)"), None
     if source.callee == "torch.from_numpy":
-        return Tier.SAFE, "`torch.from_numpy` wraps a NumPy array: host memory", HostData("a NumPy array", array=True)
+        return Step(Tier.SAFE, "`torch.from_numpy` wraps a NumPy array: host memory"), HostData("a NumPy array", array=True)
     if source.callee in _FILLED_FACTORIES:
-        return Tier.SAFE, f"`{source.callee}` without `device=` makes a CPU tensor, filled on the host here", None
+        return Step(Tier.SAFE, f"`{source.callee}` without `device=` makes a CPU tensor, filled on the host here"), None
     if source.callee in LEGACY_TENSOR_TYPES or source.callee in CUDA_LEGACY_TENSOR_TYPES:
         kept = _legacy_data(module, source.call)
         if kept is not None:
@@ -833,13 +814,13 @@ def _data_verdict(module: PythonModule, source: Source) -> tuple[Tier, str, Host
     found = _host_data(module, data, 0) if data is not None else None
     if found is None:
         spelled = module.text(data) if data is not None else "the data"
-        return Tier.VALIDATE, (f"`{spelled}` is not provably host data: a tensor already on a device would make "
-                               "`pin_memory` raise"), None
+        return Step(Tier.VALIDATE, f"`{spelled}` is not provably host data: a tensor already on a device would make "
+                                   "`pin_memory` raise"), None
     if found.large:
         size = f"`{found.runtime_length}`" if found.runtime_length else f"{found.length:,}"
         return Kept(f"a list of {size} elements ({found.evidence}): converting the list dominates, so pinning buys "
                     "nothing (65,536 elements take 9 ms either way)", KeepCategory.NO_GAIN)
-    return Tier.SAFE, f"the data is host memory: {found.evidence}", found
+    return Step(Tier.SAFE, f"the data is host memory: {found.evidence}"), found
 
 
 def _legacy_data(module: PythonModule, call: cst.Call) -> Kept | None:
@@ -1135,11 +1116,12 @@ def _statement_text(module: PythonModule, node: cst.CSTNode) -> str:
 # -- the readers of the copy --------------------------------------------------------------------------------
 
 
-def _consumer_verdict(module: PythonModule, site: Site, readers: "_Readers | None") -> tuple[Tier, str] | Kept:
+def _consumer_verdict(module: PythonModule, site: Site, readers: "_Readers | None") -> Step | Kept:
     """Is the result read only in this function, on the stream that was current at the copy?"""
     function = site.function
     if function is None or readers is None:
-        return Tier.VALIDATE, "at module or class level: the result is an attribute that any code may read on any stream"
+        return Step(Tier.VALIDATE,
+                    "at module or class level: the result is an attribute that any code may read on any stream")
     copy_stream = _stream_block(module, site.copy, function.node)
     if readers.discarded:
         return Kept("the result is never read: the blocking copy may be the point (a probe that waits for the GPU)",
@@ -1159,13 +1141,14 @@ def _consumer_verdict(module: PythonModule, site: Site, readers: "_Readers | Non
                         KeepCategory.OTHER_STREAM)
         synchronised.append(f"L{line} reads it on another stream after `{sync}`")
     if synchronised:
-        return Tier.VALIDATE, "; ".join(synchronised)
+        return Step(Tier.VALIDATE, "; ".join(synchronised))
     switch = _stream_switch(function)
     if switch is not None:
-        return Tier.VALIDATE, f"L{module.start(switch)[0]}: the function switches streams with `{module.text(switch.func)}`"
+        return Step(Tier.VALIDATE,
+                    f"L{module.start(switch)[0]}: the function switches streams with `{module.text(switch.func)}`")
     if readers.escapes:
-        return Tier.VALIDATE, readers.escapes[0] + ": its readers' streams are unknown"
-    return Tier.SAFE, "the result is read only in this function, on the stream current at the copy"
+        return Step(Tier.VALIDATE, readers.escapes[0] + ": its readers' streams are unknown")
+    return Step(Tier.SAFE, "the result is read only in this function, on the stream current at the copy")
 
 
 class _Readers:
@@ -1346,6 +1329,14 @@ def _no_gain(module: PythonModule, site: Site) -> Kept | None:
     return None
 
 
+def _dead_store(module: PythonModule, site: Site) -> Advice | None:
+    """Advice to delete a copy whose result is assigned again before any read."""
+    rebound = rebound_before_read(module, site.copy)
+    if rebound is None:
+        return None
+    return Advice(rebound.advice("the copy"), DEAD_STORE_BASIS, category=KeepCategory.DEAD_STORE)
+
+
 def _host_wait(module: PythonModule, node: cst.CSTNode, names: set[str]) -> cst.CSTNode | None:
     """The part of `node` that makes the host wait for the GPU, if it does."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _HOST_WAITS:
@@ -1417,6 +1408,19 @@ def _is_false(node: cst.BaseExpression) -> bool:
 
 
 # -- the edits ----------------------------------------------------------------------------------------------
+
+
+def _rewrite(module: PythonModule, site: Site, proof: Proof, context: Context) -> Proven | Kept:
+    """The fix of a copy every obligation holds for: its edits, what it buys, and the reason with each step."""
+    edits = _edits(module, site)
+    if isinstance(edits, Kept):
+        return edits
+    impact, basis = _impact(site, proof.data, context)
+    start = min(module.span(site.anchor)[0], min(edit.start for edit in edits))
+    end = max(module.span(site.copy)[1], max(edit.end for edit in edits))
+    replacement = preview(module.source.text, start, end, edits)
+    reason = f"{_describe(module, site)}; " + "; ".join(proof.steps)
+    return Proven(reason, proof.tier, edits, impact, basis, replacement, proof.steps)
 
 
 def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:

@@ -65,7 +65,7 @@ def _forced_text() -> str:
     module = sys.modules[RULE.__module__]
     saved = module._written_after_copy, module._consumer_verdict
     module._written_after_copy = lambda m, site: None
-    module._consumer_verdict = lambda m, site, readers: (module.Tier.SAFE, "forced")
+    module._consumer_verdict = lambda m, site, readers: module.Step(module.Tier.SAFE, "forced")
     try:
         result = analyse(RACES, ("OPT103",))
     finally:
