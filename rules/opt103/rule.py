@@ -2,20 +2,16 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Iterator, NamedTuple
 
 import libcst as cst
-from libcst.metadata import Assignment
 
 from optpatch.rule import Advice, CodeArea, Context, Edit, Example, Impact, Judgement, KeepCategory, Kept, Proven, Rule, Tier
 from optpatch.rule.python import (
-    LOOP_NODES, SCOPE_NODES, CallIndex, FormattedEdits, PythonFormatter, PythonModule, ast_dotted_name,
-    called_functions, callee_name, preview, walk,
+    LOOP_NODES, SCOPE_NODES, CallIndex, FormattedEdits, PythonFormatter, PythonModule, preview, walk,
 )
 from optpatch.analysis.no_gain import literal_elements, read_back_at_once, rebound_before_read
 from optpatch.analysis.torch_api import (
-    CONSTANT_FACTORIES,
     CUDA_LEGACY_TENSOR_TYPES,
     DEVICE_CALLS,
     LEGACY_TENSOR_TYPES,
@@ -24,14 +20,18 @@ from optpatch.analysis.torch_api import (
 )
 from optpatch.analysis.torch_values import (
     Kind,
-    Move,
     classify,
-    factory_name,
     list_data,
-    move_method,
-    parse_move,
     torch_callee,
 )
+
+from .function import Function
+from .host_data import HostData, data_argument, host_data
+from .names import last_name
+from .quoting import shorten, statement_text
+from .screen import copies
+from .site import Site, sites
+from .source import FILLED_FACTORIES, Source
 
 LIST_BASIS = (
     "removes a host stall, not copy time: with 5 ms of GPU work queued a 16-element list's copy went 5,013 -> 24 us "
@@ -58,16 +58,10 @@ HIDDEN_SYNC_BASIS = (
     "every pageable form waited 5 ms or more, H100, docs/benchmarks.md)"
 )
 
-# Lists longer than this were not measured to gain (1,024 elements: yes, 65,536: 9 ms either way).
-MEASURED_LIST_LENGTH = 1024
 # A literal constant of at most this many numbers, in a test, is not worth an edit (16 elements: 17 -> 14 us idle).
 TINY_TEST_CONSTANT = 16
 # Steps followed from the copy's result (views, names it is bound to) before its uses count as unknown.
 MAX_FLOW_STEPS = 8
-# Sources this rule pins: data copied from host values, and CPU factories the function fills on the host.
-_DATA = frozenset({"torch.tensor"})
-_SHARING = frozenset({"torch.as_tensor", "torch.from_numpy"})  # share their data's memory: pinned by a copy at the move
-_FILLED_FACTORIES = CONSTANT_FACTORIES | {"torch.arange"}
 # `with X(...)` blocks that make another stream current (DeepSpeed's `get_accelerator().stream(s)` included).
 _STREAM_CONTEXTS = frozenset({"stream", "StreamContext", "graph", "use_stream"})
 _SYNCHRONISATIONS = frozenset({"wait_stream", "wait_event", "synchronize"})
@@ -343,73 +337,15 @@ class PinnedAsyncH2D(Rule):
         level (device names), or in a module-level function the copy's arguments call (its returns may be
         devices).
         """
-        found: list[ast.AST] = []
-        for move in calls.named("to", "cuda"):
-            if not isinstance(move.func, ast.Attribute):
-                continue
-            receiver = move.func.value
-            if isinstance(receiver, ast.Call):
-                if _may_construct(calls, receiver, _CHAINED_CONSTRUCTORS):
-                    found.append(move)
-            elif isinstance(receiver, ast.Name):
-                sources = [source for source in calls.calls_assigned(receiver.id)
-                           if _may_construct(calls, source, _NAMED_CONSTRUCTORS)]
-                if sources and _in_the_same_function(calls, move, sources):
-                    found.append(move)
-        for call in calls.named("tensor"):
-            device = next((keyword.value for keyword in call.keywords if keyword.arg == "device"), None)
-            if device is not None and calls.calls_torch(call) and not _names_the_host(device):
-                found.append(call)
-        for call in calls.named(*_LEGACY_NAMES):
-            if calls.calls_torch(call) and (ast_dotted_name(call.func) or "").rpartition(".")[0].endswith("cuda"):
-                found.append(call)
-        arguments = [a for call in found for a in (*call.args, *(keyword.value for keyword in call.keywords))]
-        return found + called_functions(calls.tree, arguments)
+        return copies(calls)
 
     def check(self, module: PythonModule) -> Iterator[Judgement]:
-        functions = _Functions(module)
-        for call in module.calls():
-            if move_method(call) is not None:
-                site = _move_site(module, call, functions)
-            elif _is_tensor_with_device(module, call):
-                site = _device_keyword_site(module, call, functions)
-            elif torch_callee(module, call) in CUDA_LEGACY_TENSOR_TYPES:
-                site = Site(Source(call, torch_callee(module, call), keyword_pins=False), call, None,
-                            functions.around(call))
-            else:
-                site = None
-            if site is not None:
-                context = module.context(site.copy)
-                verdict = _prove(module, site)
-                if isinstance(verdict, Proof):
-                    verdict = _dead_store(module, site) or _rewrite(module, site, verdict, context)
-                yield Judgement(module.start(site.anchor), context, verdict)
-
-
-# The last names of the constructors `_constructor` accepts, for the `ast` screen.
-_LEGACY_NAMES = frozenset(name.rsplit(".", 1)[1] for name in LEGACY_TENSOR_TYPES)
-_CHAINED_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "from_numpy", *_LEGACY_NAMES})
-_NAMED_CONSTRUCTORS = _CHAINED_CONSTRUCTORS | {name.rsplit(".", 1)[1] for name in _FILLED_FACTORIES}
-
-
-def _may_construct(calls: CallIndex, call: ast.Call, names: frozenset[str]) -> bool:
-    """`x.pin_memory()`, or a torch function of one of these names (through any import of torch)."""
-    name = callee_name(call)
-    return name == "pin_memory" or (name in names and calls.calls_torch(call))
-
-
-def _in_the_same_function(calls: CallIndex, move: ast.Call, sources: list[ast.Call]) -> bool:
-    """Whether one of `sources` lies in the outermost function holding `move` (`check` wants the binding there)."""
-    function = calls.outermost_function(move)
-    if function is None:
-        return False
-    first = min((d.lineno for d in function.decorator_list), default=function.lineno)
-    return any(first <= source.lineno <= function.end_lineno for source in sources)
-
-
-def _names_the_host(device: ast.expr) -> bool:
-    """`device="cpu"` or `device=None`, spelled as a literal: nothing moves."""
-    return isinstance(device, ast.Constant) and (device.value is None or device.value == "cpu")
+        for site in sites(module):
+            context = module.context(site.copy)
+            verdict = _prove(module, site)
+            if isinstance(verdict, Proof):
+                verdict = _dead_store(module, site) or _rewrite(module, site, verdict, context)
+            yield Judgement(module.start(site.anchor), context, verdict)
 
 
 class Step(NamedTuple):
@@ -426,218 +362,6 @@ class Proof:
     tier: Tier
     steps: tuple[str, ...]
     data: "HostData | None"
-
-
-# -- what a site is -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Source:
-    """The host tensor that is copied: its constructor, and the local name it is bound to, if any."""
-
-    call: cst.Call  # torch.tensor(...), torch.from_numpy(...), x.pin_memory(), torch.zeros(...)
-    callee: str  # "torch.tensor", "torch.from_numpy", "pin_memory", "torch.zeros", ...
-    name: cst.Name | None = None  # the move's receiver, when the source is `t = constructor` in this function
-    statement: cst.SimpleStatementLine | None = None  # that assignment
-    # `torch.tensor(data, pin_memory=True)` raises for a NumPy array ("Can't pin tensor constructed from numpy")
-    # and for a tensor ("... from a variable"): the keyword goes in only where the data is provably Python data.
-    keyword_pins: bool = True
-
-    @property
-    def pinned(self) -> bool:
-        pinned = keyword_arg(self.call, "pin_memory")
-        return self.callee == "pin_memory" or (pinned is not None and is_true(pinned.value))
-
-    @property
-    def pinned_at_the_move(self) -> bool:
-        """`.pin_memory()` is inserted at the move, copying the data into a fresh buffer (sharing constructors, and
-        `torch.tensor` over data that may be an array or a tensor)."""
-        return not self.pinned and (self.callee in _SHARING or not self.keyword_pins)
-
-    @property
-    def named_buffer_is_pinned(self) -> bool:
-        """The bound tensor itself is (or becomes) the pinned source of the copy: nothing may write it after."""
-        return self.name is not None and not self.pinned_at_the_move
-
-
-@dataclass(frozen=True)
-class Site:
-    """A host-to-device copy: `source.to(...)` / `.cuda(...)`, or `torch.tensor(data, device=d)` (no move)."""
-
-    source: Source
-    copy: cst.Call  # the move, or the tensor call with `device=`
-    move: Move | None  # None for `torch.tensor(data, device=d)`
-    function: "_Function | None"  # the function holding the copy; None at module or class level
-
-    @property
-    def anchor(self) -> cst.CSTNode:
-        """Where the finding is reported: the constructor of a chained copy, else the copy."""
-        if self.move is None or self.source.name is None:
-            return self.source.call
-        return self.source.name
-
-
-def _move_site(module: PythonModule, move_call: cst.Call, functions: "_Functions") -> Site | None:
-    receiver = move_call.func.value
-    if isinstance(receiver, cst.Call):
-        source = _constructor(module, receiver, named=False)
-    elif isinstance(receiver, cst.Name):
-        source = _named_source(module, receiver, move_call)
-    else:
-        source = None
-    if source is None or _converts_only(module, move_call):
-        return None
-    return Site(source, move_call, parse_move(module, move_call), functions.around(move_call))
-
-
-def _constructor(module: PythonModule, call: cst.Call, named: bool) -> Source | None:
-    """The call as a host source this rule pins, else None. A bare CPU factory counts only when bound to a name."""
-    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "pin_memory" and not call.args:
-        return Source(call, "pin_memory")
-    if _last_name(call.func) not in (_NAMED_CONSTRUCTORS if named else _CHAINED_CONSTRUCTORS):
-        return None  # the names are resolved only for a callee that may be one
-    callee = factory_name(module, call) or torch_callee(module, call)
-    if callee in _DATA:
-        return Source(call, callee, keyword_pins=_takes_pin_keyword(module, call))
-    if callee in LEGACY_TENSOR_TYPES:
-        return Source(call, callee, keyword_pins=False)  # no `pin_memory=` keyword: pinned by a copy at the move
-    if callee in _SHARING or (named and callee in _FILLED_FACTORIES):
-        return Source(call, callee)
-    return None
-
-
-def _takes_pin_keyword(module: PythonModule, call: cst.Call) -> bool:
-    """Whether `torch.tensor(data, pin_memory=True)` works: the data is Python data, never an array or a tensor."""
-    data = _data_argument(call)
-    found = _host_data(module, data, 0) if data is not None else None
-    return found is not None and not found.array
-
-
-def _named_source(module: PythonModule, receiver: cst.Name, move_call: cst.Call) -> Source | None:
-    """`t = constructor` bound once, in the function that copies `t`, before the copy."""
-    function = module.enclosing_function(move_call)
-    bindings = [b for b in module.bindings(receiver) or () if not _is_augmented(module, b)]
-    if function is None or len(bindings) != 1:
-        return None
-    (binding,) = bindings
-    if not (isinstance(binding, Assignment) and isinstance(binding.node, cst.Name)):
-        return None
-    if binding.scope is None or binding.scope.node is not function:
-        return None
-    statement, value = _single_assignment(module, binding.node)
-    if statement is None or not isinstance(value, cst.Call) or module.span(statement)[1] > module.span(move_call)[0]:
-        return None
-    found = _constructor(module, value, named=True)
-    if found is None:
-        return None
-    return Source(found.call, found.callee, receiver, statement, found.keyword_pins)
-
-
-def _is_augmented(module: PythonModule, binding) -> bool:
-    """`t += v`: an in-place update of the tensor `t`, not a new value (its uses are judged as writes)."""
-    node = getattr(binding, "node", None)
-    parent = module.parent(node) if isinstance(node, cst.Name) else None
-    return isinstance(parent, cst.AugAssign) and parent.target is node
-
-
-def _single_assignment(module: PythonModule, target: cst.Name):
-    """(statement, value) of `target = value` / `target: T = value` alone on its line, else (None, None)."""
-    parent = module.parent(target)
-    if isinstance(parent, cst.AssignTarget):
-        assign = module.parent(parent)
-        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
-            return None, None
-    elif isinstance(parent, cst.AnnAssign) and parent.target is target and parent.value is not None:
-        assign = parent
-    else:
-        return None, None
-    statement = module.parent(assign)
-    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-        return statement, assign.value
-    return None, None
-
-
-def _converts_only(module: PythonModule, move_call: cst.Call) -> bool:
-    """`.to(dtype)`, `.to(memory_format=...)`, `.to(dtype=...)`: no device, so no copy to one."""
-    if move_method(move_call) != "to":
-        return False
-    positional = [arg.value for arg in move_call.args if arg.keyword is None and not arg.star]
-    if positional:
-        return classify(module, positional[0]).kind in (Kind.DTYPE, Kind.MEMORY_FORMAT)
-    return keyword_arg(move_call, "device") is None and not any(arg.star for arg in move_call.args)
-
-
-def _is_tensor_with_device(module: PythonModule, call: cst.Call) -> bool:
-    return keyword_arg(call, "device") is not None and factory_name(module, call) == "torch.tensor"
-
-
-def _device_keyword_site(module: PythonModule, call: cst.Call, functions: "_Functions") -> Site | None:
-    """`torch.tensor(data, device=d)` not itself moved (a move of it is judged as the move)."""
-    parent = module.parent(call)
-    grand = module.parent(parent) if isinstance(parent, cst.Attribute) and parent.value is call else None
-    if isinstance(grand, cst.Call) and grand.func is parent and move_method(grand):
-        return None
-    value = classify(module, keyword_arg(call, "device").value)
-    if value.kind is Kind.NONE or value.kind is Kind.DEVICE and value.device_type == "cpu":
-        return None  # the host: nothing moves
-    return Site(Source(call, "torch.tensor", keyword_pins=_takes_pin_keyword(module, call)), call, None,
-                functions.around(call))
-
-
-class _Function:
-    """One function's nodes and the names read in it, walked once for all the sites in it."""
-
-    def __init__(self, module: PythonModule, node: cst.FunctionDef):
-        self.module = module
-        self.node = node
-
-    @cached_property
-    def nodes(self) -> list[cst.CSTNode]:
-        """Every node of the body, in source order."""
-        return list(walk(self.node.body))
-
-    # Exact types: libcst's node classes are final, and `type(...) is` skips isinstance's ABC machinery (a tenth
-    # of this rule's time on NeMo).
-    @cached_property
-    def calls(self) -> list[cst.Call]:
-        return [node for node in self.nodes if type(node) is cst.Call]
-
-    @cached_property
-    def may_wait(self) -> list[cst.CSTNode]:
-        """The nodes `_host_wait` looks at: calls, f-string parts and tests."""
-        return [node for node in self.nodes if type(node) in _MAY_WAIT]
-
-    @cached_property
-    def _reads(self) -> dict[str, list[cst.Name]]:
-        found: dict[str, list[cst.Name]] = {}
-        for node in self.nodes:
-            if type(node) is cst.Name and _reads_a_variable(self.module, node):
-                found.setdefault(node.value, []).append(node)
-        return found
-
-    def uses(self, name: str) -> list[cst.Name]:
-        """Every `name` that reads a variable (not a target, an attribute or a keyword), in source order."""
-        return self._reads.get(name, [])
-
-
-_MAY_WAIT = frozenset({cst.Call, cst.FormattedStringExpression, cst.If, cst.While, cst.Assert})
-
-
-class _Functions:
-    """The `_Function` of each function of one module, made on first use."""
-
-    def __init__(self, module: PythonModule):
-        self.module = module
-        self._made: dict[int, _Function] = {}
-
-    def around(self, node: cst.CSTNode) -> _Function | None:
-        function = self.module.enclosing_function(node)
-        if function is None:
-            return None
-        made = self._made.get(id(function))
-        if made is None:
-            made = self._made[id(function)] = _Function(self.module, function)
-        return made
 
 
 # -- the obligations ------------------------------------------------------------------------------------
@@ -784,34 +508,20 @@ def _non_blocking_argument(call: cst.Call, method: str) -> cst.BaseExpression | 
 # -- the host data -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HostData:
-    """Data provably in host memory, and what this file shows of its size."""
-
-    evidence: str
-    array: bool = False  # a NumPy array: its size is not tracked
-    length: int | None = None  # the elements of a list whose length this file shows
-    runtime_length: str | None = None  # the runtime size that sets a list's length
-
-    @property
-    def large(self) -> bool:
-        return self.runtime_length is not None or (self.length is not None and self.length > MEASURED_LIST_LENGTH)
-
-
 def _data_verdict(module: PythonModule, source: Source) -> tuple[Step, HostData | None] | Kept:
     """Is the data in host memory, and small enough for pinning to pay?"""
     if source.callee == "pin_memory":
         return Step(Tier.SAFE, "`.pin_memory()` is a pinned host buffer (it raises for anything else)"), None
     if source.callee == "torch.from_numpy":
         return Step(Tier.SAFE, "`torch.from_numpy` wraps a NumPy array: host memory"), HostData("a NumPy array", array=True)
-    if source.callee in _FILLED_FACTORIES:
+    if source.callee in FILLED_FACTORIES:
         return Step(Tier.SAFE, f"`{source.callee}` without `device=` makes a CPU tensor, filled on the host here"), None
     if source.callee in LEGACY_TENSOR_TYPES or source.callee in CUDA_LEGACY_TENSOR_TYPES:
         kept = _legacy_data(module, source.call)
         if kept is not None:
             return kept
-    data = _data_argument(source.call)
-    found = _host_data(module, data, 0) if data is not None else None
+    data = data_argument(source.call)
+    found = host_data(module, data, 0) if data is not None else None
     if found is None:
         spelled = module.text(data) if data is not None else "the data"
         return Step(Tier.VALIDATE, f"`{spelled}` is not provably host data: a tensor already on a device would make "
@@ -830,166 +540,6 @@ def _legacy_data(module: PythonModule, call: cst.Call) -> Kept | None:
         return Kept(f"`{module.text(call)}` copies data only from a list or tuple, which its argument is not provably: "
                     "with an integer it makes an uninitialised tensor of that size, with a tensor it shares it",
                     KeepCategory.OTHER)
-    return None
-
-
-def _data_argument(call: cst.Call) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is None and not arg.star:
-            return arg.value
-    keyword = keyword_arg(call, "data")
-    return keyword.value if keyword is not None else None
-
-
-def _host_data(module: PythonModule, node: cst.BaseExpression, depth: int) -> HostData | None:
-    """What shows that `node` is host data (a list, a number, a NumPy array), or None."""
-    if depth > 4:
-        return None
-    if isinstance(node, (cst.List, cst.Tuple)):
-        length = _display_length(node)
-        return HostData("a list display" if length is None else f"a list display of {length:,} elements", length=length)
-    if isinstance(node, (cst.Integer, cst.Float)) or (
-            isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float))):
-        return HostData("a Python number", length=1)
-    if isinstance(node, cst.ListComp):
-        return _comprehension(module, node)
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
-        return _repeated_list(module, node)
-    if isinstance(node, cst.Call):
-        return _host_call(module, node)
-    if isinstance(node, cst.Name):
-        return _host_name(module, node, depth)
-    return None
-
-
-def _display_length(node: cst.List | cst.Tuple) -> int | None:
-    """Elements of a (nested) display, when no element hides its length."""
-    total = 0
-    for element in node.elements:
-        if isinstance(element, cst.StarredElement):
-            return None
-        if isinstance(element.value, (cst.List, cst.Tuple)):
-            inner = _display_length(element.value)
-            if inner is None:
-                return None
-            total += inner
-        else:
-            total += 1
-    return total
-
-
-def _comprehension(module: PythonModule, node: cst.ListComp) -> HostData:
-    length, runtime = 1, None
-    clause = node.for_in
-    while clause is not None:
-        counted = _range_length(module, clause.iter)
-        if counted is None:
-            if runtime is None:
-                return HostData(f"a list comprehension over `{module.text(clause.iter)}`, whose length is not known here")
-        elif isinstance(counted, str):
-            runtime = runtime or counted
-        else:
-            length *= counted
-        clause = clause.inner_for_in
-    if runtime is not None:
-        return HostData(f"a list comprehension over `range({runtime})`", runtime_length=runtime)
-    return HostData(f"a list comprehension of {length:,} elements", length=length)
-
-
-def _range_length(module: PythonModule, node: cst.BaseExpression) -> int | str | None:
-    """The length of `range(...)` (a number, or the runtime size as text), or None when `node` is not a range."""
-    if not (isinstance(node, cst.Call) and module.qualified_names(node.func) == {"builtins.range"}):
-        return None
-    bounds = [_integer(arg.value) for arg in node.args]
-    if node.args and all(bound is not None for bound in bounds) and len(bounds) <= 3:
-        return len(range(*bounds))
-    stop = node.args[0].value if len(node.args) == 1 else node.args[1].value if len(node.args) > 1 else node
-    return module.text(stop)
-
-
-def _integer(node: cst.BaseExpression) -> int | None:
-    if isinstance(node, cst.Integer):
-        return int(node.evaluated_value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
-        return -int(node.expression.evaluated_value)
-    return None
-
-
-def _repeated_list(module: PythonModule, node: cst.BinaryOperation) -> HostData | None:
-    """`[v] * n` / `n * [v]`."""
-    for display, count in ((node.left, node.right), (node.right, node.left)):
-        if isinstance(display, (cst.List, cst.Tuple)):
-            length, times = _display_length(display), _integer(count)
-            if times is not None:
-                return HostData("a repeated list display", length=None if length is None else length * times)
-            return HostData(f"a list repeated `{module.text(count)}` times", runtime_length=module.text(count))
-    return None
-
-
-def _host_call(module: PythonModule, call: cst.Call) -> HostData | None:
-    names = module.qualified_names(call.func)
-    if names in ({"builtins.list"}, {"builtins.tuple"}) and len(call.args) == 1:
-        counted = _range_length(module, call.args[0].value)
-        if isinstance(counted, str):
-            return HostData(f"a list of `range({counted})`", runtime_length=counted)
-        return HostData(f"`{module.text(call.func)}(...)` builds a Python list", length=counted)
-    if names == {"builtins.range"}:
-        counted = _range_length(module, call)
-        if isinstance(counted, str):
-            return HostData(f"`range({counted})`", runtime_length=counted)
-        return HostData("a range", length=counted)
-    if names == {"builtins.sorted"}:
-        return HostData("`sorted(...)` builds a Python list")
-    if len(names) == 1 and next(iter(names)).startswith("numpy."):
-        return HostData(f"`{module.text(call.func)}(...)` returns a NumPy array", array=True)
-    if isinstance(call.func, cst.Attribute) and not call.args:
-        method = call.func.attr.value
-        if method == "tolist":
-            return HostData("`.tolist()` returns a Python list")
-        if method == "numpy":
-            return HostData("`.numpy()` returns a NumPy array over host memory", array=True)
-    return None
-
-
-def _host_name(module: PythonModule, name: cst.Name, depth: int) -> HostData | None:
-    """A name every binding of which is host data (an assignment, or a parameter annotated as such)."""
-    bindings = module.bindings(name)
-    if not bindings:
-        return None
-    found = []
-    for binding in bindings:
-        if not isinstance(binding, Assignment):
-            return None
-        if isinstance(binding.node, cst.Param):
-            annotated = _annotated_host_data(module, binding.node)
-            if annotated is None:
-                return None
-            found.append(annotated)
-            continue
-        if not isinstance(binding.node, cst.Name):
-            return None
-        _, value = _single_assignment(module, binding.node)
-        data = _host_data(module, value, depth + 1) if value is not None else None
-        if data is None:
-            return None
-        found.append(data)
-    lengths = {data.length for data in found}
-    runtime = next((data.runtime_length for data in found if data.runtime_length), None)
-    evidence = "; ".join(dict.fromkeys(f"`{name.value}` is {data.evidence}" for data in found))
-    return HostData(evidence, all(data.array for data in found), lengths.pop() if len(lengths) == 1 else None, runtime)
-
-
-def _annotated_host_data(module: PythonModule, param: cst.Param) -> HostData | None:
-    if param.annotation is None:
-        return None
-    annotation = param.annotation.annotation
-    base = annotation.value if isinstance(annotation, cst.Subscript) else annotation
-    names = module.qualified_names(base)
-    spelled = module.text(annotation)
-    if names & {"builtins.list", "builtins.tuple", "typing.List", "typing.Tuple"}:
-        return HostData(f"the parameter `{param.name.value}`, annotated `{spelled}`")
-    if names & {"numpy.ndarray", "numpy.typing.NDArray"}:
-        return HostData(f"the parameter `{param.name.value}`, annotated `{spelled}`", array=True)
     return None
 
 
@@ -1012,7 +562,7 @@ def _written_after_copy(module: PythonModule, site: Site) -> Kept | None:
     for use in site.function.uses(name):
         if use is source.name:
             continue
-        line, code = module.start(use)[0], _statement_text(module, use)
+        line, code = module.start(use)[0], statement_text(module, use)
         if module.enclosing(use, SCOPE_NODES) is not function:
             return Kept(f"L{line}: `{name}` is captured by `{code}`, which may write it after the copy",
                         KeepCategory.SOURCE_WRITTEN)
@@ -1026,33 +576,10 @@ def _written_after_copy(module: PythonModule, site: Site) -> Kept | None:
             return Kept(f"L{line}: `{code}` may keep a reference to `{name}` that is written after the copy",
                         KeepCategory.SOURCE_WRITTEN)
         written_before = True
-    if source.callee in _FILLED_FACTORIES and not written_before:
+    if source.callee in FILLED_FACTORIES and not written_before:
         return Kept(f"`{name}` is not filled on the host before the copy: create it on the device instead (OPT102)",
                     KeepCategory.NO_GAIN)
     return None
-
-
-def _reads_a_variable(module: PythonModule, node: cst.Name) -> bool:
-    """A name that reads a variable: not an attribute, a keyword, a parameter, a definition or a target."""
-    parent = module.parent(node)
-    if isinstance(parent, cst.Attribute) and parent.attr is node:
-        return False
-    if isinstance(parent, (cst.Arg, cst.Param)) and (getattr(parent, "keyword", None) is node or
-                                                     getattr(parent, "name", None) is node):
-        return False
-    return not isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and not _is_target(module, node)
-
-
-def _is_target(module: PythonModule, name: cst.Name) -> bool:
-    """`name` is bound here: an assignment's target (also inside `a, b = ...`), a loop's, an `as` name's."""
-    node, parent = name, module.parent(name)
-    while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
-        node, parent = parent, module.parent(parent)
-    if isinstance(parent, (cst.AssignTarget, cst.AsName)):
-        return True
-    if isinstance(parent, (cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-        return parent.target is node
-    return False
 
 
 def _loop_around(module: PythonModule, node: cst.CSTNode, statement, function) -> cst.CSTNode | None:
@@ -1104,15 +631,6 @@ def _is_in_place_write(module: PythonModule, use: cst.Name) -> bool:
     return False
 
 
-def _statement_text(module: PythonModule, node: cst.CSTNode) -> str:
-    """The text of the small statement holding `node`, on one line."""
-    for ancestor in (node, *module.ancestors(node)):
-        if isinstance(ancestor, cst.BaseSmallStatement) or isinstance(ancestor, cst.BaseCompoundStatement):
-            text = " ".join(module.text(ancestor).split())
-            return text if len(text) <= 80 else text[:77] + "..."
-    return module.text(node)
-
-
 # -- the readers of the copy --------------------------------------------------------------------------------
 
 
@@ -1136,7 +654,7 @@ def _consumer_verdict(module: PythonModule, site: Site, readers: "_Readers | Non
         where = f"inside `with {_with_items(module, block)}`" if block is not None else "outside the copy's stream block"
         sync = _synchronisation_between(module, function, copy_end, module.span(use)[0])
         if sync is None:
-            return Kept(f"L{line}: `{_statement_text(module, use)}` reads the result {where}, another stream, with no "
+            return Kept(f"L{line}: `{statement_text(module, use)}` reads the result {where}, another stream, with no "
                         "wait for the copy's stream in between: it could read before the copy lands",
                         KeepCategory.OTHER_STREAM)
         synchronised.append(f"L{line} reads it on another stream after `{sync}`")
@@ -1154,7 +672,7 @@ def _consumer_verdict(module: PythonModule, site: Site, readers: "_Readers | Non
 class _Readers:
     """Where the copy's result flows in one function: through views and local names, to reads and escapes."""
 
-    def __init__(self, module: PythonModule, function: _Function):
+    def __init__(self, module: PythonModule, function: Function):
         self.module = module
         self.function = function
         self.reads: list[cst.CSTNode] = []  # the places the result (or a view, or a name bound to it) is used
@@ -1259,10 +777,10 @@ class _Readers:
             holder = module.parent(display)
             if isinstance(holder, cst.Arg) and self._torch_call(module.parent(holder)):
                 return None  # `torch.cat([a, b])`: read at once
-            return f"the result is put in `{_shorten(module.text(display))}`"
+            return f"the result is put in `{shorten(module.text(display))}`"
         if isinstance(parent, cst.Arg):
             call = module.parent(parent)
-            method = _last_name(call.func) if isinstance(call, cst.Call) else ""
+            method = last_name(call.func) if isinstance(call, cst.Call) else ""
             if method in _STORING_METHODS:
                 return f"the result is stored by `.{method}()`"
             if method[:1].isupper():
@@ -1276,17 +794,6 @@ class _Readers:
 
     def _torch_call(self, call) -> bool:
         return isinstance(call, cst.Call) and torch_callee(self.module, call) is not None
-
-
-def _last_name(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    return node.value if isinstance(node, cst.Name) else ""
-
-
-def _shorten(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _host_wait_after(module: PythonModule, site: Site, readers: "_Readers | None") -> Kept | None:
@@ -1310,7 +817,7 @@ def _host_wait_after(module: PythonModule, site: Site, readers: "_Readers | None
         if wait is None or module.span(wait)[0] < copy_end or module.enclosing(wait, SCOPE_NODES) is not function:
             continue
         if _stream_block(module, wait, function) is stream and _innermost_loop(module, wait, function) is loop:
-            return Kept(f"L{module.start(wait)[0]}: `{_shorten(module.text(wait))}` waits for the GPU on the host in "
+            return Kept(f"L{module.start(wait)[0]}: `{shorten(module.text(wait))}` waits for the GPU on the host in "
                         "this function anyway: the stall only moves there, nothing to gain", KeepCategory.NO_GAIN)
     return None
 
@@ -1321,7 +828,7 @@ def _no_gain(module: PythonModule, site: Site) -> Kept | None:
     if read is not None:
         return Kept(f"{read} in the same statement: the host waits for the GPU there anyway, so the stall only "
                     "moves; nothing to gain", KeepCategory.NO_GAIN)
-    data = _data_argument(site.source.call) if site.source.callee == "torch.tensor" else None
+    data = data_argument(site.source.call) if site.source.callee == "torch.tensor" else None
     elements = literal_elements(data) if data is not None and module.source.area is CodeArea.TESTS else None
     if elements is not None and elements <= TINY_TEST_CONSTANT:
         return Kept(f"a literal constant of {elements} number(s) in a test: a copy that small, made once per test, "
@@ -1385,22 +892,22 @@ def _stream_block(module: PythonModule, node: cst.CSTNode, function: cst.Functio
 
 
 def _is_stream_item(item: cst.WithItem) -> bool:
-    return isinstance(item.item, cst.Call) and _last_name(item.item.func) in _STREAM_CONTEXTS
+    return isinstance(item.item, cst.Call) and last_name(item.item.func) in _STREAM_CONTEXTS
 
 
 def _with_items(module: PythonModule, block: cst.With) -> str:
     return ", ".join(module.text(item.item) for item in block.items)
 
 
-def _synchronisation_between(module: PythonModule, function: _Function, start: int, end: int) -> str | None:
+def _synchronisation_between(module: PythonModule, function: Function, start: int, end: int) -> str | None:
     for call in function.calls:
-        if _last_name(call.func) in _SYNCHRONISATIONS and start <= module.span(call)[0] < end:
-            return _shorten(module.text(call))
+        if last_name(call.func) in _SYNCHRONISATIONS and start <= module.span(call)[0] < end:
+            return shorten(module.text(call))
     return None
 
 
-def _stream_switch(function: _Function) -> cst.Call | None:
-    return next((call for call in function.calls if _last_name(call.func) == "set_stream"), None)
+def _stream_switch(function: Function) -> cst.Call | None:
+    return next((call for call in function.calls if last_name(call.func) == "set_stream"), None)
 
 
 def _is_false(node: cst.BaseExpression) -> bool:
