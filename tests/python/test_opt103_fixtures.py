@@ -62,14 +62,15 @@ def test_rewritten_fixtures_are_left_alone_on_a_second_run(path):
 
 def _forced_text() -> str:
     """races.py rewritten at every kept site as if the obligation that kept it held."""
-    module = sys.modules[RULE.__module__]
-    saved = module._written_after_copy, module._consumer_verdict
-    module._written_after_copy = lambda m, site: None
-    module._consumer_verdict = lambda m, site, readers: module.Step(module.Tier.SAFE, "forced")
+    package = RULE.__module__.rpartition(".")[0]
+    obligations, proof = sys.modules[f"{package}.obligations"], sys.modules[f"{package}.proof"]
+    saved = obligations.written_after_copy, obligations.read_on_the_copy_stream
+    obligations.written_after_copy = lambda m, site: None
+    obligations.read_on_the_copy_stream = lambda m, site, readers: proof.Step(proof.Tier.SAFE, "forced")
     try:
         result = analyse(RACES, ("OPT103",))
     finally:
-        module._written_after_copy, module._consumer_verdict = saved
+        obligations.written_after_copy, obligations.read_on_the_copy_stream = saved
     assert result.new is not None
     return result.new.decode()
 
