@@ -3,44 +3,16 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-import libcst as cst
+from optpatch.analysis.torch_api import LEGACY_TENSOR_TYPES
+from optpatch.rule import Example, Judgement, Rule
+from optpatch.rule.python import CallIndex, PythonModule
 
-from optpatch.rule import Context, Edit, Example, Impact, Judgement, KeepCategory, Kept, Proven, Rule
-from optpatch.rule.python import (
-    CallIndex, FormattedEdits, PythonFormatter, PythonModule, preview,
-)
-from optpatch.analysis.torch_api import (
-    CUDA_LEGACY_TENSOR_TYPES,
-    LEGACY_TENSOR_TYPES,
-    keyword_arg,
-)
-
-from .host_data import HostData
+from .edits import rewrite
 from .no_gain import dead_store
 from .obligations import prove
 from .proof import Proof
 from .screen import copies
-from .site import Site, sites
-
-LIST_BASIS = (
-    "removes a host stall, not copy time: with 5 ms of GPU work queued a 16-element list's copy went 5,013 -> 24 us "
-    "and a 1,024-element list's 5,014 -> 170 us; idle, 17 -> 14 us and 157 -> 155 us, within run-to-run noise (H100, "
-    "torch 2.11, docs/benchmarks.md)"
-)
-UNKNOWN_LENGTH_BASIS = (
-    LIST_BASIS + "; this list's length is not known here: the gain was measured up to 1,024 elements, and a "
-    "65,536-element list costs 9 ms either way"
-)
-ARRAY_BASIS = (
-    "with 5 ms of GPU work queued a 1 MiB array's copy went 5,045 -> 122 us and a 64 MiB array's 12.4 -> 1.5 ms; "
-    "idle, 94 -> 30 us and 7.41 -> 0.78 ms (H100, torch 2.11, docs/benchmarks.md); the array's size is not known here"
-)
-PINNED_BASIS = (
-    "the source is already pinned, so only the wait goes: with 5 ms of GPU work queued a blocking copy returned after "
-    "5 ms or more, a non-blocking one from pinned memory in 24-170 us for up to 1,024 elements (H100, torch 2.11, "
-    "docs/benchmarks.md)"
-)
-ONCE_BASIS = "one-time copy (module level, __init__, set-up): a host stall removed once, not per step"
+from .site import sites
 
 
 class PinnedAsyncH2D(Rule):
@@ -299,148 +271,10 @@ class PinnedAsyncH2D(Rule):
         return copies(calls)
 
     def check(self, module: PythonModule) -> Iterator[Judgement]:
+        """Judge every copy (site.py): the obligations in order (obligations.py), then the rewrite (edits.py)."""
         for site in sites(module):
             context = module.context(site.copy)
             verdict = prove(module, site)
             if isinstance(verdict, Proof):
-                verdict = dead_store(module, site) or _rewrite(module, site, verdict, context)
+                verdict = dead_store(module, site) or rewrite(module, site, verdict, context)
             yield Judgement(module.start(site.anchor), context, verdict)
-
-
-# -- the edits ----------------------------------------------------------------------------------------------
-
-
-def _rewrite(module: PythonModule, site: Site, proof: Proof, context: Context) -> Proven | Kept:
-    """The fix of a copy every obligation holds for: its edits, what it buys, and the reason with each step."""
-    edits = _edits(module, site)
-    if isinstance(edits, Kept):
-        return edits
-    impact, basis = _impact(site, proof.data, context)
-    start = min(module.span(site.anchor)[0], min(edit.start for edit in edits))
-    end = max(module.span(site.copy)[1], max(edit.end for edit in edits))
-    replacement = preview(module.source.text, start, end, edits)
-    reason = f"{_describe(module, site)}; " + "; ".join(proof.steps)
-    return Proven(reason, proof.tier, edits, impact, basis, replacement, proof.steps)
-
-
-def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
-    """Pin the source and make the copy non-blocking: the one place this rule writes text.
-
-    `pin_memory=True` and `non_blocking=True` are appended as the last
-    argument of their call, laid out as the project's formatter would, as
-    OPT102 appends `device=`; `.pin_memory()` follows the sharing constructor (chained) or
-    the name (at the move); `torch.tensor(data, device=d)` has its `device=d`
-    replaced by `pin_memory=True` and gains `.to(d, non_blocking=True)`.
-    """
-    source = site.source
-    edits = []
-    # Under black or ruff, laid out as they would (docs/formatting.md); otherwise appended where they go, the
-    # statement's layout kept, and on a line of their own where they would pass the line limit.
-    formatted = FormattedEdits(module)
-    if site.move is None and source.callee in CUDA_LEGACY_TENSOR_TYPES:
-        return _cuda_legacy_edits(module, site)
-    if site.move is None:
-        return _device_keyword_edits(module, site, formatted if module.style.formatter in _RESHAPING_FORMATTERS else None)
-    if not source.pinned:
-        if source.pinned_at_the_move:
-            receiver = source.name if source.name is not None else source.call
-            _, end = module.span(receiver)
-            edits.append(Edit(end, end, ".pin_memory()"))
-        elif source.call.lpar:
-            return _IN_PARENTHESES
-        else:
-            formatted.insert_keyword(source.call, "pin_memory", "True")
-    if site.copy.lpar:
-        return _IN_PARENTHESES
-    formatted.insert_keyword(site.copy, "non_blocking", "True")
-    return _shaped(formatted.add(*edits))
-
-
-def _shaped(formatted: FormattedEdits) -> list[Edit] | Kept:
-    """The edits, or a keep where the formatter would lay the statement out again in a way optpatch does not know."""
-    edits = formatted.edits()
-    if formatted.unreproduced_break:
-        return Kept(f"the edit passes the line limit of {formatted.module.style.formatter.value}, which lays this "
-                    "statement out in a way optpatch does not reproduce (docs/formatting.md): kept rather than "
-                    "written in a layout the formatter check would reject", KeepCategory.CANNOT_SPELL)
-    return edits
-
-
-_RESHAPING_FORMATTERS = frozenset({PythonFormatter.BLACK, PythonFormatter.RUFF})
-
-
-def _device_keyword_edits(module: PythonModule, site: Site, formatted: FormattedEdits | None) -> list[Edit] | Kept:
-    """`torch.tensor(data, device=d)` -> `torch.tensor(data, pin_memory=True).to(d, non_blocking=True)`, or
-    `torch.tensor(data).pin_memory().to(d, non_blocking=True)` where the keyword cannot pin the data."""
-    call, source = site.copy, site.source
-    device = keyword_arg(call, "device")
-    _, end = module.span(device.value)
-    _, call_end = module.span(call)
-    pin = "" if source.keyword_pins else ".pin_memory()"
-    move = Edit(call_end, call_end, f"{pin}.to({module.text(device.value)}, non_blocking=True)")
-    if source.keyword_pins and formatted is None:
-        start, _ = module.span(device.keyword)
-        return [Edit(start, end, "pin_memory=True"), move]
-    index = next(i for i, arg in enumerate(call.args) if arg is device)
-    if index == 0:
-        return Kept("`device=` is the call's first argument: removing it would leave the call's layout to guess",
-                    KeepCategory.CANNOT_SPELL)
-    _, start = module.span(call.args[index - 1])
-    removal = Edit(start, end, "")  # the argument, with the comma before it: the data comes first
-    if formatted is None:
-        return [removal, move]
-    if source.keyword_pins:
-        formatted.insert_keyword(call, "pin_memory", "True")
-    return _shaped(formatted.add(removal, move))
-
-
-def _cuda_legacy_edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
-    """`torch.cuda.LongTensor(ids)` -> `torch.LongTensor(ids).pin_memory().cuda(non_blocking=True)`: built on the
-    host as before, pinned by a copy, copied to the current CUDA device."""
-    call = site.copy
-    func = call.func
-    if call.lpar:
-        return _IN_PARENTHESES
-    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) and func.value.attr.value == "cuda"):
-        return Kept(f"`{module.text(func)}` is not spelled `torch.cuda.<Type>`: the host type cannot be written from it",
-                    KeepCategory.CANNOT_SPELL)
-    _, end = module.span(call)
-    return [module.replace(func, f"{module.text(func.value.value)}.{func.attr.value}"),
-            Edit(end, end, ".pin_memory().cuda(non_blocking=True)")]
-
-
-_IN_PARENTHESES = Kept("the call is in parentheses of its own: the edit would have to move them", KeepCategory.CANNOT_SPELL)
-
-
-# -- what it buys ---------------------------------------------------------------------------------------------
-
-
-def _impact(site: Site, data: HostData | None, context: Context) -> tuple[Impact, str]:
-    if context is Context.ONCE:
-        return Impact.LOW, ONCE_BASIS
-    impact = Impact.HIGH if context is Context.HOT else Impact.MEDIUM
-    if site.source.pinned:
-        return impact, PINNED_BASIS
-    if data is not None and data.array:
-        return impact, ARRAY_BASIS
-    return impact, LIST_BASIS if data is not None and data.length is not None else UNKNOWN_LENGTH_BASIS
-
-
-def _describe(module: PythonModule, site: Site) -> str:
-    """What the copy does now, and what the fix changes."""
-    source = site.source
-    constructor = "`x.pin_memory()`" if source.callee == "pin_memory" else f"`{source.callee}(...)`"
-    if site.move is None and source.callee in CUDA_LEGACY_TENSOR_TYPES:
-        return (f"{constructor} converts the list in pageable host memory and copies it to the current CUDA device, "
-                "which waits for queued GPU work: build it on the host, pin it and copy with `non_blocking=True`")
-    if site.move is None:
-        return (f"{constructor} with `device=` converts the data in pageable host memory and copies it, which waits for "
-                "queued GPU work: pin the data and copy with `non_blocking=True`")
-    if source.name is not None:
-        copy = (f"`{source.name.value}` = {constructor} (L{module.start(source.statement)[0]}) then "
-                f"`{source.name.value}.{site.move.method}()`")
-    else:
-        copy = f"{constructor} then `.{site.move.method}()`"
-    if source.pinned:
-        return f"{copy}: a copy from pinned memory that still waits for queued GPU work: copy with `non_blocking=True`"
-    return f"{copy}: a copy from pageable host memory, which waits for queued GPU work: pin it and copy with `non_blocking=True`"

@@ -19,6 +19,7 @@ from .quoting import statement_text
 from .site import Site
 from .source import FILLED_FACTORIES
 
+# What a use may ask of the source without reading or writing its values.
 _METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout", "is_sparse"})
 _METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "is_pinned", "stride", "is_contiguous"})
 
