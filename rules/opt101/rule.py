@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Iterator, NamedTuple
 
 import libcst as cst
@@ -20,15 +20,11 @@ from optpatch.rule.python import (
 from optpatch.analysis.torch_api import DTYPES, INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
 
 from . import examples
+from .allocation import (
+    FILLED, METHODS, ON_A_RECEIVER, REPLACEMENT, ModuleFacts, allocation_kind, allocation_kind_alone, allocations, fill_argument,
+    spellings,
+)
 
-_REPLACEMENT = {
-    "zeros": "empty", "zeros_like": "empty_like", "new_zeros": "new_empty",
-    "full": "empty", "full_like": "empty_like", "new_full": "new_empty",  # with a zero fill
-}
-_TORCH_ALLOCATIONS = frozenset({"torch.zeros", "torch.zeros_like", "torch.full", "torch.full_like"})
-_METHODS = ("new_zeros", "new_full")  # tensor methods: the receiver is not resolved, only checked not to be a module
-_FILLED = frozenset({"full", "full_like", "new_full"})  # allocations only when their fill value is zero
-_ON_A_RECEIVER = frozenset({"zeros_like", "full_like", "new_zeros", "new_full"})  # a tensor subclass may intercept these
 _OPERATION = {"zeros_like": "zeros_like", "full_like": "full_like", "new_zeros": "new_zeros", "new_full": "new_full"}
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _INDEX_NAME = re.compile(r"(ids?|idx|index|indices|positions?|pos|slots?|slot_mapping|block_tables?|mapping|tokens?|offsets?)$")
@@ -290,7 +286,7 @@ class ZerosToEmpty(Rule):
     @classmethod
     def screen(cls, calls: CallIndex) -> bool:
         """Only files that call something spelled like an allocation (`zeros` in a comment or a string is not one)."""
-        return bool(_allocations(calls))
+        return bool(allocations(calls))
 
     @classmethod
     def needs(cls, calls: CallIndex) -> list[ast.AST]:
@@ -308,25 +304,25 @@ class ZerosToEmpty(Rule):
         (analysis/tensor_subclasses.py), which the outline does not change.
         """
         writers = [call for call in calls.named("copy_") if _on_self(call.func)]
-        allocations = [call for call in _allocations(calls) if _judged_alone(calls, call) is None]
-        methods = [function for name in _METHODS for function in calls.functions.get(name, ())]
-        return [*allocations, *writers, *methods, *calls.torch_imports]
+        unsettled = [call for call in allocations(calls) if _judged_alone(calls, call) is None]
+        methods = [function for name in METHODS for function in calls.functions.get(name, ())]
+        return [*unsettled, *writers, *methods, *calls.torch_imports]
 
     @classmethod
     def resolved_in_stubs(cls, calls: CallIndex) -> set[str]:
         """The root names of the allocations' callees: `_check_stubbed` resolves those of the sites judged
         alone through the module's bindings (all of them here: the cheaper question, and a superset)."""
-        return {root for root in map(root_name, (call.func for call in _allocations(calls))) if root is not None}
+        return {root for root in map(root_name, (call.func for call in allocations(calls))) if root is not None}
 
     def check(self, module: PythonModule) -> Iterator[Judgement]:
-        self.facts = _ModuleFacts.gather(module)
-        spellings = _spellings(module.text(alias.asname.name) for node in self.facts.torch_imports for alias in node.names
-                               if alias.asname and module.text(alias.name) in _REPLACEMENT)
+        self.facts = ModuleFacts.gather(module)
+        names = spellings(module.text(alias.asname.name) for node in self.facts.torch_imports for alias in node.names
+                          if alias.asname and module.text(alias.name) in REPLACEMENT)
         for call in self.facts.calls:
             func = call.func
-            if (func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None) not in spellings:
-                continue  # the calls `_allocations` gives `needs` and `screen`: no other can be an allocation
-            kind = self._allocation_kind(module, call)
+            if (func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None) not in names:
+                continue  # the calls `allocations` gives `needs` and `screen`: no other can be an allocation
+            kind = allocation_kind(module, self.facts, call)
             if kind is not None:
                 yield self._examine(module, call, kind)
         if module.outlined:
@@ -342,13 +338,13 @@ class ZerosToEmpty(Rule):
         two to the same findings).
         """
         calls = module.screen
-        for call in _allocations(calls):
+        for call in allocations(calls):
             if not module.stubbed(call):
                 continue
             judged = _judged_alone(calls, call)
             if judged is None:
                 raise AssertionError(f"L{call.lineno}: the outline stubbed an allocation that needs its function")
-            if not self._allocation_kind_alone(module, calls, call):
+            if not allocation_kind_alone(module, calls, call):
                 continue
             reason = judged.reason.format(module.ast_text(judged.callee) if judged.callee else "")
             at, context = module.ast_start(call), ast_context(judged.ancestors)
@@ -357,35 +353,7 @@ class ZerosToEmpty(Rule):
             else:
                 yield self.keep(module, at, reason=reason, category=judged.category, context=context)
 
-    def _allocation_kind_alone(self, module: PythonModule, calls: CallIndex, call: ast.Call) -> bool:
-        """`_allocation_kind` for a call `_judged_alone` accepted: no name of its callee is bound in its function."""
-        func = call.func
-        if type(func) is ast.Attribute and func.attr in _METHODS:
-            return func.attr not in calls.functions  # the receiver names no import (`_judged_alone`)
-        return module.callee_in_a_function_refers_to(ast_dotted_name(func), _TORCH_ALLOCATIONS) is not None
-
     # -- recognising the allocation ---------------------------------------------------
-
-    def _allocation_kind(self, module: PythonModule, call: cst.Call) -> str | None:
-        kind = self._allocating_call(module, call)
-        if kind in _FILLED and not _zero_fill(_fill_argument(call, kind)):
-            return None  # `torch.full(n, 7)`: not zeros
-        return kind
-
-    def _allocating_call(self, module: PythonModule, call: cst.Call) -> str | None:
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _METHODS:
-            receiver_names = module.qualified_names(func.value)
-            if any(not name.startswith("torch") and module.is_import(func.value) for name in receiver_names):
-                return None  # np.new_zeros and friends: not a tensor method
-            if func.attr.value in self.facts.function_names:
-                return None  # the project's own `new_zeros`: the receiver may not be a tensor
-            return func.attr.value
-        if isinstance(func, (cst.Attribute, cst.Name)):
-            name = module.refers_to(func, _TORCH_ALLOCATIONS)
-            if name:
-                return name.rsplit(".", 1)[1]
-        return None
 
     def _allocated_shape(self, module: PythonModule, value: cst.BaseExpression) -> Shape | None:
         """The shape `value` allocates when it is an allocation of this rule (moved by `.to()`/`.cuda()` or not): what
@@ -393,7 +361,7 @@ class ZerosToEmpty(Rule):
         call = value
         while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda"):
             call = call.func.value
-        kind = self._allocation_kind(module, call) if isinstance(call, cst.Call) else None
+        kind = allocation_kind(module, self.facts, call) if isinstance(call, cst.Call) else None
         return None if kind is None else _shape_of(module, call, kind, value)
 
     # -- the verdict ----------------------------------------------------------------------
@@ -539,7 +507,7 @@ class ZerosToEmpty(Rule):
         edits = _rewrite_edits(module, call, kind, self.facts.torch_imports)
         if isinstance(edits, str):
             return self._keep(module, call, context, edits, KeepCategory.CANNOT_SPELL, steps)
-        if tier is Tier.SAFE and kind in _ON_A_RECEIVER:
+        if tier is Tier.SAFE and kind in ON_A_RECEIVER:
             caution = receiver_caution(module, f"`{_OPERATION[kind]}`")
             if caution is not None:
                 tier, reason = Tier.VALIDATE, f"{reason}; but {caution}"
@@ -637,9 +605,9 @@ def _shape_of(module: PythonModule, call: cst.Call, kind: str, value: cst.Call |
         contiguous = memory_format is not None and module.refers_to(memory_format.value, {"torch.contiguous_format"}) is not None
         return Shape(contiguous=contiguous)
     positional = [arg for arg in call.args if arg.keyword is None]
-    if kind in _METHODS and module.refers_to(call.func.value, {"torch.Tensor"}) is not None:
+    if kind in METHODS and module.refers_to(call.func.value, {"torch.Tensor"}) is not None:
         positional = positional[1:]  # `torch.Tensor.new_zeros(t, size)`
-    if kind in _FILLED:
+    if kind in FILLED:
         positional = positional[:1]
     size = keyword_arg(call, "size")
     arguments = [size] if size is not None else positional
@@ -657,7 +625,7 @@ def _shape_of(module: PythonModule, call: cst.Call, kind: str, value: cst.Call |
                 return Shape(tuple(element.value for element in value.elements), rank_known=True, contiguous=True)
             # `zeros((b, *rest))`: the elements before the star are the leading sizes; the rank is unknown.
             return Shape(tuple(element.value for element in value.elements[: starred.index(True)]), contiguous=True)
-        if kind in _FILLED:
+        if kind in FILLED:
             return Shape(contiguous=True)  # `full(size, 0)`: `size` is a sequence, never one integer
         return Shape((value,), rank_known=_integer_literal(value) is not None, contiguous=True)
     return Shape(tuple(arg.value for arg in arguments), rank_known=True, contiguous=True)
@@ -681,34 +649,6 @@ def _integer_literal(node: cst.BaseExpression) -> int | None:
         value = node.evaluated_value
         return value if isinstance(value, int) else None
     return None
-
-
-def _fill_argument(call: cst.Call, kind: str) -> cst.Arg | None:
-    """The fill value of `full(size, v)`, `full_like(x, v)`, `t.new_full(size, v)`: second positional, or `fill_value=`."""
-    keyword = keyword_arg(call, "fill_value")
-    if keyword is not None:
-        return keyword
-    positional = [arg for arg in call.args if arg.keyword is None]
-    return positional[1] if len(positional) > 1 and not any(arg.star for arg in positional[:2]) else None
-
-
-def _zero_fill(arg: cst.Arg | None) -> bool:
-    if arg is None:
-        return False
-    value = arg.value
-    if isinstance(value, (cst.Integer, cst.Float)):
-        return value.evaluated_value == 0
-    return isinstance(value, cst.Name) and value.value == "False"
-
-
-def _ast_zero_fill(call: ast.Call) -> bool:
-    """`_zero_fill(_fill_argument(...))` for the screen's `ast`."""
-    value = next((keyword.value for keyword in call.keywords if keyword.arg == "fill_value"), None)
-    if value is None:
-        if len(call.args) < 2 or any(type(arg) is ast.Starred for arg in call.args[:2]):
-            return False
-        value = call.args[1]
-    return type(value) is ast.Constant and type(value.value) in (int, float, bool) and value.value == 0
 
 
 # Why an allocation is kept whatever follows it, and which kind of use that is; `_unbound_reason` and
@@ -756,7 +696,7 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
     the class): it is passed, returned, stored elsewhere, discarded or used
     at once. Whether the call is torch's at all is then a question for the
     module's bindings alone, provided nothing inside its function binds the
-    callee's name (`_allocation_kind_alone`); a `new_zeros` receiver must
+    callee's name (`allocation_kind_alone`); a `new_zeros` receiver must
     name no import anywhere. Module- and class-level sites, star imports
     with a bare name, shapes with no simple `ast` counterpart (a decorator,
     a class's bases), discarded results inside a `with` or `try` (which may
@@ -769,7 +709,7 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
     if function is None:
         return None
     func = call.func
-    if type(func) is ast.Attribute and func.attr in _METHODS:
+    if type(func) is ast.Attribute and func.attr in METHODS:
         root = _receiver_root(func.value)
         if root is not None and root in calls.imported_names:
             return None
@@ -882,25 +822,6 @@ def _attribute_writer(module: PythonModule, call: cst.Call, attribute: str) -> s
     return None
 
 
-def _allocations(calls: CallIndex) -> list[ast.Call]:
-    """The calls `_allocation_kind` may accept: by their last name, or a name `from torch import zeros as z` binds;
-    `full`, `full_like` and `new_full` only with a zero fill."""
-    aliases = {
-        alias.asname: alias.name for statement in calls.torch_imports for alias in statement.names
-        if alias.asname and alias.name in _REPLACEMENT
-    }
-    return [
-        call for call in calls.named(*_spellings(aliases))
-        if not (callee_name(call) in _FILLED or aliases.get(callee_name(call)) in _FILLED) or _ast_zero_fill(call)
-    ]
-
-
-def _spellings(aliases) -> set[str]:
-    """The last names an allocation's callee may have: `zeros`, `zeros_like`, `new_zeros`, the `full` forms, and their
-    import aliases."""
-    return set(_REPLACEMENT).union(aliases)
-
-
 def _on_self(func: ast.expr) -> bool:
     """`self.<name>.copy_` or `self.<name>[...].copy_`: the `ast` shapes `_attribute_writer` may accept."""
     receiver = func.value if isinstance(func, ast.Attribute) else None
@@ -919,9 +840,9 @@ def _is_prefix(subscript: cst.Subscript) -> bool:
 
 def _rewrite_edits(module: PythonModule, call: cst.Call, kind: str, torch_imports: list[cst.ImportFrom]) -> list[Edit] | str:
     """The edits that turn this allocation into `empty`, or why it cannot be spelled."""
-    new_name = _REPLACEMENT[kind]
+    new_name = REPLACEMENT[kind]
     func = call.func
-    fill = _fill_edit(module, call, kind) if kind in _FILLED else []
+    fill = _fill_edit(module, call, kind) if kind in FILLED else []
     if isinstance(fill, str):
         return fill
     if isinstance(func, cst.Attribute):
@@ -944,7 +865,7 @@ def _fill_edit(module: PythonModule, call: cst.Call, kind: str) -> list[Edit] | 
     `torch.empty(size)` would take the default float dtype; `full_like` and
     `new_full` take the template's dtype whatever the fill.
     """
-    fill = _fill_argument(call, kind)
+    fill = fill_argument(call, kind)
     assert fill is not None
     value = fill.value
     if kind == "full" and keyword_arg(call, "dtype") is None and not isinstance(value, cst.Float):
@@ -1002,7 +923,7 @@ def _size_in_bytes(module: PythonModule, call: cst.Call, kind: str) -> int | Non
         width = DTYPES.get(module.refers_to(dtype.value, frozenset(DTYPES)) or "", ("", 0))[1]
         return count * max(width // 8, 1) if width else count * 16
     if kind in ("zeros", "full"):
-        return count * 4 if kind == "zeros" or not isinstance(_fill_argument(call, kind).value, cst.Name) else count
+        return count * 4 if kind == "zeros" or not isinstance(fill_argument(call, kind).value, cst.Name) else count
     return count * 16
 
 
@@ -1011,32 +932,6 @@ def _bytes(size: int) -> str:
         if size >= scale:
             return f"{size / scale:g} {unit}"
     return f"{size} bytes"
-
-
-@dataclass
-class _ModuleFacts:
-    """What the rule needs from the whole module, gathered in one walk (libcst walks are not cheap)."""
-
-    calls: list[cst.Call] = field(default_factory=list)
-    function_names: set[str] = field(default_factory=set)
-    torch_imports: list[cst.ImportFrom] = field(default_factory=list)  # `from torch import a, b as c`
-    star_import: str | None = None  # the first `from ... import *`: any bare name may come from it
-
-    @classmethod
-    def gather(cls, module: PythonModule) -> "_ModuleFacts":
-        facts = cls()
-        for node in walk(module.tree):  # exact types: isinstance on libcst's ABCs dominated this loop
-            kind = type(node)
-            if kind is cst.Call:
-                facts.calls.append(node)
-            elif kind is cst.FunctionDef:
-                facts.function_names.add(node.name.value)
-            elif kind is cst.ImportFrom:
-                if isinstance(node.names, cst.ImportStar):
-                    facts.star_import = facts.star_import or " ".join(module.text(node).split())
-                elif node.module is not None and module.text(node.module) == "torch":  # `from . import x` has none
-                    facts.torch_imports.append(node)
-        return facts
 
 
 def _in_test(module: PythonModule, call: cst.Call) -> bool:

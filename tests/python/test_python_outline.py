@@ -246,12 +246,17 @@ def test_each_need_is_needed(case, monkeypatch):
     assert _findings(PYTHON_RULES, "m.py", text) != expected
 
 
+def _opt101_module(name: str):
+    """A module of OPT101's package (`alone` for rules/opt101/alone.py), as the rule loader imported it."""
+    return sys.modules[f"{RULE['OPT101'].__module__.rpartition('.')[0]}.{name}"]
+
+
 def _stubbed_sites(text: str) -> list[int]:
     """The lines of the allocations OPT101 (run alone) judged from the `ast`: the outline stubbed their function."""
     source = _source("m.py", text)
     wanted, calls = passes._screened([RULE["OPT101"]], source)
     module = passes.parse(source, calls, passes._outline(wanted, calls, source))
-    allocations = sys.modules[RULE["OPT101"].__module__]._allocations(calls)
+    allocations = _opt101_module("allocation").allocations(calls)
     return [call.lineno for call in allocations if module.stubbed(call)]
 
 
