@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import replace
 from typing import Iterator, NamedTuple
 
 import libcst as cst
@@ -24,6 +23,7 @@ from .allocation import (
     FILLED, METHODS, ON_A_RECEIVER, REPLACEMENT, ModuleFacts, allocation_kind, allocation_kind_alone, allocations, fill_argument,
     spellings,
 )
+from .shape import allocated_shape, element_count, shape_of
 
 _OPERATION = {"zeros_like": "zeros_like", "full_like": "full_like", "new_zeros": "new_zeros", "new_full": "new_full"}
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
@@ -353,17 +353,6 @@ class ZerosToEmpty(Rule):
             else:
                 yield self.keep(module, at, reason=reason, category=judged.category, context=context)
 
-    # -- recognising the allocation ---------------------------------------------------
-
-    def _allocated_shape(self, module: PythonModule, value: cst.BaseExpression) -> Shape | None:
-        """The shape `value` allocates when it is an allocation of this rule (moved by `.to()`/`.cuda()` or not): what
-        a twin's size is compared with (overwrite.py's `_is_twin_size`)."""
-        call = value
-        while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda"):
-            call = call.func.value
-        kind = allocation_kind(module, self.facts, call) if isinstance(call, cst.Call) else None
-        return None if kind is None else _shape_of(module, call, kind, value)
-
     # -- the verdict ----------------------------------------------------------------------
 
     def _examine(self, module: PythonModule, call: cst.Call, kind: str) -> Judgement:
@@ -391,12 +380,13 @@ class ZerosToEmpty(Rule):
             if isinstance(parent, cst.Expr):
                 return self._discarded(module, call, context, DISCARDED[0], [])
             return self._keep(module, call, context, *_unbound_reason(module, parent))
-        shape = _shape_of(module, call, kind, allocation)
+        shape = shape_of(module, call, kind, allocation)
         if isinstance(target, cst.Attribute):
             return self._examine_attribute(module, call, kind, parent, target, context, shape, parameter)
         if not isinstance(target, cst.Name):
             return self._keep(module, call, context, *UNPACKED)
-        proof = prove_full_overwrite(module, parent, Tracked(target.value), shape, lambda value: self._allocated_shape(module, value))
+        proof = prove_full_overwrite(module, parent, Tracked(target.value), shape,
+                                     lambda value: allocated_shape(module, self.facts, value))
         if proof.proven:
             return self._proven(module, call, kind, context, target.value, proof)
         prefix_writer = None if parameter else _prefix_copy_pattern(module, parent, target.value)
@@ -589,65 +579,6 @@ def _bound_target(parent: cst.CSTNode | None, call: cst.Call) -> cst.BaseExpress
         return parent.targets[0].target
     if isinstance(parent, cst.AnnAssign) and parent.value is call:
         return parent.target
-    return None
-
-
-def _shape_of(module: PythonModule, call: cst.Call, kind: str, value: cst.Call | None = None) -> Shape:
-    """The sizes the call spells, and whether `value` (the call, or what moved or wrapped it) is contiguous memory:
-    every kind is but `*_like`, which keeps the template's strides unless `memory_format=torch.contiguous_format`,
-    and `.to(..., memory_format=...)` may change the layout."""
-    moves = [node for node in walk(value) if isinstance(node, cst.Call) and node is not call
-             and keyword_arg(node, "memory_format") is not None] if value is not None and value is not call else []
-    if moves:
-        return replace(_shape_of(module, call, kind), contiguous=False)
-    if kind in ("zeros_like", "full_like"):
-        memory_format = keyword_arg(call, "memory_format")
-        contiguous = memory_format is not None and module.refers_to(memory_format.value, {"torch.contiguous_format"}) is not None
-        return Shape(contiguous=contiguous)
-    positional = [arg for arg in call.args if arg.keyword is None]
-    if kind in METHODS and module.refers_to(call.func.value, {"torch.Tensor"}) is not None:
-        positional = positional[1:]  # `torch.Tensor.new_zeros(t, size)`
-    if kind in FILLED:
-        positional = positional[:1]
-    size = keyword_arg(call, "size")
-    arguments = [size] if size is not None else positional
-    if any(arg.star for arg in arguments):
-        # `zeros(b, *rest)`: the sizes before the star lead, the rank is unknown (and `b` may be a tuple if `rest` is empty).
-        leading = tuple(arg.value for arg in arguments[: next(i for i, arg in enumerate(arguments) if arg.star)])
-        return Shape(leading, rank_known=False, contiguous=True)
-    if not arguments:
-        return Shape(contiguous=True)
-    if len(arguments) == 1:
-        value = arguments[0].value
-        if isinstance(value, (cst.Tuple, cst.List)):
-            starred = [isinstance(e, cst.StarredElement) for e in value.elements]
-            if not any(starred):
-                return Shape(tuple(element.value for element in value.elements), rank_known=True, contiguous=True)
-            # `zeros((b, *rest))`: the elements before the star are the leading sizes; the rank is unknown.
-            return Shape(tuple(element.value for element in value.elements[: starred.index(True)]), contiguous=True)
-        if kind in FILLED:
-            return Shape(contiguous=True)  # `full(size, 0)`: `size` is a sequence, never one integer
-        return Shape((value,), rank_known=_integer_literal(value) is not None, contiguous=True)
-    return Shape(tuple(arg.value for arg in arguments), rank_known=True, contiguous=True)
-
-
-def _element_count(shape: Shape) -> int | None:
-    """The number of elements when every size is an integer literal (and the rank is known)."""
-    if not shape.rank_known:
-        return None
-    count = 1
-    for size in shape.sizes:
-        value = _integer_literal(size)
-        if value is None:
-            return None
-        count *= value
-    return count
-
-
-def _integer_literal(node: cst.BaseExpression) -> int | None:
-    if isinstance(node, cst.Integer):
-        value = node.evaluated_value
-        return value if isinstance(value, int) else None
     return None
 
 
@@ -915,7 +846,7 @@ def _impact(module: PythonModule, call: cst.Call, kind: str, context: Context) -
 
 def _size_in_bytes(module: PythonModule, call: cst.Call, kind: str) -> int | None:
     """Bytes the allocation takes, when the call spells every size as a literal; an unknown dtype counts 16 bytes."""
-    count = _element_count(_shape_of(module, call, kind))
+    count = element_count(shape_of(module, call, kind))
     if count is None:
         return None
     dtype = keyword_arg(call, "dtype")
