@@ -11,54 +11,26 @@ from optpatch.analysis.overwrite import (
     CHAINED_FULL_WRITES, OverwriteProof, Shape, Step, Tracked, prove_chained_overwrite, prove_full_overwrite,
 )
 from optpatch.analysis.tensor_subclasses import receiver_caution
-from optpatch.rule import Context, Edit, Impact, Judgement, KeepCategory, Rule, Tier
+from optpatch.rule import Judgement, KeepCategory, Rule, Tier
 from optpatch.rule.python import (
-    CallIndex, PythonModule, add_import_name, ast_context, ast_dotted_name, callee_name, dotted_name, preview,
+    CallIndex, PythonModule, ast_context, ast_dotted_name, callee_name, dotted_name, preview,
     root_name, walk,
 )
-from optpatch.analysis.torch_api import DTYPES, INTEGER_DTYPES, is_true, keyword_arg, padded_size_call, string_value
+from optpatch.analysis.torch_api import INTEGER_DTYPES, keyword_arg, padded_size_call
 
 from . import examples
 from .allocation import (
-    FILLED, METHODS, ON_A_RECEIVER, REPLACEMENT, ModuleFacts, allocation_kind, allocation_kind_alone, allocations, fill_argument,
-    spellings,
+    METHODS, ON_A_RECEIVER, REPLACEMENT, ModuleFacts, allocation_kind, allocation_kind_alone, allocations, spellings,
 )
-from .shape import allocated_shape, element_count, shape_of
+from .edits import rewrite_edits
+from .impact import impact_of
+from .shape import allocated_shape, shape_of
 
 _OPERATION = {"zeros_like": "zeros_like", "full_like": "full_like", "new_zeros": "new_zeros", "new_full": "new_full"}
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _INDEX_NAME = re.compile(r"(ids?|idx|index|indices|positions?|pos|slots?|slot_mapping|block_tables?|mapping|tokens?|offsets?)$")
 _DUMMY_NAME = re.compile(r"(dummy|warmup|graph|capture)")
 
-# The measurement behind each impact class (docs/benchmarks.md: H100, torch 2.11, CUDA 13.0; CPU: 2-core EPYC, torch 2.13).
-CUDA_BASIS = (
-    "skips the fill launch and the memset: host time per call 7.5-8.6 us -> 2.3-2.4 us at any size, GPU time "
-    "14.0 -> 8.6 us at 1 MiB, 28.8 -> 8.6 us at 64 MiB, 334.7 -> 8.5 us at 1 GiB (H100, docs/benchmarks.md)"
-)
-CUDA_SMALL_BASIS = (
-    "on CUDA the fill launch costs ~5 us of host time per call (7.8 -> 2.4 us at 1 MiB, H100) and its memset next to "
-    "nothing at this size (GPU time 14.0 -> 8.6 us at 1 MiB, docs/benchmarks.md); on the CPU 0.1-0.5 us"
-)
-CUDA_MEDIUM_BASIS = (
-    "on CUDA ~5 us of host time per call plus the memset: GPU time 14.0 -> 8.6 us at 1 MiB, 28.8 -> 8.6 us at "
-    "64 MiB (H100, docs/benchmarks.md)"
-)
-CUDA_LARGE_BASIS = (
-    "on CUDA the memset dominates: GPU time 28.8 -> 8.6 us at 64 MiB, 334.7 -> 8.5 us at 1 GiB (H100, docs/benchmarks.md)"
-)
-PINNED_BASIS = (
-    "pinned host buffer, steady state: 2.8 -> 1.5 us at 64 KiB, 358 -> 2.1 us at 64 MiB per call "
-    "(H100 host, torch 2.11, docs/benchmarks.md)"
-)
-PINNED_SMALL_BASIS = "steady state 2.8 -> 1.5 us per call at 64 KiB (H100 host, torch 2.11, docs/benchmarks.md)"
-PINNED_LARGE_BASIS = "steady state 358 -> 2.1 us per call at 64 MiB (H100 host, torch 2.11, docs/benchmarks.md)"
-CPU_BASIS = (
-    "CPU tensor: skips a memset, ~0.5 us at 64 KiB, 8 us at 1 MiB, 25 ms at 64 MiB with first-touch page faults "
-    "(2-core EPYC, torch 2.13 CPU, docs/benchmarks.md)"
-)
-CPU_SMALL_BASIS = "skips a memset of 0.1-0.5 us (1-64 KiB: 0.77 -> 0.64 us, 1.11 -> 0.63 us; 2-core EPYC, docs/benchmarks.md)"
-CPU_LARGE_BASIS = "skips a memset: 8.8 -> 0.6 us at 1 MiB, 25 ms -> 10 us at 64 MiB with page faults (2-core EPYC, docs/benchmarks.md)"
-ONCE_BASIS = "one-time allocation: the saving (~5 us of host time plus the memset, docs/benchmarks.md) is paid once, not per step"
 DISCARDED_BASIS = "no rewrite: an allocation nothing reads is either dead code or there for a side effect of the call"
 ZEROED_AGAIN_BASIS = "no rewrite: the allocation's zeros are the values wanted; the fill after it is the one to remove"
 
@@ -494,14 +466,14 @@ class ZerosToEmpty(Rule):
         if expecting is not None:
             return self._keep(module, call, context, f"{expecting}: `zeros` and `empty` may raise differently there, and "
                               "the exception is part of what the code does", KeepCategory.EXPECTED_EXCEPTION, steps)
-        edits = _rewrite_edits(module, call, kind, self.facts.torch_imports)
+        edits = rewrite_edits(module, call, kind, self.facts.torch_imports)
         if isinstance(edits, str):
             return self._keep(module, call, context, edits, KeepCategory.CANNOT_SPELL, steps)
         if tier is Tier.SAFE and kind in ON_A_RECEIVER:
             caution = receiver_caution(module, f"`{_OPERATION[kind]}`")
             if caution is not None:
                 tier, reason = Tier.VALIDATE, f"{reason}; but {caution}"
-        impact, basis = _impact(module, call, kind, context)
+        impact, basis = impact_of(module, call, kind, context)
         start, end = module.span(call)
         return self.fix(
             module, module.start(call), reason=reason, tier=tier, edits=edits, context=context, impact=impact, basis=basis,
@@ -767,102 +739,6 @@ def _is_prefix(subscript: cst.Subscript) -> bool:
         return False
     index = subscript.slice[0].slice
     return isinstance(index, cst.Slice) and index.lower is None and index.step is None
-
-
-def _rewrite_edits(module: PythonModule, call: cst.Call, kind: str, torch_imports: list[cst.ImportFrom]) -> list[Edit] | str:
-    """The edits that turn this allocation into `empty`, or why it cannot be spelled."""
-    new_name = REPLACEMENT[kind]
-    func = call.func
-    fill = _fill_edit(module, call, kind) if kind in FILLED else []
-    if isinstance(fill, str):
-        return fill
-    if isinstance(func, cst.Attribute):
-        return [module.replace(func.attr, new_name), *fill]
-    # A bare name from `from torch import zeros [as z]`: import `empty` beside it.
-    if re.search(rf"\b{new_name}\b", module.source.text):
-        return f"called as a bare name and `{new_name}` is already used in this file: cannot add `from torch import {new_name}` safely"
-    imports = [
-        node for node in torch_imports
-        if any((alias.asname.name.value if alias.asname else module.text(alias.name)) == func.value for alias in node.names)
-    ]
-    if len(imports) != 1:
-        return f"cannot find the one `from torch import` that binds `{func.value}`"
-    return [*add_import_name(module, imports[0], new_name), module.replace(func, new_name), *fill]
-
-def _fill_edit(module: PythonModule, call: cst.Call, kind: str) -> list[Edit] | str:
-    """Drop the zero fill of `full(size, 0)`; where it chose the dtype (`full` with no `dtype=`), say it instead.
-
-    `torch.full(size, 0)` is int64 and `torch.full(size, False)` bool, where
-    `torch.empty(size)` would take the default float dtype; `full_like` and
-    `new_full` take the template's dtype whatever the fill.
-    """
-    fill = fill_argument(call, kind)
-    assert fill is not None
-    value = fill.value
-    if kind == "full" and keyword_arg(call, "dtype") is None and not isinstance(value, cst.Float):
-        func = call.func
-        if not isinstance(func, cst.Attribute):
-            return "`full` called as a bare name with an integer fill and no `dtype=`: cannot spell the dtype it implies"
-        dtype = "bool" if isinstance(value, cst.Name) else "int64"
-        return [module.replace(fill, f"dtype={module.text(func.value)}.{dtype}")]
-    arguments = list(call.args)
-    position = arguments.index(fill)
-    if position > 0:  # from the end of the argument before it (its comma goes) to the end of the fill
-        return [Edit(module.span(arguments[position - 1])[1], module.span(fill)[1], "")]
-    return [Edit(module.span(fill)[0], module.span(arguments[1])[0], "")]
-
-
-def _impact(module: PythonModule, call: cst.Call, kind: str, context: Context) -> tuple[Impact, str]:
-    """What the zero fill costs where this allocation lives, by device and, when the call spells it, size."""
-    if context is Context.ONCE:
-        return Impact.LOW, ONCE_BASIS
-    size = _size_in_bytes(module, call, kind)
-    pinned = keyword_arg(call, "pin_memory")
-    if pinned is not None and is_true(pinned.value):
-        if size is not None and size <= 64 * 1024:
-            return Impact.LOW, f"{_bytes(size)} pinned host buffer: {PINNED_SMALL_BASIS}"
-        if size is not None and size >= 64 * 1024 * 1024:
-            return Impact.HIGH, f"{_bytes(size)} pinned host buffer: {PINNED_LARGE_BASIS}"
-        return Impact.MEDIUM, PINNED_BASIS
-    device = keyword_arg(call, "device")
-    on_cpu = (device is None and kind in ("zeros", "full")) or (
-        device is not None and (string_value(device.value) or "").startswith("cpu"))
-    if on_cpu:
-        note = " (no device=: the default device, usually the CPU)" if device is None else ""
-        if size is not None and size >= 1024 * 1024:
-            return Impact.MEDIUM, f"{_bytes(size)} on the CPU{note}: {CPU_LARGE_BASIS}"
-        if size is not None:
-            return Impact.LOW, f"{_bytes(size)} on the CPU{note}: {CPU_SMALL_BASIS}"
-        return Impact.LOW, CPU_BASIS + note
-    where = "" if device is not None else " (on the template's device: on the CPU see docs/benchmarks.md's CPU table)"
-    if size is not None and size < 1024 * 1024:
-        return Impact.LOW, f"{_bytes(size)}{where}: {CUDA_SMALL_BASIS}"
-    if size is not None and size >= 64 * 1024 * 1024:
-        return Impact.HIGH, f"{_bytes(size)}{where}: {CUDA_LARGE_BASIS}"
-    if size is not None:
-        return Impact.MEDIUM, f"{_bytes(size)}{where}: {CUDA_MEDIUM_BASIS}"
-    return Impact.MEDIUM, CUDA_BASIS + where
-
-
-def _size_in_bytes(module: PythonModule, call: cst.Call, kind: str) -> int | None:
-    """Bytes the allocation takes, when the call spells every size as a literal; an unknown dtype counts 16 bytes."""
-    count = element_count(shape_of(module, call, kind))
-    if count is None:
-        return None
-    dtype = keyword_arg(call, "dtype")
-    if dtype is not None:
-        width = DTYPES.get(module.refers_to(dtype.value, frozenset(DTYPES)) or "", ("", 0))[1]
-        return count * max(width // 8, 1) if width else count * 16
-    if kind in ("zeros", "full"):
-        return count * 4 if kind == "zeros" or not isinstance(fill_argument(call, kind).value, cst.Name) else count
-    return count * 16
-
-
-def _bytes(size: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size / scale:g} {unit}"
-    return f"{size} bytes"
 
 
 def _in_test(module: PythonModule, call: cst.Call) -> bool:
