@@ -22,12 +22,16 @@ from . import examples
 from .allocation import (
     METHODS, ON_A_RECEIVER, REPLACEMENT, ModuleFacts, allocation_kind, allocation_kind_alone, allocations, spellings,
 )
+from .copy_writers import attribute_writer, on_self, prefix_copy_pattern
 from .edits import rewrite_edits
 from .impact import impact_of
 from .shape import allocated_shape, shape_of
+from .site import (
+    ANOTHER_OBJECT, DISCARDED, FILLS_OUT, IN_AN_EXPRESSION, PASSED, RETURNED, SEVERAL_NAMES, UNPACKED, USED_THROUGH, allocated_value,
+    bound_target, moved_result, unbound_reason,
+)
 
 _OPERATION = {"zeros_like": "zeros_like", "full_like": "full_like", "new_zeros": "new_zeros", "new_full": "new_full"}
-_PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 _INDEX_NAME = re.compile(r"(ids?|idx|index|indices|positions?|pos|slots?|slot_mapping|block_tables?|mapping|tokens?|offsets?)$")
 _DUMMY_NAME = re.compile(r"(dummy|warmup|graph|capture)")
 
@@ -269,13 +273,13 @@ class ZerosToEmpty(Rule):
         torch import zeros as z` binds, except those whose verdict their `ast`
         settles (`_judged_alone`: a result passed, returned, stored or
         discarded straight away). Elsewhere: the `self.<name>.copy_(...)`
-        calls that `_attribute_writer` looks for in the class, the module's
+        calls that `attribute_writer` looks for in the class, the module's
         own `new_zeros` and `new_full` methods, and every `from torch import`,
         whose count `_rewrite_edits` needs. The tensor subclasses that make a
         fix validate tier are found in the file's text and its `ast`
         (analysis/tensor_subclasses.py), which the outline does not change.
         """
-        writers = [call for call in calls.named("copy_") if _on_self(call.func)]
+        writers = [call for call in calls.named("copy_") if on_self(call.func)]
         unsettled = [call for call in allocations(calls) if _judged_alone(calls, call) is None]
         methods = [function for name in METHODS for function in calls.functions.get(name, ())]
         return [*unsettled, *writers, *methods, *calls.torch_imports]
@@ -335,23 +339,23 @@ class ZerosToEmpty(Rule):
         if isinstance(call.func, cst.Name) and star:
             return self._keep(module, call, context, f"`{star}` may rebind `{call.func.value}`: it may not be torch's",
                               KeepCategory.NOT_TORCH)
-        chained = prove_chained_overwrite(module, _moved_result(module, call))
+        chained = prove_chained_overwrite(module, moved_result(module, call))
         if chained is not None:
             if chained.zeroed_again:
                 return self._zeroed_again(module, call, context, "the allocation", chained)
             return self._fix(module, call, kind, context, Tier.SAFE, f"nothing reads the zeros: {chained.summary()}",
                              chained.steps)
-        allocation, parameter = _allocated_value(module, call)
+        allocation, parameter = allocated_value(module, call)
         parent = module.parent(allocation)
         if isinstance(parent, cst.ListComp) and parent.elt is allocation and not parameter:
-            listed = _bound_target(module.parent(parent), parent)
+            listed = bound_target(module.parent(parent), parent)
             if isinstance(listed, cst.Name):
                 return self._examine_elements(module, call, kind, context, module.parent(parent), listed.value)
-        target = _bound_target(parent, allocation)
+        target = bound_target(parent, allocation)
         if target is None:
             if isinstance(parent, cst.Expr):
                 return self._discarded(module, call, context, DISCARDED[0], [])
-            return self._keep(module, call, context, *_unbound_reason(module, parent))
+            return self._keep(module, call, context, *unbound_reason(module, parent))
         shape = shape_of(module, call, kind, allocation)
         if isinstance(target, cst.Attribute):
             return self._examine_attribute(module, call, kind, parent, target, context, shape, parameter)
@@ -361,7 +365,7 @@ class ZerosToEmpty(Rule):
                                      lambda value: allocated_shape(module, self.facts, value))
         if proof.proven:
             return self._proven(module, call, kind, context, target.value, proof)
-        prefix_writer = None if parameter else _prefix_copy_pattern(module, parent, target.value)
+        prefix_writer = None if parameter else prefix_copy_pattern(module, parent, target.value)
         if prefix_writer is not None and not self._always_keep(module, call, target.value):
             reason = (
                 f"every use of `{target.value}` is a prefix slice, first filled by {prefix_writer}; "
@@ -425,7 +429,7 @@ class ZerosToEmpty(Rule):
         always = self._always_keep(module, call, attribute)
         if always:
             return self._keep(module, call, context, f"attribute buffer `self.{attribute}`: {always[0]}", always[1])
-        writer = _attribute_writer(module, call, attribute)
+        writer = attribute_writer(module, call, attribute)
         if writer is None:
             return self._keep(
                 module, call, context,
@@ -521,66 +525,6 @@ def _class_defines(module: PythonModule, function: cst.FunctionDef, attribute: s
     return False
 
 
-def _allocated_value(module: PythonModule, call: cst.Call) -> tuple[cst.Call, bool]:
-    """The value that holds the allocation's memory: the zeros, moved (`.cuda()`, `.to(d)`: as fresh, the same
-    values), or wrapped in `nn.Parameter(...)` (the same storage); and whether it is a parameter."""
-    value = _moved_result(module, call)
-    argument = module.parent(value)
-    wrapper = module.parent(argument) if isinstance(argument, cst.Arg) else None
-    if (isinstance(wrapper, cst.Call) and module.refers_to(wrapper.func, _PARAMETER) is not None
-            and (argument is wrapper.args[0] and argument.keyword is None and not argument.star
-                 or argument.keyword is not None and argument.keyword.value == "data")):
-        return wrapper, True
-    return value, False
-
-
-def _moved_result(module: PythonModule, call: cst.Call) -> cst.Call:
-    """`torch.zeros(n).cuda()` / `.to(d)`: the moved result is as fresh as the zeros, and holds their values."""
-    node = call
-    while True:
-        attribute = module.parent(node)
-        outer = module.parent(attribute) if attribute is not None else None
-        if not (isinstance(attribute, cst.Attribute) and attribute.attr.value in ("to", "cuda")
-                and isinstance(outer, cst.Call) and outer.func is attribute):
-            return node
-        node = outer
-
-
-def _bound_target(parent: cst.CSTNode | None, call: cst.Call) -> cst.BaseExpression | None:
-    if isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1:
-        return parent.targets[0].target
-    if isinstance(parent, cst.AnnAssign) and parent.value is call:
-        return parent.target
-    return None
-
-
-# Why an allocation is kept whatever follows it, and which kind of use that is; `_unbound_reason` and
-# `_judged_alone` say the same.
-FILLS_OUT = ("`out=` fills an existing tensor, which may be read elsewhere", KeepCategory.OUT_TARGET)
-RETURNED = ("returned to the caller, who may read the zeros", KeepCategory.RETURNED)
-PASSED = ("passed straight to `{}(...)`, which may read it", KeepCategory.PASSED)
-USED_THROUGH = ("used at once through `.{}`", KeepCategory.READ_BEFORE_WRITE)
-SEVERAL_NAMES = ("assigned to several names at once", KeepCategory.STORED)
-IN_AN_EXPRESSION = ("used directly in an expression, not bound to a local name", KeepCategory.READ_BEFORE_WRITE)
-ANOTHER_OBJECT = ("stored on another object, which other code may read", KeepCategory.STORED)
-UNPACKED = ("the result is unpacked or stored, not bound to one name", KeepCategory.STORED)
-DISCARDED = ("the result is discarded: the allocation does nothing, or the call is kept for a side effect (an "
-             "exception, a dispatch); remove it, or leave it as it is", KeepCategory.DISCARDED)
-
-
-def _unbound_reason(module: PythonModule, parent: cst.CSTNode | None) -> tuple[str, KeepCategory]:
-    if isinstance(parent, cst.Return):
-        return RETURNED
-    if isinstance(parent, cst.Arg):
-        call = module.parent(parent)
-        return PASSED[0].format(module.text(call.func) if isinstance(call, cst.Call) else "a call"), PASSED[1]
-    if isinstance(parent, cst.Attribute):
-        return USED_THROUGH[0].format(parent.attr.value), USED_THROUGH[1]
-    if isinstance(parent, cst.Assign):
-        return SEVERAL_NAMES
-    return IN_AN_EXPRESSION
-
-
 class _Judged(NamedTuple):
     reason: str  # with `{}` for the callee's text when `callee` is set
     category: KeepCategory  # DISCARDED: advice, else a keep
@@ -604,7 +548,7 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
     with a bare name, shapes with no simple `ast` counterpart (a decorator,
     a class's bases), discarded results inside a `with` or `try` (which may
     expect the exception, `expecting_block`) and arguments of a
-    `Parameter(...)` (which `_allocated_value` follows) are left to
+    `Parameter(...)` (which `allocated_value` follows) are left to
     libcst's tree. Other sites inside those blocks are keeps whatever the
     block: only a fix or advice turns into an exception-check keep.
     """
@@ -627,7 +571,7 @@ def _judged_alone(calls: CallIndex, call: ast.Call) -> _Judged | None:
         return None  # python_scope gives the first argument of these no meaning
     if any(keyword.arg == "out" for keyword in call.keywords):
         return _Judged(*FILLS_OUT, None, ancestors)
-    result, at = call, 0  # `_moved_result`: `torch.zeros(n).cuda()` is as fresh as the zeros
+    result, at = call, 0  # `moved_result`: `torch.zeros(n).cuda()` is as fresh as the zeros
     while (type(ancestors[at]) is ast.Attribute and ancestors[at].attr in ("to", "cuda")
            and type(ancestors[at + 1]) is ast.Call and ancestors[at + 1].func is ancestors[at]):
         result, at = ancestors[at + 1], at + 2
@@ -685,62 +629,6 @@ def _proof_reason(name: str, proof: OverwriteProof) -> str:
     return f"every path overwrites `{name}` before reading it: {proof.summary()}"
 
 
-def _prefix_copy_pattern(module: PythonModule, statement, name: str) -> str | None:
-    """`buf[:n].copy_(src)` first, and every later use a prefix slice `buf[:m]`."""
-    function = module.enclosing_function(statement)
-    if function is None:
-        return None
-    uses = [
-        node for node in walk(function.body)
-        if type(node) is cst.Name and node.value == name and module.start(node) > module.start(statement)
-        and not _is_attribute_name(module, node)
-    ]
-    if not uses:
-        return None
-    for use in uses:
-        subscript = module.parent(use)
-        if not (isinstance(subscript, cst.Subscript) and subscript.value is use and _is_prefix(subscript)):
-            return None
-    first = module.parent(uses[0])
-    attribute = module.parent(first)
-    call = module.parent(attribute)
-    if isinstance(attribute, cst.Attribute) and attribute.attr.value == "copy_" and isinstance(call, cst.Call):
-        return f"`{module.text(call)}` (L{module.start(call)[0]})"
-    return None
-
-
-def _attribute_writer(module: PythonModule, call: cst.Call, attribute: str) -> str | None:
-    """A `self.<attribute>.copy_(...)` or `self.<attribute>[:n].copy_(...)` somewhere in the class."""
-    cls = module.enclosing(call, cst.ClassDef)
-    if cls is None:
-        return None
-    for node in walk(cls.body):
-        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "copy_"):
-            continue
-        receiver = node.func.value
-        if isinstance(receiver, cst.Subscript) and _is_prefix(receiver):
-            receiver = receiver.value
-        if isinstance(receiver, cst.Attribute) and receiver.attr.value == attribute and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
-            return f"`{module.text(node)}` (L{module.start(node)[0]})"
-    return None
-
-
-def _on_self(func: ast.expr) -> bool:
-    """`self.<name>.copy_` or `self.<name>[...].copy_`: the `ast` shapes `_attribute_writer` may accept."""
-    receiver = func.value if isinstance(func, ast.Attribute) else None
-    if isinstance(receiver, ast.Subscript):
-        receiver = receiver.value
-    return isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self"
-
-
-def _is_prefix(subscript: cst.Subscript) -> bool:
-    """`x[:n]` or `x[:]`: a slice of the leading dimension that starts at 0."""
-    if len(subscript.slice) != 1:
-        return False
-    index = subscript.slice[0].slice
-    return isinstance(index, cst.Slice) and index.lower is None and index.step is None
-
-
 def _in_test(module: PythonModule, call: cst.Call) -> bool:
     """Inside a test function or a Test* class: its buffers are compared against references."""
     for scope in module.ancestors(call):
@@ -750,9 +638,3 @@ def _in_test(module: PythonModule, call: cst.Call) -> bool:
             return True
     return False
 
-
-def _is_attribute_name(module: PythonModule, node: cst.Name) -> bool:
-    parent = module.parent(node)
-    return (isinstance(parent, cst.Attribute) and parent.attr is node) or (
-        isinstance(parent, cst.Arg) and parent.keyword is node
-    )
