@@ -1,4 +1,4 @@
-"""Where the value of an allocation goes: bound to a name, to `self.<name>`, in a list, or used at once.
+"""A site of OPT101, and where its value goes: bound to a name, to `self.<name>`, in a list, or used at once.
 
 The value that holds the allocation's memory is the call itself, the call
 moved (`.cuda()`, `.to(d)`: as fresh, the same values) or wrapped in
@@ -9,16 +9,32 @@ site, for one of the reasons below.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
-from optpatch.rule import KeepCategory
+from optpatch.rule import Context, KeepCategory
 from optpatch.rule.python import PythonModule
+
+from .allocation import ModuleFacts
 
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 
+@dataclass(frozen=True)
+class Site:
+    """One allocation in libcst's tree: the call, its kind (`zeros`, `new_full`, ...), where it runs, and the facts
+    of its module."""
+
+    module: PythonModule
+    call: cst.Call
+    kind: str
+    context: Context
+    facts: ModuleFacts
+
+
 # Why an allocation is kept whatever follows it, and which kind of use that is; `unbound_reason` and
-# the rule's `_judged_alone` say the same.
+# alone.py's `judged_alone` say the same.
 FILLS_OUT = ("`out=` fills an existing tensor, which may be read elsewhere", KeepCategory.OUT_TARGET)
 RETURNED = ("returned to the caller, who may read the zeros", KeepCategory.RETURNED)
 PASSED = ("passed straight to `{}(...)`, which may read it", KeepCategory.PASSED)

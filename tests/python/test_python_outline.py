@@ -134,7 +134,7 @@ def test_a_global_rebinding_the_callee_of_a_site_judged_alone_is_kept(monkeypatc
     assert _findings(PYTHON_RULES, "m.py", text) != expected
 
 
-# OPT101 judges these allocations from the `ast` alone (`_judged_alone`): their functions are stubbed.
+# OPT101 judges these allocations from the `ast` alone (rules/opt101/alone.py): their functions are stubbed.
 _HEAD = "import torch\nimport numpy as np\nfrom torch import zeros as z\n\ndef keep_me(n, y):\n    x = torch.zeros(n)\n    x.copy_(y)\n    return x\n\n"
 JUDGED_ALONE = {
     "passed, returned, used at once": _HEAD + (
@@ -279,13 +279,12 @@ def test_sites_whose_callee_their_function_decides_are_not_judged_alone(case, mo
     check, text = NOT_ALONE[case]
     assert _stubbed_sites(text) == []
     if check is None:
-        return  # a shape `_judged_alone` leaves to libcst outright
+        return  # a shape `judged_alone` leaves to libcst outright
     expected = _findings([RULE["OPT101"]], "m.py", text)
-    rule_module = sys.modules[RULE["OPT101"].__module__]
     if check == "binds_anywhere":
         monkeypatch.setattr(CallIndex, "binds_anywhere", lambda self, function, name: False)
     elif check == "TypeVar":
-        monkeypatch.setattr(rule_module, "callee_name", lambda call: None)
+        monkeypatch.setattr(_opt101_module("alone"), "callee_name", lambda call: None)
     else:
         index = CallIndex.of
 
