@@ -36,7 +36,7 @@ rows cost libcst minutes, in the analysis and again in the safety net.
 
 A rule may also leave out sites whose verdict needs nothing of their
 function, and judge them from the `ast` when their function was stubbed
-(OPT101's `_judged_alone`: a result passed, returned or stored at once).
+(OPT101's `judged_alone` (rules/opt101/alone.py): a result passed, returned or stored at once).
 
 The outline has the file's length and its line breaks, so every span the
 frontend records is a span of the file: findings, edits and `module.text`
