@@ -5,7 +5,7 @@
 OPT201 judges most files from clang's VLA warning and a `cursor_at` look at
 the `name[` that may start a declarator (`candidates.array_declarations`), and OPT202
 skips files where no `from_blob(...)` is followed by a move
-(`_may_chain_a_copy`); the frontend reparses one translation unit instead
+(`screen.may_chain_a_copy`); the frontend reparses one translation unit instead
 of setting clang up for every file (`cpp_frontend._Spare`). For every
 C++/CUDA file of each TREE this runs both rules as optpatch does, then with
 the fast paths switched off (every array declaration of the whole tree,
@@ -44,7 +44,7 @@ def main() -> int:
     rules = select_rules(load_rules(), ["OPT201", "OPT202"])
     opt201 = sys.modules[rules[0].__module__.rsplit(".", 1)[0] + ".candidates"]  # rules/opt201/candidates.py
     opt202 = sys.modules[rules[1].__module__]
-    fast = opt201.array_declarations, opt202._may_chain_a_copy, cpp_frontend._Spare.take
+    fast = opt201.array_declarations, opt202.may_chain_a_copy, cpp_frontend._Spare.take
     full = opt201.all_array_declarations, lambda unit: True, classmethod(lambda spare: None)
     files = different = 0
     for tree in args.trees:
@@ -54,9 +54,9 @@ def main() -> int:
                 continue
             results = []
             for declarations, screen, take in (fast, full):
-                opt201.array_declarations, opt202._may_chain_a_copy, cpp_frontend._Spare.take = declarations, screen, take
+                opt201.array_declarations, opt202.may_chain_a_copy, cpp_frontend._Spare.take = declarations, screen, take
                 results.append(answers(source, rules))
-            opt201.array_declarations, opt202._may_chain_a_copy, cpp_frontend._Spare.take = fast
+            opt201.array_declarations, opt202.may_chain_a_copy, cpp_frontend._Spare.take = fast
             files += 1
             if results[0] != results[1]:
                 different += 1

@@ -20,6 +20,7 @@ from cpp_fixtures import corpus
 
 RULE = select_rules(load_rules(), ["OPT202"])[0]
 MODULE = sys.modules[RULE.__module__]
+SCREEN = sys.modules[RULE.__module__.rsplit(".", 1)[0] + ".screen"]
 
 SITE = "  std::vector<float> v(n);\n  auto t = torch::from_blob(v.data(), {n}, torch::kFloat32).to(torch::kCUDA);\n"
 CASES = {
@@ -59,7 +60,7 @@ def _cut_inside_cuda() -> str:
     clang handing out the whole token that starts in the window (`cuda`, not `cu`) to judge the move at once."""
     head = "void f(int n) {\n  std::vector<float> v(n);\n  auto t = torch::from_blob(v.data(), {n"
     tail = "}, torch::kFloat32).cuda();\n}\n"
-    window_end = head.index("from_blob") + len("from_blob") + MODULE._FIRST_WINDOW
+    window_end = head.index("from_blob") + len("from_blob") + SCREEN._FIRST_WINDOW
     padding = window_end - 2 - len(head) - tail.index("cuda")
     assert padding > 0
     return head + " " * padding + tail
@@ -89,7 +90,7 @@ def _findings(name: str, text: str) -> list[tuple]:
 @pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
 def test_the_screen_changes_no_finding(name, text, monkeypatch):
     screened = _findings(name, text)
-    monkeypatch.setattr(MODULE, "_may_chain_a_copy", lambda unit: True)
+    monkeypatch.setattr(MODULE, "may_chain_a_copy", lambda unit: True)
     assert _findings(name, text) == screened
 
 
