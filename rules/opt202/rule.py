@@ -5,46 +5,12 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from optpatch.rule import Context, Edit, Example, Finding, Impact, Judgement, KeepCategory, Rule, Tier
+from optpatch.rule import Context, Edit, Example, Finding, Impact, Judgement, KeepCategory, Kept, Proven, Rule, Tier
 from optpatch.rule.cpp import (
     CppUnit, Node, Place, Token, kernel_name, matching_bracket, split_top_level, statement_lines, unwrap,
 )
 
 from .screen import may_chain_a_copy
-
-# The C++ element type of each dtype spelling (torch::kInt64, at::kLong, at::ScalarType::Long, ...).
-_ELEMENT_TYPES = {
-    "Byte": "uint8_t", "UInt8": "uint8_t", "Char": "int8_t", "Int8": "int8_t",
-    "Short": "int16_t", "Int16": "int16_t", "Int": "int32_t", "Int32": "int32_t",
-    "Long": "int64_t", "Int64": "int64_t", "UInt16": "uint16_t", "UInt32": "uint32_t", "UInt64": "uint64_t",
-    "Float": "float", "Float32": "float", "Double": "double", "Float64": "double",
-    "Half": "at::Half", "Float16": "at::Half", "BFloat16": "at::BFloat16", "Bool": "bool",
-}
-_NAMESPACE = r"(?:(?:torch|at|c10)::)?"
-_DTYPE = rf"{_NAMESPACE}(?:k(?P<k>\w+)|ScalarType::(?P<s>\w+))"
-# The options argument, spelled so that it names the dtype and nothing else.
-_OPTIONS_FORMS = (
-    (re.compile(rf"^{_DTYPE}$"), "scalar_type"),
-    (re.compile(rf"^{_NAMESPACE}dtype\({_DTYPE}\)$"), "options"),
-    (re.compile(rf"^{_NAMESPACE}TensorOptions\(\)\.dtype\({_DTYPE}\)$"), "options"),
-    (re.compile(rf"^{_NAMESPACE}TensorOptions\({_DTYPE}\)$"), "options"),
-)
-_DATA_POINTER_METHODS = frozenset({"data_ptr", "mutable_data_ptr", "const_data_ptr"})
-# Anything that queues work on a stream other than the current one, or changes the device.
-_OTHER_STREAM_WORDS = frozenset({
-    "getStreamFromPool", "getStreamFromExternal", "CUDAStreamGuard", "OptionalCUDAStreamGuard",
-    "CUDAMultiStreamGuard", "setCurrentCUDAStream", "cudaStreamCreate", "cudaStreamCreateWithFlags",
-    "cudaStreamCreateWithPriority", "record_stream", "cudaSetDevice", "cudaHostRegister",
-})
-_GUARDS = frozenset({"CUDAGuard", "OptionalCUDAGuard"})
-_SIZE_TOKENS_ALLOWED = re.compile(r"^(\w+|::|\.|->|\(|\)|\[|\]|\+|-|\*|/|%|<<|>>)$")
-_SIZE_METHODS = frozenset({"size", "numel", "dim", "stride", "sizes"})
-# `torch::Device(torch::kCUDA, i)`, `at::Device(at::DeviceType::CUDA)`, `c10::Device("cuda:1")`.
-_CUDA_DEVICE_MADE = re.compile(
-    rf"{_NAMESPACE}Device\((?:{_NAMESPACE}(?:kCUDA|DeviceType::CUDA)(?:,[\w:]+)?|\"cuda(?::\d+)?\")\)"
-)
-# What a `Device(...)` may be made of to be evaluated twice: names (a variable, `kCUDA`) and literals.
-_PURE_DEVICE_PARTS = frozenset({"DECL_REF_EXPR", "INTEGER_LITERAL", "STRING_LITERAL"})
 
 IMPACT_BASIS = (
     "copy_blocks on an H100 (optpatch validate, docs/benchmarks.md): VLA + from_blob(...).to() -> vector + "
@@ -53,60 +19,6 @@ IMPACT_BASIS = (
     "queue), the new after 23 us"
 )
 ONCE_BASIS = "one-time copy: the saving (tens of us, or the wait for queued GPU work) is paid once, not per step"
-
-
-class NotRewritable(Exception):
-    """The site cannot be rewritten; the message says why (a keep), `category` which kind of reason it is."""
-
-    def __init__(self, reason: str, category: KeepCategory = KeepCategory.CANNOT_SPELL):
-        super().__init__(reason)
-        self.category = category
-
-
-class Placement(enum.Enum):
-    """Where the allocation and the copy go."""
-
-    DECLARATION = "declaration"  # `T t = from_blob(...).to(d);`: the declaration becomes the allocation
-    BEFORE_STATEMENT = "before the statement"  # a new local before the statement that uses the copy
-    IN_PLACE = "in place"  # no statement can go before it: an immediately-invoked lambda
-
-
-class Consumer(enum.Enum):
-    """What receives the copy."""
-
-    LOCAL = "a local variable"
-    RETURNED = "returned"
-    ARGUMENT = "an argument"
-    MEMBER = "a member"
-
-
-@dataclass(frozen=True)
-class Site:
-    """The pieces of `ns::from_blob(ptr, {sizes}, opts).to(device)` and of the code around it."""
-
-    placement: Placement
-    consumer: Consumer
-    consumer_name: str  # the local variable, the callee, the member; "" when returned
-    statement: Node | None  # the declaration (DECLARATION), the statement (BEFORE_STATEMENT); None IN_PLACE
-    result: Node | None  # the VAR_DECL of `t` (DECLARATION)
-    expression: Node  # the whole `from_blob(...).to(...)`
-    from_blob: Node
-    to_call: Node
-    namespace: str  # "torch" or "at"
-    pointer: str
-    pointer_name: str  # the variable behind the pointer
-    buffer: str  # why the buffer is pageable host memory
-    sizes: list[str]
-    options: str
-    options_form: str
-    element: str
-    device: str
-    device_is_type: bool  # torch::kCUDA rather than a torch::Device
-
-    @property
-    def start(self) -> int:
-        """Where the copy now happens: code before this runs before it."""
-        return self.statement.start if self.statement is not None else self.expression.start
 
 
 class FromBlobAsyncCopy(Rule):
@@ -307,29 +219,29 @@ class FromBlobAsyncCopy(Rule):
             return  # neither path below could report: spared the tree and the whole file's tokens
         analysed: set[int] = set()
         for node in unit.nodes:
-            if node.kind == "CALL_EXPR" and node.spelling == "from_blob" and _is_torch_from_blob(unit, node):
-                to_call = _chained_copy(node)
+            if node.kind == "CALL_EXPR" and node.spelling == "from_blob" and is_torch_from_blob(unit, node):
+                to_call = chained_copy(node)
                 if to_call is not None:
                     analysed.update(t.start for t in unit.tokens_in(node.start, node.end) if t.spelling == "from_blob")
                     yield self._examine(unit, node, to_call)
         yield from self._unparsed(unit, analysed)
 
-    # -- the verdict ------------------------------------------------------------------------
-
     def _examine(self, unit: CppUnit, from_blob: Node, to_call: Node) -> Judgement:
+        """The judgement of one copy: Kept at the first obligation that blocks it (site.py, then
+        obligations.py), else the rewrite with its tier and proof."""
         where = unit.where(from_blob)
+        at = unit.position(from_blob.start)
         context = unit.run_context(from_blob, where.function)
         if where.place is not Place.HOST:
             category = KeepCategory.DEVICE_CODE if where.place is Place.DEVICE else KeepCategory.UNRESOLVED
-            return self._keep(unit, from_blob, context, f"not host code: {where.reason}", category)
-        try:
-            site = _site(unit, from_blob, to_call, where.function)
-            host_function = _outermost_function(from_blob)
-            _check_other_streams(unit, host_function)
-            tier, proof = _tier(unit, site, host_function)
-        except NotRewritable as blocked:
-            return self._keep(unit, from_blob, context, str(blocked), blocked.category)
-        return self._fix(unit, site, context, tier, proof)
+            return Judgement(at, context, Kept(f"not host code: {where.reason}", category))
+        site = site_of(unit, from_blob, to_call, where.function)
+        if isinstance(site, Kept):
+            return Judgement(at, context, site)
+        tiered = obligations(unit, site, outermost_function(from_blob))
+        if isinstance(tiered, Kept):
+            return Judgement(at, context, tiered)
+        return Judgement(at, context, self._proven(unit, site, context, *tiered))
 
     def _unparsed(self, unit: CppUnit, analysed: set[int]) -> Iterator[Judgement]:
         """`from_blob(...).to(` that did not resolve to torch's from_blob: reported, never rewritten."""
@@ -353,41 +265,19 @@ class FromBlobAsyncCopy(Rule):
                     if token.end in dependent
                     else f"this statement does not parse{without} (unknown types in it); not analysed"
                 )
-                yield self.keep(unit, (line, col), reason=reason, category=KeepCategory.UNRESOLVED, context=Context.CALL)
+                yield Judgement((line, col), Context.CALL, Kept(reason, KeepCategory.UNRESOLVED))
 
-    # -- findings ---------------------------------------------------------------------------
-
-    def _fix(self, unit: CppUnit, site: Site, context: Context, tier: Tier, proof: list[str]) -> Judgement:
-        edits, replacement = _rewrite(unit, site)
+    @staticmethod
+    def _proven(unit: CppUnit, site: Site, context: Context, tier: Tier, proof: list[str]) -> Proven:
+        edits, replacement = rewrite(unit, site)
         impact, basis = (Impact.LOW, ONCE_BASIS) if context is Context.ONCE else (Impact.HIGH, IMPACT_BASIS)
-        return self.fix(
-            unit, unit.position(site.from_blob.start), reason="; ".join(proof), tier=tier, edits=sorted(edits),
-            context=context, impact=impact, basis=basis, replacement=replacement, proof=proof,
-        )
-
-    def _keep(self, unit: CppUnit, node: Node, context: Context, reason: str, category: KeepCategory) -> Judgement:
-        return self.keep(unit, unit.position(node.start), reason=reason, category=category, context=context)
+        return Proven("; ".join(proof), tier, tuple(sorted(edits)), impact, basis, replacement, tuple(proof))
 
 
-def _rewrite_edit(unit: CppUnit, site: Site, allocation: str, copy: str) -> Edit:
-    """The declaration with `allocation` for its value, then `copy`: within the project's clang-format limits,
-    or, without a .clang-format, the copy broken once before `cudaMemcpyHostToDevice`."""
-    text, newline, style = unit.source.text, unit.newline(), unit.style
-    indent = unit.indentation(site.statement.start)
-    declared = text[site.statement.start : site.from_blob.start]
-    if not style.column_limit or "/" in declared:
-        call, arguments = copy.split(" cudaMemcpyHostToDevice, ", 1)
-        spelled = f"{call}{newline}{indent}    cudaMemcpyHostToDevice, {arguments}"
-        return Edit(site.from_blob.start, site.statement.end, f"{allocation};{newline}{indent}{spelled}")
-    line_end = text.find("\n", site.statement.end)
-    trailing = text[site.statement.end : len(text) if line_end < 0 else line_end].rstrip("\r")
-    declaration = statement_lines(" ".join(declared.split()) + " " + allocation + ";", indent, style, newline)
-    copied = statement_lines(copy, indent, style, newline, trailing)
-    return Edit(site.statement.start, site.statement.end, f"{declaration}{newline}{indent}{copied}")
-# -- the edit text ----------------------------------------------------------------------------------
+# -- the edit text ---------------------------------------------------------------------------------
 
 
-def _rewrite(unit: CppUnit, site: Site) -> tuple[list[Edit], str]:
+def rewrite(unit: CppUnit, site: Site) -> tuple[list[Edit], str]:
     """The edits of the rewrite (the allocation and the copy where `site.placement` says, the include) and
     the new code in one line, for people."""
     newline = unit.newline()
@@ -407,7 +297,7 @@ def _rewrite(unit: CppUnit, site: Site) -> tuple[list[Edit], str]:
     if site.placement is Placement.DECLARATION:
         one_line = (f"C10_CUDA_CHECK(cudaMemcpyAsync({site.result.spelling}.data_ptr(), {site.pointer}, "
                     f"{_byte_count(site)}, cudaMemcpyHostToDevice, {stream}));")
-        edit = _rewrite_edit(unit, site, allocation, one_line)
+        edit = _declaration_edit(unit, site, allocation, one_line)
         new_code = edit.text
         edits = [edit]
     elif site.placement is Placement.BEFORE_STATEMENT:
@@ -442,19 +332,178 @@ def _new_local_name(unit: CppUnit, site: Site) -> str:
     return name
 
 
-# -- recognising the call ---------------------------------------------------------------------------
+def _declaration_edit(unit: CppUnit, site: Site, allocation: str, copy: str) -> Edit:
+    """The declaration with `allocation` for its value, then `copy`: within the project's clang-format limits,
+    or, without a .clang-format, the copy broken once before `cudaMemcpyHostToDevice`."""
+    text, newline, style = unit.source.text, unit.newline(), unit.style
+    indent = unit.indentation(site.statement.start)
+    declared = text[site.statement.start : site.from_blob.start]
+    if not style.column_limit or "/" in declared:
+        call, arguments = copy.split(" cudaMemcpyHostToDevice, ", 1)
+        spelled = f"{call}{newline}{indent}    cudaMemcpyHostToDevice, {arguments}"
+        return Edit(site.from_blob.start, site.statement.end, f"{allocation};{newline}{indent}{spelled}")
+    line_end = text.find("\n", site.statement.end)
+    trailing = text[site.statement.end : len(text) if line_end < 0 else line_end].rstrip("\r")
+    declaration = statement_lines(" ".join(declared.split()) + " " + allocation + ";", indent, style, newline)
+    copied = statement_lines(copy, indent, style, newline, trailing)
+    return Edit(site.statement.start, site.statement.end, f"{declaration}{newline}{indent}{copied}")
 
 
-def _is_torch_from_blob(unit: CppUnit, node: Node) -> bool:
+def _byte_count(site: Site) -> str:
+    """The sizes times the element size, multiplied in size_t from the start when there are several."""
+    size = f"sizeof({site.element})"
+    if len(site.sizes) == 1:
+        return f"{_operand(site.sizes[0])} * {size}"
+    return " * ".join([size] + [_operand(s) for s in site.sizes])
+
+
+def _operand(text: str) -> str:
+    plain = re.fullmatch(r"[\w.:\[\]]+(\(\s*\w*\s*\))?", text)
+    return text if plain else f"({text})"
+
+
+# -- the site --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Site:
+    """The pieces of `ns::from_blob(ptr, {sizes}, opts).to(device)` and of the code around it."""
+
+    placement: Placement
+    consumer: Consumer
+    consumer_name: str  # the local variable, the callee, the member; "" when returned
+    statement: Node | None  # the declaration (DECLARATION), the statement (BEFORE_STATEMENT); None IN_PLACE
+    result: Node | None  # the VAR_DECL of `t` (DECLARATION)
+    expression: Node  # the whole `from_blob(...).to(...)`
+    from_blob: Node
+    to_call: Node
+    namespace: str  # "torch" or "at"
+    pointer: str
+    pointer_name: str  # the variable behind the pointer
+    buffer: str  # why the buffer is pageable host memory
+    sizes: list[str]
+    options: str
+    options_form: str
+    element: str
+    device: str
+    device_is_type: bool  # torch::kCUDA rather than a torch::Device
+
+    @property
+    def start(self) -> int:
+        """Where the copy now happens: code before this runs before it."""
+        return self.statement.start if self.statement is not None else self.expression.start
+
+
+def is_torch_from_blob(unit: CppUnit, node: Node) -> bool:
     callee = unit.referenced(node)
     return callee is not None and unit.declared_by_library(callee, ("at", "torch"))
 
+
+def chained_copy(from_blob: Node) -> Node | None:
+    """The `.to(...)` or `.cuda()` call made directly on the from_blob result."""
+    node = from_blob.parent
+    while node is not None and node.kind == "UNEXPOSED_EXPR":
+        node = node.parent
+    if node is None or node.kind != "MEMBER_REF_EXPR" or node.spelling not in ("to", "cuda"):
+        return None
+    call = node.parent
+    return call if call is not None and call.kind == "CALL_EXPR" else None
+
+
+def outermost_function(node: Node) -> Node:
+    functions = [a for a in node.ancestors() if a.kind in ("FUNCTION_DECL", "CXX_METHOD", "FUNCTION_TEMPLATE", "CONSTRUCTOR", "LAMBDA_EXPR")]
+    return functions[-1]
+
+
+def site_of(unit: CppUnit, from_blob: Node, to_call: Node, function: Node) -> Kept | Site:
+    """The site of `from_blob(...)` copied by `to_call` in `function`; Kept at the first piece that blocks it."""
+    device = device_of(unit, to_call)
+    if isinstance(device, Kept):
+        return device
+    arguments = from_blob.arguments()
+    if len(arguments) != 3:
+        return Kept("from_blob with strides or a deleter: only (ptr, sizes, options) is rewritten", KeepCategory.CANNOT_SPELL)
+    pointer, sizes, options = arguments
+    buffer = pageable_buffer(unit, pointer, function)
+    if isinstance(buffer, Kept):
+        return buffer
+    size_texts = sizes_of(unit, sizes)
+    if isinstance(size_texts, Kept):
+        return size_texts
+    dtype = element_type(unit, options, function)
+    if isinstance(dtype, Kept):
+        return dtype
+    why_pageable, pointer_name = buffer
+    placed = place(unit, to_call, pointer_name)
+    if isinstance(placed, Kept):
+        return placed
+    options_text, form, element = dtype
+    device_text, device_is_type = device
+    return Site(
+        *placed, from_blob, to_call, _namespace(unit, from_blob), unit.node_text(pointer), pointer_name, why_pageable,
+        size_texts, options_text, form, element, device_text, device_is_type,
+    )
+
+
+def _namespace(unit: CppUnit, from_blob: Node) -> str:
+    """`torch` or `at`, as the call spells it; `at` for a bare `from_blob` (ATen is there whenever it is)."""
+    first, second = unit.tokens_in(from_blob.start, from_blob.end)[:2]
+    return "torch" if (first.spelling, second.spelling) == ("torch", "::") else "at"
+
+
+# -- the operands ----------------------------------------------------------------------------------
+
+
+# The C++ element type of each dtype spelling (torch::kInt64, at::kLong, at::ScalarType::Long, ...).
+_ELEMENT_TYPES = {
+    "Byte": "uint8_t", "UInt8": "uint8_t", "Char": "int8_t", "Int8": "int8_t",
+    "Short": "int16_t", "Int16": "int16_t", "Int": "int32_t", "Int32": "int32_t",
+    "Long": "int64_t", "Int64": "int64_t", "UInt16": "uint16_t", "UInt32": "uint32_t", "UInt64": "uint64_t",
+    "Float": "float", "Float32": "float", "Double": "double", "Float64": "double",
+    "Half": "at::Half", "Float16": "at::Half", "BFloat16": "at::BFloat16", "Bool": "bool",
+}
+NAMESPACE = r"(?:(?:torch|at|c10)::)?"  # the namespace a spelling of torch may carry
+_DTYPE = rf"{NAMESPACE}(?:k(?P<k>\w+)|ScalarType::(?P<s>\w+))"
+# The options argument, spelled so that it names the dtype and nothing else.
+_OPTIONS_FORMS = (
+    (re.compile(rf"^{_DTYPE}$"), "scalar_type"),
+    (re.compile(rf"^{NAMESPACE}dtype\({_DTYPE}\)$"), "options"),
+    (re.compile(rf"^{NAMESPACE}TensorOptions\(\)\.dtype\({_DTYPE}\)$"), "options"),
+    (re.compile(rf"^{NAMESPACE}TensorOptions\({_DTYPE}\)$"), "options"),
+)
+
+_SIZE_TOKENS_ALLOWED = re.compile(r"^(\w+|::|\.|->|\(|\)|\[|\]|\+|-|\*|/|%|<<|>>)$")
+_SIZE_METHODS = frozenset({"size", "numel", "dim", "stride", "sizes"})
+
+# What a `Device(...)` may be made of to be evaluated twice: names (a variable, `kCUDA`) and literals.
+_PURE_DEVICE_PARTS = frozenset({"DECL_REF_EXPR", "INTEGER_LITERAL", "STRING_LITERAL"})
 
 # TensorOptions' methods, all const: each returns new options and leaves the variable as it was.
 _OPTIONS_READERS = frozenset({
     "dtype", "device", "layout", "requires_grad", "pinned_memory", "memory_format", "device_index",
     "has_dtype", "has_device", "has_layout", "has_requires_grad", "has_pinned_memory", "has_memory_format",
 })
+
+
+def element_type(unit: CppUnit, options: Node, function: Node) -> Kept | tuple[str, str, str]:
+    """(the options' text, their form, the C++ element type they name) when the options are a plain dtype,
+    written in the call or held by a local options variable nothing changes; Kept otherwise."""
+    options_text = " ".join(unit.node_text(options).split())
+    held = _options_initialiser(unit, options, function)
+    compact = "".join((unit.node_text(held) if held is not None else options_text).split())
+    for pattern, form in _OPTIONS_FORMS:
+        match = pattern.match(compact)
+        if match:
+            name = match.group("k") or match.group("s")
+            if held is not None:
+                form = "options"  # a variable of options: `opts.device(d)` keeps its dtype
+            element = _ELEMENT_TYPES.get(name)
+            if element is None:
+                return Kept(f"element type of `{options_text}` is not known to optpatch", KeepCategory.UNKNOWN_SIZE)
+            return options_text, form, element
+    return Kept(
+        f"options `{options_text}` do not name just a dtype: the element type is unknown, and a device in them would mean device memory", KeepCategory.UNKNOWN_SIZE
+    )
 
 
 def _options_initialiser(unit: CppUnit, options: Node, function: Node) -> Node | None:
@@ -498,148 +547,17 @@ def _reads_options(reference: Node) -> bool:
     return parent.kind == "CALL_EXPR" and parent.spelling == "from_blob"
 
 
-def _chained_copy(from_blob: Node) -> Node | None:
-    """The `.to(...)` or `.cuda()` call made directly on the from_blob result."""
-    node = from_blob.parent
-    while node is not None and node.kind == "UNEXPOSED_EXPR":
-        node = node.parent
-    if node is None or node.kind != "MEMBER_REF_EXPR" or node.spelling not in ("to", "cuda"):
-        return None
-    call = node.parent
-    return call if call is not None and call.kind == "CALL_EXPR" else None
-
-
-def _outermost_function(node: Node) -> Node:
-    functions = [a for a in node.ancestors() if a.kind in ("FUNCTION_DECL", "CXX_METHOD", "FUNCTION_TEMPLATE", "CONSTRUCTOR", "LAMBDA_EXPR")]
-    return functions[-1]
-
-
-def _site(unit: CppUnit, from_blob: Node, to_call: Node, function: Node) -> Site:
-    device, device_is_type = _device(unit, to_call)
-    arguments = from_blob.arguments()
-    if len(arguments) != 3:
-        raise NotRewritable("from_blob with strides or a deleter: only (ptr, sizes, options) is rewritten")
-    pointer, sizes, options = arguments
-    buffer, pointer_name = _pageable_buffer(unit, pointer, function)
-    size_texts = _sizes(unit, sizes)
-    options_text = " ".join(unit.node_text(options).split())
-    held = _options_initialiser(unit, options, function)
-    compact = "".join((unit.node_text(held) if held is not None else options_text).split())
-    for pattern, form in _OPTIONS_FORMS:
-        match = pattern.match(compact)
-        if match:
-            name = match.group("k") or match.group("s")
-            if held is not None:
-                form = "options"  # a variable of options: `opts.device(d)` keeps its dtype
-            element = _ELEMENT_TYPES.get(name)
-            if element is None:
-                raise NotRewritable(f"element type of `{options_text}` is not known to optpatch", KeepCategory.UNKNOWN_SIZE)
-            placement, consumer, consumer_name, statement, result, expression = _placement(unit, to_call, pointer_name)
-            return Site(
-                placement, consumer, consumer_name, statement, result, expression, from_blob, to_call,
-                _namespace(unit, from_blob), unit.node_text(pointer), pointer_name, buffer, size_texts, options_text,
-                form, element, device, device_is_type,
-            )
-    raise NotRewritable(
-        f"options `{options_text}` do not name just a dtype: the element type is unknown, and a device in them would mean device memory", KeepCategory.UNKNOWN_SIZE
-    )
-
-
-def _namespace(unit: CppUnit, from_blob: Node) -> str:
-    """`torch` or `at`, as the call spells it; `at` for a bare `from_blob` (ATen is there whenever it is)."""
-    first, second = unit.tokens_in(from_blob.start, from_blob.end)[:2]
-    return "torch" if (first.spelling, second.spelling) == ("torch", "::") else "at"
-
-
-# Between the copy and its statement, these would make the copy run conditionally or in another order.
-_ORDERING_OPERATORS = frozenset({"&&", "||", ","})
-_WRAPPERS = ("UNEXPOSED_EXPR", "CALL_EXPR", "PAREN_EXPR")
-
-
-def _placement(unit: CppUnit, to_call: Node, pointer_name: str):
-    """(placement, consumer, consumer's name, statement, result variable, the whole copy expression)."""
-    expression = to_call
-    while (
-        expression.parent is not None and expression.parent.kind in _WRAPPERS
-        and (expression.parent.start, expression.parent.end) == (to_call.start, to_call.end)
-    ):
-        expression = expression.parent
-    parent = expression.parent
-    if parent is not None and parent.kind == "VAR_DECL":
-        return (Placement.DECLARATION, Consumer.LOCAL, parent.spelling, *_declaration(unit, parent, expression), expression)
-    consumer, name = _consumer(unit, expression)
-    if consumer is Consumer.MEMBER:
-        return Placement.IN_PLACE, consumer, name, None, None, expression
-    statement = _statement_before(unit, expression, pointer_name)
-    placement = Placement.IN_PLACE if statement is None else Placement.BEFORE_STATEMENT
-    return placement, consumer, name, statement, None, expression
-
-
-def _declaration(unit: CppUnit, variable: Node, expression: Node) -> tuple[Node, Node]:
-    statement = variable.parent
-    if (
-        statement is None or statement.kind != "DECL_STMT" or statement.parent is None
-        or statement.parent.kind != "COMPOUND_STMT" or len(statement.children) != 1
-    ):
-        raise NotRewritable("the declaration is not a statement of its own")
-    after = unit.token_after(expression.end)
-    if after is None or after.spelling != ";" or after.end != statement.end:
-        raise NotRewritable("something follows the copy in the declaration")
-    return statement, variable
-
-
-def _consumer(unit: CppUnit, expression: Node) -> tuple[Consumer, str]:
-    """Who receives the copy: a `return`, a call's argument, a member initialiser."""
-    parent = expression.parent
-    while parent is not None and parent.kind == "PAREN_EXPR":
-        parent = parent.parent
-    if parent is not None and parent.kind == "RETURN_STMT":
-        return Consumer.RETURNED, ""
-    if parent is not None and parent.kind == "CONSTRUCTOR":
-        members = [c for c in parent.children if c.kind == "MEMBER_REF" and c.end <= expression.start]
-        if members:
-            return Consumer.MEMBER, members[-1].spelling
-    if parent is not None and parent.kind == "CALL_EXPR" and expression in parent.arguments():
-        callee = parent.spelling or unit.text(parent.start, expression.start).split("(")[0].strip()
-        return Consumer.ARGUMENT, callee
-    raise NotRewritable(
-        "the copy is neither bound to a new local, returned, passed to a call nor a member's initialiser",
-        KeepCategory.CANNOT_SPELL,
-    )
-
-
-def _statement_before(unit: CppUnit, expression: Node, pointer_name: str) -> Node | None:
-    """The statement of a block that the copy can run just before, with the same effect; None when there is none
-    (a condition evaluated again and again, a branch, a lambda, a short circuit, another use of the buffer)."""
-    node = expression
-    while node.parent is not None and node.parent.kind != "COMPOUND_STMT":
-        node = node.parent
-        if node.kind in ("CONDITIONAL_OPERATOR", "LAMBDA_EXPR") or (
-            node.kind == "BINARY_OPERATOR" and node.spelling in _ORDERING_OPERATORS
-        ):
-            return None
-        if node.parent.kind not in ("COMPOUND_STMT", "DECL_STMT") and not node.cursor.kind.is_expression():
-            return None  # inside an if, a loop, a switch: not every path, or not once
-    statement = node
-    if node.parent is None or statement.kind not in ("RETURN_STMT", "DECL_STMT") and not statement.cursor.kind.is_expression():
-        return None
-    outside = [t for t in unit.tokens_in(statement.start, statement.end) if not expression.start <= t.start < expression.end]
-    if any(t.spelling == pointer_name for t in outside):
-        return None  # the statement also touches the buffer: the copy keeps its place
-    return statement
-
-
-def _device(unit: CppUnit, to_call: Node) -> tuple[str, bool]:
+def device_of(unit: CppUnit, to_call: Node) -> Kept | tuple[str, bool]:
     """The target device's text, and whether it is a DeviceType (torch::kCUDA) rather than a Device."""
     if to_call.spelling == "cuda":
         if to_call.arguments():
-            raise NotRewritable("`.cuda(index)`: spell the device with .to(device)")
+            return Kept("`.cuda(index)`: spell the device with .to(device)", KeepCategory.CANNOT_SPELL)
         return "torch::kCUDA", True
     method = unit.referenced(to_call)
     parameters = [t.get_canonical().spelling for t in method.type.argument_types()] if method is not None else []
     arguments = to_call.arguments()
     if not parameters or not arguments:
-        raise NotRewritable("the `.to()` overload did not resolve", KeepCategory.UNRESOLVED)
+        return Kept("the `.to()` overload did not resolve", KeepCategory.UNRESOLVED)
     first = parameters[0]
     if "TensorOptions" in first:
         # torch's own headers have no `to(Device)`: a device converts to TensorOptions. What was written decides.
@@ -647,23 +565,24 @@ def _device(unit: CppUnit, to_call: Node) -> tuple[str, bool]:
         if re.search(r"\bc10::Device(Type)?$", given):
             first = given
     if "ScalarType" in first or "TensorOptions" in first:
-        raise NotRewritable("`.to()` converts the dtype or takes options: not a plain device copy", KeepCategory.OTHER)
+        return Kept("`.to()` converts the dtype or takes options: not a plain device copy", KeepCategory.OTHER)
     if len(arguments) > 1 and "ScalarType" in parameters[1]:
-        raise NotRewritable("`.to(device, dtype)` also converts: not a plain copy", KeepCategory.OTHER)
+        return Kept("`.to(device, dtype)` also converts: not a plain copy", KeepCategory.OTHER)
     for extra in arguments[1:]:
         text = unit.node_text(extra).strip()
         if text == "true":
-            raise NotRewritable("`.to(..., non_blocking=true)` is already asynchronous", KeepCategory.DELIBERATE)
+            return Kept("`.to(..., non_blocking=true)` is already asynchronous", KeepCategory.DELIBERATE)
         if text != "false":
-            raise NotRewritable(f"`.to()` argument `{text}` is not a literal `false`", KeepCategory.OTHER)
+            return Kept(f"`.to()` argument `{text}` is not a literal `false`", KeepCategory.OTHER)
     device = arguments[0]
     text = " ".join(unit.node_text(device).split())
     if "DeviceType" in first:
-        if not re.fullmatch(rf"{_NAMESPACE}(kCUDA|DeviceType::CUDA)", text.replace(" ", "")):
-            raise NotRewritable(f"`.to({text})` is not a CUDA device", KeepCategory.NOT_A_DEVICE)
+        if not re.fullmatch(rf"{NAMESPACE}(kCUDA|DeviceType::CUDA)", text.replace(" ", "")):
+            return Kept(f"`.to({text})` is not a CUDA device", KeepCategory.NOT_A_DEVICE)
         return text, True
     if not _is_pure_device(unwrap(device)):
-        raise NotRewritable(f"device `{text}` is not a variable, `x.device()` or a `Device(...)` of names and literals: it would be evaluated twice")
+        return Kept(f"device `{text}` is not a variable, `x.device()` or a `Device(...)` of names and literals: it would be evaluated twice",
+                    KeepCategory.CANNOT_SPELL)
     return text, False
 
 
@@ -687,8 +606,8 @@ def _is_pure_device(node: Node) -> bool:
     return target is not None and target.kind == "DECL_REF_EXPR"
 
 
-def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> tuple[str, str]:
-    """Why `pointer` is pageable host memory of this function, and the variable behind it; or NotRewritable."""
+def pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> Kept | tuple[str, str]:
+    """Why `pointer` is pageable host memory of this function, and the variable behind it; or Kept."""
     node = unwrap(pointer)
     while node.kind in ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR"):
         node = unwrap(node.expressions()[-1])
@@ -704,7 +623,7 @@ def _pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> tuple[str,
         variable = _local_variable(unit, node, function)
         if variable is not None and variable.kind == "VAR_DECL" and variable.type_kind in ("CONSTANTARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY"):
             return f"`{variable.spelling}` is a local array (pageable stack memory)", variable.spelling
-    raise NotRewritable(
+    return Kept(
         f"`{text}` is not a local array or std::vector of this function: it may be pinned memory "
         "(read by the copy after this call returns) or device memory", KeepCategory.DEVICE_MEMORY
     )
@@ -724,15 +643,16 @@ def _local_variable(unit: CppUnit, node: Node, function: Node) -> Node | None:
     return target
 
 
-def _sizes(unit: CppUnit, sizes: Node) -> list[str]:
+def sizes_of(unit: CppUnit, sizes: Node) -> Kept | list[str]:
+    """The text of each size in the braced list `sizes`; Kept when the byte count cannot be written from them."""
     tokens = unit.tokens_in(sizes.start, sizes.end)
     text = unit.node_text(sizes)
     if len(tokens) < 3 or tokens[0].spelling != "{" or tokens[-1].spelling != "}":
-        raise NotRewritable(f"sizes `{text}` are not a braced list: the byte count cannot be written down", KeepCategory.UNKNOWN_SIZE)
+        return Kept(f"sizes `{text}` are not a braced list: the byte count cannot be written down", KeepCategory.UNKNOWN_SIZE)
     elements = split_top_level(tokens[1:-1])
     for element in elements:
         if not element or not _is_plain_size(element):
-            raise NotRewritable(f"size `{text}` may have side effects: it would be evaluated twice")
+            return Kept(f"size `{text}` may have side effects: it would be evaluated twice", KeepCategory.CANNOT_SPELL)
     return [unit.text(element[0].start, element[-1].end) for element in elements]
 
 
@@ -775,139 +695,141 @@ def _without_named_casts(tokens: list[Token]) -> list[Token] | None:
     return kept
 
 
-def _byte_count(site: Site) -> str:
-    """The sizes times the element size, multiplied in size_t from the start when there are several."""
-    size = f"sizeof({site.element})"
-    if len(site.sizes) == 1:
-        return f"{_operand(site.sizes[0])} * {size}"
-    return " * ".join([size] + [_operand(s) for s in site.sizes])
+# -- where the copy goes ----------------------------------------------------------------------------
 
 
-def _operand(text: str) -> str:
-    plain = re.fullmatch(r"[\w.:\[\]]+(\(\s*\w*\s*\))?", text)
-    return text if plain else f"({text})"
+class Placement(enum.Enum):
+    """Where the allocation and the copy go."""
+
+    DECLARATION = "declaration"  # `T t = from_blob(...).to(d);`: the declaration becomes the allocation
+    BEFORE_STATEMENT = "before the statement"  # a new local before the statement that uses the copy
+    IN_PLACE = "in place"  # no statement can go before it: an immediately-invoked lambda
 
 
-# -- streams and devices -------------------------------------------------------------------------------
+class Consumer(enum.Enum):
+    """What receives the copy."""
+
+    LOCAL = "a local variable"
+    RETURNED = "returned"
+    ARGUMENT = "an argument"
+    MEMBER = "a member"
 
 
-def _check_other_streams(unit: CppUnit, function: Node) -> None:
+# Between the copy and its statement, these would make the copy run conditionally or in another order.
+_ORDERING_OPERATORS = frozenset({"&&", "||", ","})
+_WRAPPERS = ("UNEXPOSED_EXPR", "CALL_EXPR", "PAREN_EXPR")
+
+
+# (placement, consumer, consumer's name, statement, result variable, the whole copy expression)
+Placed = tuple[Placement, Consumer, str, "Node | None", "Node | None", Node]
+
+
+def place(unit: CppUnit, to_call: Node, pointer_name: str) -> Kept | Placed:
+    """Where the copy `to_call` goes and who receives it; Kept when its place cannot be rewritten."""
+    expression = to_call
+    while (
+        expression.parent is not None and expression.parent.kind in _WRAPPERS
+        and (expression.parent.start, expression.parent.end) == (to_call.start, to_call.end)
+    ):
+        expression = expression.parent
+    parent = expression.parent
+    if parent is not None and parent.kind == "VAR_DECL":
+        declared = _declaration(unit, parent, expression)
+        if isinstance(declared, Kept):
+            return declared
+        return (Placement.DECLARATION, Consumer.LOCAL, parent.spelling, *declared, expression)
+    received = _consumer(unit, expression)
+    if isinstance(received, Kept):
+        return received
+    consumer, name = received
+    if consumer is Consumer.MEMBER:
+        return Placement.IN_PLACE, consumer, name, None, None, expression
+    statement = _statement_before(unit, expression, pointer_name)
+    placement = Placement.IN_PLACE if statement is None else Placement.BEFORE_STATEMENT
+    return placement, consumer, name, statement, None, expression
+
+
+def _declaration(unit: CppUnit, variable: Node, expression: Node) -> Kept | tuple[Node, Node]:
+    """The declaration's statement and variable; Kept unless the copy is all the declaration holds."""
+    statement = variable.parent
+    if (
+        statement is None or statement.kind != "DECL_STMT" or statement.parent is None
+        or statement.parent.kind != "COMPOUND_STMT" or len(statement.children) != 1
+    ):
+        return Kept("the declaration is not a statement of its own", KeepCategory.CANNOT_SPELL)
+    after = unit.token_after(expression.end)
+    if after is None or after.spelling != ";" or after.end != statement.end:
+        return Kept("something follows the copy in the declaration", KeepCategory.CANNOT_SPELL)
+    return statement, variable
+
+
+def _consumer(unit: CppUnit, expression: Node) -> Kept | tuple[Consumer, str]:
+    """Who receives the copy: a `return`, a call's argument, a member initialiser."""
+    parent = expression.parent
+    while parent is not None and parent.kind == "PAREN_EXPR":
+        parent = parent.parent
+    if parent is not None and parent.kind == "RETURN_STMT":
+        return Consumer.RETURNED, ""
+    if parent is not None and parent.kind == "CONSTRUCTOR":
+        members = [c for c in parent.children if c.kind == "MEMBER_REF" and c.end <= expression.start]
+        if members:
+            return Consumer.MEMBER, members[-1].spelling
+    if parent is not None and parent.kind == "CALL_EXPR" and expression in parent.arguments():
+        callee = parent.spelling or unit.text(parent.start, expression.start).split("(")[0].strip()
+        return Consumer.ARGUMENT, callee
+    return Kept(
+        "the copy is neither bound to a new local, returned, passed to a call nor a member's initialiser",
+        KeepCategory.CANNOT_SPELL,
+    )
+
+
+def _statement_before(unit: CppUnit, expression: Node, pointer_name: str) -> Node | None:
+    """The statement of a block that the copy can run just before, with the same effect; None when there is none
+    (a condition evaluated again and again, a branch, a lambda, a short circuit, another use of the buffer)."""
+    node = expression
+    while node.parent is not None and node.parent.kind != "COMPOUND_STMT":
+        node = node.parent
+        if node.kind in ("CONDITIONAL_OPERATOR", "LAMBDA_EXPR") or (
+            node.kind == "BINARY_OPERATOR" and node.spelling in _ORDERING_OPERATORS
+        ):
+            return None
+        if node.parent.kind not in ("COMPOUND_STMT", "DECL_STMT") and not node.cursor.kind.is_expression():
+            return None  # inside an if, a loop, a switch: not every path, or not once
+    statement = node
+    if node.parent is None or statement.kind not in ("RETURN_STMT", "DECL_STMT") and not statement.cursor.kind.is_expression():
+        return None
+    outside = [t for t in unit.tokens_in(statement.start, statement.end) if not expression.start <= t.start < expression.end]
+    if any(t.spelling == pointer_name for t in outside):
+        return None  # the statement also touches the buffer: the copy keeps its place
+    return statement
+
+
+# -- streams -----------------------------------------------------------------------------------------
+
+
+_DATA_POINTER_METHODS = frozenset({"data_ptr", "mutable_data_ptr", "const_data_ptr"})
+# Anything that queues work on a stream other than the current one, or changes the device.
+_OTHER_STREAM_WORDS = frozenset({
+    "getStreamFromPool", "getStreamFromExternal", "CUDAStreamGuard", "OptionalCUDAStreamGuard",
+    "CUDAMultiStreamGuard", "setCurrentCUDAStream", "cudaStreamCreate", "cudaStreamCreateWithFlags",
+    "cudaStreamCreateWithPriority", "record_stream", "cudaSetDevice", "cudaHostRegister",
+})
+
+
+def other_stream_use(unit: CppUnit, function: Node) -> Kept | None:
+    """Kept when `function` queues work on another stream, changes the device or registers pinned memory."""
     for token in unit.tokens_in(function.start, function.end):
         if token.spelling in _OTHER_STREAM_WORDS:
-            raise NotRewritable(
+            return Kept(
                 f"L{unit.line_of(token.start)}: `{token.spelling}`: this function uses another stream, "
                 "device or pinned registration", KeepCategory.OTHER_STREAM
             )
-
-
-def _tier(unit: CppUnit, site: Site, function: Node) -> tuple[Tier, list[str]]:
-    proof = [
-        site.buffer + ": cudaMemcpyAsync stages it before returning",
-        f"`{site.options}` -> {site.element}, {' x '.join(site.sizes)} element(s)",
-    ]
-    doubts = []
-    cuda = _cuda_evidence(unit, site, function)
-    if cuda:
-        proof.append(cuda)
-    else:
-        doubts.append(f"`{site.device}` is not shown to be a CUDA device before the copy (a CPU device would fail here)")
-    built = _built_with_cuda(unit)
-    (proof if built.known else doubts).append(built.evidence)
-    if site.consumer is Consumer.LOCAL:
-        uses, escapes = _result_uses(unit, site, function)
-        proof += uses
-        doubts += escapes
-    elif site.consumer is Consumer.RETURNED:
-        doubts.append("the copy is returned: its users may run on another stream")
-    elif site.consumer is Consumer.MEMBER:
-        doubts.append(f"the copy is stored in the member `{site.consumer_name}`: other methods may use it on another stream")
-    elif _torch_op_taking(unit, site.expression.start):
-        proof.append(f"a torch op (`{site.consumer_name}`) takes the copy: it runs on the tensor's current stream")
-    else:
-        doubts.append(f"the copy is passed to `{site.consumer_name}`: its users may run on another stream")
-    if site.placement is not Placement.DECLARATION:
-        proof.append(f"the allocation and the copy go {site.placement.value}" + (
-            "; nothing else in it touches the buffer" if site.placement is Placement.BEFORE_STATEMENT else ""
-        ))
-    proof += doubts
-    return (Tier.VALIDATE if doubts else Tier.SAFE), proof
-
-
-@dataclass(frozen=True)
-class _CudaBuild:
-    known: bool
-    evidence: str
-
-
-def _built_with_cuda(unit: CppUnit) -> _CudaBuild:
-    """A .cu file is compiled by nvcc, with CUDA's headers. Any other file may be a CPU-only extension's, where
-    the rewrite's `ATen/cuda/CUDAContext.h` does not compile: only its build files can say otherwise."""
-    if unit.source.path.suffix.lower() in (".cu", ".cuh"):
-        return _CudaBuild(True, "a .cu file: nvcc compiles it with CUDA's headers")
-    build = unit.cuda_build
-    if build.known:
-        return _CudaBuild(True, f"built with CUDA's headers: {build.evidence}")
-    return _CudaBuild(False, f"not shown to be built with CUDA's headers ({build.evidence}): a CPU-only extension "
-                             "could not include ATen/cuda/CUDAContext.h; `--validate` needs `--build` to check it")
-
-
-def _device_spellings(unit: CppUnit, site: Site, function: Node) -> set[str]:
-    """The device's text, and the tensor it came from (`d = x.device()` -> `x`)."""
-    spellings = {site.device.replace(" ", "")}
-    match = re.fullmatch(r"(.+)\.device\(\)", site.device.replace(" ", ""))
-    if match:
-        spellings.add(match.group(1))
-    for node in function.walk():
-        if node.kind == "VAR_DECL" and node.spelling == site.device and node.expressions():
-            initialiser = unit.node_text(node.expressions()[-1]).replace(" ", "")
-            inner = re.fullmatch(r"(.+)\.device\(\)", initialiser)
-            if inner:
-                spellings.add(inner.group(1))
-    return spellings
-
-
-def _cuda_evidence(unit: CppUnit, site: Site, function: Node) -> str:
-    if site.device_is_type:
-        return f"`{site.device}` is the CUDA device type"
-    if _CUDA_DEVICE_MADE.fullmatch(site.device.replace(" ", "")):
-        return f"`{site.device}` is made a CUDA device"
-    spellings = _device_spellings(unit, site, function)
-    before = unit.tokens_in(function.start, site.start)
-    compact = "".join(t.spelling for t in before)
-    for spelling in spellings:
-        for form in (f"{spelling}.is_cuda()", f"{spelling}.device().is_cuda()"):
-            at = compact.find(form)
-            if at >= 0 and "TORCH_CHECK(" in compact[max(0, at - 400) : at]:
-                return f"`TORCH_CHECK({form})` precedes the copy"
-    guard = _guard_on(unit, site.device, function, site.start)
-    if guard is not None:
-        text = " ".join(unit.node_text(guard).split())
-        return f"`{text}` (L{unit.line_of(guard.start)}) rejects any device but CUDA"
-    return ""
-
-
-def _guard_on(unit: CppUnit, device: str, function: Node, before: int) -> Node | None:
-    """A `CUDAGuard g(device)` / `OptionalCUDAGuard g(device)` declared before `before`, in a block around it."""
-    wanted = device.replace(" ", "")
-    for node in function.walk():
-        if node.kind != "VAR_DECL" or node.end > before:
-            continue
-        tokens = unit.tokens_in(node.start, node.end)
-        if not any(t.spelling in _GUARDS for t in tokens):
-            continue
-        spelled = "".join(t.spelling for t in tokens).split(node.spelling, 1)[-1]
-        block = node.parent.parent if node.parent is not None else None
-        if spelled in (f"({wanted})", f"{{{wanted}}}") and _encloses(block, before):
-            return node
     return None
 
 
-def _encloses(block: Node | None, offset: int) -> bool:
-    return block is not None and block.start <= offset < block.end
-
-
-def _result_uses(unit: CppUnit, site: Site, function: Node) -> tuple[list[str], list[str]]:
-    """Proof lines for uses that stay on the copy's stream, and doubts for those that may not."""
+def result_uses(unit: CppUnit, site: Site, function: Node) -> Kept | tuple[list[str], list[str]]:
+    """Proof lines for uses that stay on the copy's stream, and doubts for those that may not; Kept at the
+    first raw pointer handed to a kernel on another stream."""
     name = site.result.spelling
     tokens = unit.tokens
     start = unit.token_index(site.statement.end)
@@ -930,12 +852,12 @@ def _result_uses(unit: CppUnit, site: Site, function: Node) -> tuple[list[str], 
                     continue
                 same_stream, description = launch
                 if not same_stream:
-                    raise NotRewritable(f"L{line}: {description}", KeepCategory.OTHER_STREAM)
+                    return Kept(f"L{line}: {description}", KeepCategory.OTHER_STREAM)
                 fine.append(f"L{line}: `{name}.{method}` goes to {description}")
                 continue
             fine.append(f"L{line}: `{name}.{method}` runs on the tensor's current stream")
             continue
-        op = _torch_op_taking(unit, token.start)
+        op = torch_op_taking(unit, token.start)
         if op:
             fine.append(f"L{line}: a torch op (`{op}`) takes `{name}`: it runs on the tensor's current stream")
             continue
@@ -943,7 +865,7 @@ def _result_uses(unit: CppUnit, site: Site, function: Node) -> tuple[list[str], 
     return fine, doubts
 
 
-def _torch_op_taking(unit: CppUnit, offset: int) -> str:
+def torch_op_taking(unit: CppUnit, offset: int) -> str:
     """The name of the torch function or Tensor method (declared by torch, as clang resolved it) whose argument
     list holds the expression at `offset`; "" when the innermost call around it is anything else."""
     calls = [
@@ -1029,7 +951,7 @@ def _launch_config(unit: CppUnit, close: int, site: Site, function: Node) -> tup
         return False, different
     if site.device_is_type:
         return True, launch + " (the current device's stream, as the copy's)"
-    guard = _guard_on(unit, site.device, function, offset)
+    guard = guard_on(unit, site.device, function, offset)
     if guard is not None:
         return True, launch + f" under `{' '.join(unit.node_text(guard).split())}`"
     return False, different
@@ -1055,3 +977,133 @@ def _stream_source(unit: CppUnit, stream: list[Token], function: Node) -> tuple[
             start = index - 4 if index >= 4 and tokens[index - 1].spelling == "::" else index
             return unit.text(tokens[start].start, tokens[close].end), arguments, token.start
     return None
+
+
+# -- the device is CUDA --------------------------------------------------------------------------------
+
+
+_GUARDS = frozenset({"CUDAGuard", "OptionalCUDAGuard"})
+
+# `torch::Device(torch::kCUDA, i)`, `at::Device(at::DeviceType::CUDA)`, `c10::Device("cuda:1")`.
+_CUDA_DEVICE_MADE = re.compile(
+    rf"{NAMESPACE}Device\((?:{NAMESPACE}(?:kCUDA|DeviceType::CUDA)(?:,[\w:]+)?|\"cuda(?::\d+)?\")\)"
+)
+
+
+def _device_spellings(unit: CppUnit, site: Site, function: Node) -> set[str]:
+    """The device's text, and the tensor it came from (`d = x.device()` -> `x`)."""
+    spellings = {site.device.replace(" ", "")}
+    match = re.fullmatch(r"(.+)\.device\(\)", site.device.replace(" ", ""))
+    if match:
+        spellings.add(match.group(1))
+    for node in function.walk():
+        if node.kind == "VAR_DECL" and node.spelling == site.device and node.expressions():
+            initialiser = unit.node_text(node.expressions()[-1]).replace(" ", "")
+            inner = re.fullmatch(r"(.+)\.device\(\)", initialiser)
+            if inner:
+                spellings.add(inner.group(1))
+    return spellings
+
+
+def cuda_evidence(unit: CppUnit, site: Site, function: Node) -> str:
+    """Why `site.device` is a CUDA device before the copy; "" when nothing shows it."""
+    if site.device_is_type:
+        return f"`{site.device}` is the CUDA device type"
+    if _CUDA_DEVICE_MADE.fullmatch(site.device.replace(" ", "")):
+        return f"`{site.device}` is made a CUDA device"
+    spellings = _device_spellings(unit, site, function)
+    before = unit.tokens_in(function.start, site.start)
+    compact = "".join(t.spelling for t in before)
+    for spelling in spellings:
+        for form in (f"{spelling}.is_cuda()", f"{spelling}.device().is_cuda()"):
+            at = compact.find(form)
+            if at >= 0 and "TORCH_CHECK(" in compact[max(0, at - 400) : at]:
+                return f"`TORCH_CHECK({form})` precedes the copy"
+    guard = guard_on(unit, site.device, function, site.start)
+    if guard is not None:
+        text = " ".join(unit.node_text(guard).split())
+        return f"`{text}` (L{unit.line_of(guard.start)}) rejects any device but CUDA"
+    return ""
+
+
+def guard_on(unit: CppUnit, device: str, function: Node, before: int) -> Node | None:
+    """A `CUDAGuard g(device)` / `OptionalCUDAGuard g(device)` declared before `before`, in a block around it."""
+    wanted = device.replace(" ", "")
+    for node in function.walk():
+        if node.kind != "VAR_DECL" or node.end > before:
+            continue
+        tokens = unit.tokens_in(node.start, node.end)
+        if not any(t.spelling in _GUARDS for t in tokens):
+            continue
+        spelled = "".join(t.spelling for t in tokens).split(node.spelling, 1)[-1]
+        block = node.parent.parent if node.parent is not None else None
+        if spelled in (f"({wanted})", f"{{{wanted}}}") and _encloses(block, before):
+            return node
+    return None
+
+
+def _encloses(block: Node | None, offset: int) -> bool:
+    return block is not None and block.start <= offset < block.end
+
+
+# -- the tier ---------------------------------------------------------------------------------------
+
+
+def obligations(unit: CppUnit, site: Site, function: Node) -> Kept | tuple[Tier, list[str]]:
+    """The tier of the rewrite of `site` in the host function `function`, and its proof step by step (the doubts
+    last); Kept at the first broken obligation."""
+    other_stream = other_stream_use(unit, function)
+    if other_stream is not None:
+        return other_stream
+    proof = [
+        site.buffer + ": cudaMemcpyAsync stages it before returning",
+        f"`{site.options}` -> {site.element}, {' x '.join(site.sizes)} element(s)",
+    ]
+    doubts = []
+    cuda = cuda_evidence(unit, site, function)
+    if cuda:
+        proof.append(cuda)
+    else:
+        doubts.append(f"`{site.device}` is not shown to be a CUDA device before the copy (a CPU device would fail here)")
+    built = _built_with_cuda(unit)
+    (proof if built.known else doubts).append(built.evidence)
+    if site.consumer is Consumer.LOCAL:
+        uses = result_uses(unit, site, function)
+        if isinstance(uses, Kept):
+            return uses
+        proof += uses[0]
+        doubts += uses[1]
+    elif site.consumer is Consumer.RETURNED:
+        doubts.append("the copy is returned: its users may run on another stream")
+    elif site.consumer is Consumer.MEMBER:
+        doubts.append(f"the copy is stored in the member `{site.consumer_name}`: other methods may use it on another stream")
+    elif torch_op_taking(unit, site.expression.start):
+        proof.append(f"a torch op (`{site.consumer_name}`) takes the copy: it runs on the tensor's current stream")
+    else:
+        doubts.append(f"the copy is passed to `{site.consumer_name}`: its users may run on another stream")
+    if site.placement is not Placement.DECLARATION:
+        proof.append(f"the allocation and the copy go {site.placement.value}" + (
+            "; nothing else in it touches the buffer" if site.placement is Placement.BEFORE_STATEMENT else ""
+        ))
+    proof += doubts
+    return (Tier.VALIDATE if doubts else Tier.SAFE), proof
+
+
+@dataclass(frozen=True)
+class _CudaBuild:
+    """Whether the build compiles the file with CUDA's headers (`known`), and what says so or what is missing."""
+
+    known: bool
+    evidence: str
+
+
+def _built_with_cuda(unit: CppUnit) -> _CudaBuild:
+    """A .cu file is compiled by nvcc, with CUDA's headers. Any other file may be a CPU-only extension's, where
+    the rewrite's `ATen/cuda/CUDAContext.h` does not compile: only its build files can say otherwise."""
+    if unit.source.path.suffix.lower() in (".cu", ".cuh"):
+        return _CudaBuild(True, "a .cu file: nvcc compiles it with CUDA's headers")
+    build = unit.cuda_build
+    if build.known:
+        return _CudaBuild(True, f"built with CUDA's headers: {build.evidence}")
+    return _CudaBuild(False, f"not shown to be built with CUDA's headers ({build.evidence}): a CPU-only extension "
+                             "could not include ATen/cuda/CUDAContext.h; `--validate` needs `--build` to check it")
