@@ -1,10 +1,12 @@
 """The proof obligations of a site, and the tier they earn: `safe` when each is proven, `validate` when one is
 only doubted, Kept when one is broken.
 
-The obligations, in the order they are checked: the function uses no other
-stream or device; the buffer is pageable (`site.py`); the device is CUDA
-(`cuda_device.py`); the build compiles the file with CUDA's headers; every
-use of the result stays on the copy's stream (`streams.py`).
+A `Site` (site.py) already holds a pageable buffer, sizes and a dtype that
+can be spelled, and a device. Checked here, in this order: the host function
+uses no other stream, device or pinned registration; the device is shown to
+be CUDA (`cuda_device.py`); the build compiles the file with CUDA's headers;
+every use of the result stays on the copy's stream (`streams.py`). The first
+and the last can keep the site; any other unproven one is a doubt.
 """
 
 from __future__ import annotations

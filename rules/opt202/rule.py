@@ -1,3 +1,13 @@
+"""OPT202 from-blob-async-copy: the rule's class; its steps are the modules beside it.
+
+- screen.py: whether a file can hold a site at all (tokens only);
+- site.py: what a site is, with operands.py (the buffer, sizes, element
+  type and device) and placement.py (where the copy goes, who receives it);
+- obligations.py: the tier and its proof, with cuda_device.py (the device is
+  CUDA) and streams.py (everything stays on the copy's stream);
+- edits.py: the rewrite.
+"""
+
 from __future__ import annotations
 
 from typing import Iterator
