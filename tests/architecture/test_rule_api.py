@@ -45,3 +45,36 @@ def test_the_check_catches_an_internal_import(tmp_path):
     rule = tmp_path / "rule.py"
     rule.write_text("import re\nfrom optpatch.rule import Rule\nfrom optpatch.python_frontend import walk\nfrom . import site\n")
     assert [m for _, m in imported_modules(rule) if outside_the_api(m)] == ["optpatch.python_frontend"]
+
+
+VERDICT_NAMES = {"Proven", "Kept", "Advice", "Judgement", "Verdict"}
+
+
+def classes_outside_the_vocabulary(path: Path) -> list[str]:
+    """Classes in PATH that would be a second verdict vocabulary: a verdict's name, or an exception to unwind with."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = {base.id if isinstance(base, ast.Name) else getattr(base, "attr", "") for base in node.bases}
+        if node.name.lstrip("_") in VERDICT_NAMES or any(base.endswith(("Exception", "Error")) for base in bases):
+            found.append(f"L{node.lineno}: class {node.name}")
+    return found
+
+
+@pytest.mark.parametrize("path", RULE_FILES, ids=[str(p.relative_to(REPO_ROOT)) for p in RULE_FILES])
+def test_verdicts_are_defined_only_in_the_rule_api(path):
+    assert not classes_outside_the_vocabulary(path), f"{path.name}: {classes_outside_the_vocabulary(path)}"
+
+
+def test_the_vocabulary_check_catches_a_private_verdict(tmp_path):
+    rule = tmp_path / "rule.py"
+    rule.write_text("class Kept:\n    pass\nclass NotRewritable(Exception):\n    pass\nclass Site:\n    pass\n")
+    assert classes_outside_the_vocabulary(rule) == ["L1: class Kept", "L3: class NotRewritable"]
+
+
+@pytest.mark.parametrize("path", sorted((REPO_ROOT / "rules").glob("*/rule.py")), ids=lambda p: p.parent.name)
+def test_a_rules_class_file_stays_small(path):
+    """A rule's rule.py is its class: declarations, manual, examples and check. Its analyses sit beside it."""
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= 400, f"{path.relative_to(REPO_ROOT)} has {lines} lines: move an analysis into a module beside it"

@@ -92,20 +92,6 @@ class Rule:
     def check(self, unit) -> Iterable[Judgement]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    # -- building judgements (transitional: rules now yield `Judgement`s of `Proven`/`Kept`/`Advice`) ----------
-
-    def fix(self, unit, at: tuple[int, int], *, reason: str, tier: Tier, edits, context: Context, impact: Impact,
-            basis: str, replacement: str = "", proof=()) -> Judgement:
-        return Judgement(at, context, Proven(reason, tier, tuple(edits), impact, basis, replacement, tuple(proof)))
-
-    def keep(self, unit, at: tuple[int, int], *, reason: str, category: KeepCategory, context: Context,
-             proof=()) -> Judgement:
-        return Judgement(at, context, Kept(reason, category, tuple(proof)))
-
-    def advice(self, unit, at: tuple[int, int], *, reason: str, context: Context, basis: str,
-               impact: Impact = Impact.NONE, category: KeepCategory | None = None) -> Judgement:
-        return Judgement(at, context, Advice(reason, basis, impact, category))
-
     @classmethod
     def wants(cls, source: "SourceFile") -> bool:
         """True when the file may hold a site for this rule (no parsing)."""
