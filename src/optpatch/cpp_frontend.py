@@ -40,7 +40,10 @@ from optpatch.formatter_config import CppStyle
 from optpatch.analysis_inputs import FileInput, record_header_set
 from optpatch.cpp_headers import CudaBuild, HeaderFlags, HeaderSetup
 from optpatch.cpp_missing_headers import DeepMissing, remember, remembered
-from optpatch.cpp_pch import LocalHeaders, Preamble, PrecompiledHeader, PrecompileError, discard, precompiled, preamble_of
+from optpatch.cpp_pch import (
+    LocalHeaders, Preamble, PrecompiledHeader, PrecompileError, Readiness, discard, precompiled, preamble_of, put_off,
+    readiness,
+)
 from optpatch.model import Context, Edit, FileError
 from optpatch.native_stack import call_with_large_stack
 from optpatch.source import SourceFile
@@ -1084,6 +1087,30 @@ def _precompiled(preamble: Preamble, main: str, root: str, arguments: list[str],
         if error.via is not None and error.headers is not None:
             remember(flags.digest, DeepMissing(error.via, error.missing), error.headers)
         raise MissingHeader(error.missing, error.includer or main) from None
+
+
+def precompiled_header_readiness(source: SourceFile, flags: HeaderFlags, run: str) -> Readiness:
+    """Whether a parse of `source` with `flags` would first have to build a precompiled header (READY: no, or the
+    file has no heavy includes to precompile), and whether a run other than `run` put that off."""
+    found = _precompiled_header_of(source, flags)
+    return readiness(*found, _search_folders(flags), run) if found is not None else Readiness.READY
+
+
+def put_off_precompiled_header(source: SourceFile, flags: HeaderFlags, run: str) -> str | None:
+    """Note that `run` did not build the file's precompiled header (the next run that wants it does); the
+    marker's path."""
+    found = _precompiled_header_of(source, flags)
+    return put_off(*found, run) if found is not None else None
+
+
+def _precompiled_header_of(source: SourceFile, flags: HeaderFlags):
+    """The arguments that name the file's precompiled header in the cache, as `_parse_with_headers` gives them;
+    None when it has none."""
+    main = str(Path(source.path).absolute())
+    preamble = file_preamble(source.text, main, flags)
+    if preamble is None:
+        return None
+    return preamble, os.path.dirname(main), _root_of(source), tuple(_header_arguments(flags)), libclang_version()
 
 
 def _remember_deep(flags: HeaderFlags, unit, main: str, lines: list[str], header: str, includer: str) -> None:

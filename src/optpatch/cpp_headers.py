@@ -41,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import uuid
 from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
@@ -87,6 +88,7 @@ class HeaderOutcome(enum.StrEnum):
     UNAVAILABLE = "unavailable"  # no flags could be found for it
     FAILED = "failed"  # the parse with headers failed: header-free instead
     TIMED_OUT = "timed out"  # the parse with headers took too long: header-free instead
+    PUT_OFF = "put off"  # its precompiled header is not built, and no fix rests on it: header-free; the next run builds it
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,8 @@ class HeaderSetup:
     compile_commands: Path | None = None  # --compile-commands PATH
     enabled: bool = True  # False with --no-headers
     include_dirs: tuple[str, ...] = ()  # --include-dir and the `include-dirs` setting, searched first
+    # This run, among those sharing the cache: a precompiled header one run put off, the next builds (cpp_pch.py).
+    run: str = field(default="", compare=False)
 
     @classmethod
     def for_run(cls, root: Path, compile_commands: str | None, enabled: bool,
@@ -155,7 +159,8 @@ class HeaderSetup:
         _machine.cache_clear()
         forget_checks()
         folders = tuple(os.path.realpath(os.path.join(root, folder)) for folder in include_dirs)
-        return cls(root.resolve(), Path(compile_commands).resolve() if compile_commands else None, enabled, folders)
+        return cls(root.resolve(), Path(compile_commands).resolve() if compile_commands else None, enabled, folders,
+                   uuid.uuid4().hex)
 
     def flags_for(self, path: Path) -> HeaderFlags | HeaderReport:
         """The flags to parse `path` with its headers, or the report of why there are none."""

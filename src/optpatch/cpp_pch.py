@@ -34,10 +34,16 @@ itself also refuses a precompiled header whose inputs changed. Concurrent
 processes take a lock per file, so one builds while the others wait.
 Files unused for `STALE_AFTER_DAYS`, and the least recently used beyond
 `MAX_TOTAL_BYTES`, are deleted whenever one is built.
+
+A build costs 5-10 s of CPU for torch's headers, more than a header-free
+scan of most trees: so a run may put one off (`readiness`, `put_off`,
+cpp_second_look.py says when), leaving a marker (`KEY.wanted`) that makes
+the next run that wants it build it.
 """
 
 from __future__ import annotations
 
+import enum
 import fcntl
 import hashlib
 import json
@@ -205,6 +211,14 @@ class PrecompiledHeader:
     headers: HeaderSetInput  # every header it read
 
 
+class Readiness(enum.Enum):
+    """What a parse with this precompiled header would cost first."""
+
+    READY = "ready"  # built and valid, or its failure remembered: nothing to build
+    WANTED = "wanted"  # to build; an earlier run put it off
+    UNBUILT = "unbuilt"  # to build, and never wanted before
+
+
 class PrecompileError(Exception):
     """The preamble could not be precompiled; the message says which header failed.
 
@@ -247,15 +261,43 @@ def precompiled(preamble: Preamble, directory: str, root: str, arguments: tuple[
             os.replace(temporary, target)
         except PrecompileError as error:
             _remember_failure(failure, error)
+            (folder / f"{key}.wanted").unlink(missing_ok=True)
             raise
         finally:
             if os.path.exists(temporary):
                 os.unlink(temporary)
         recorded = record_header_set(headers)
         _write_json(manifest, {"headers": recorded.digest, "root": root, "local": _local_hashes(headers, root)})
+        (folder / f"{key}.wanted").unlink(missing_ok=True)
         _write_json(folder / BUILD_SECONDS, {"seconds": round(time.monotonic() - started, 1)})
         _evict(folder, keep=target)
         return PrecompiledHeader(str(target), recorded)
+
+
+def readiness(preamble: Preamble, directory: str, root: str, arguments: tuple[str, ...], parser: str,
+              search_folders: tuple[str, ...], run: str) -> Readiness:
+    """Whether `precompiled` with these arguments would have to build (a few file reads and stats: no parse), and
+    whether another run than `run` put that off."""
+    folder, key = cache_dir() / "pch", _key(preamble, directory, root, arguments, parser)
+    if _valid(folder / f"{key}.pch", folder / f"{key}.json", root, touch=False) is not None:
+        return Readiness.READY
+    if _remembered_failure(folder / f"{key}.failed.json", search_folders) is not None:
+        return Readiness.READY
+    try:
+        put_off_by = (folder / f"{key}.wanted").read_text(encoding="utf-8")
+    except OSError:
+        return Readiness.UNBUILT
+    return Readiness.UNBUILT if put_off_by == run else Readiness.WANTED
+
+
+def put_off(preamble: Preamble, directory: str, root: str, arguments: tuple[str, ...], parser: str, run: str) -> str:
+    """Note that `run` wanted this precompiled header and did not build it: the next run that wants it builds it
+    (files of the same run put it off too). The path of the marker, which the build removes."""
+    folder = cache_dir() / "pch"
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / f"{_key(preamble, directory, root, arguments, parser)}.wanted"
+    marker.write_text(run, encoding="utf-8")
+    return str(marker)
 
 
 def discard(header: PrecompiledHeader) -> None:
@@ -299,18 +341,25 @@ def _local_hashes(headers: list[str], root: str) -> dict[str, str]:
 
 def _raise_remembered(failure: Path, search_folders: tuple[str, ...]) -> None:
     """Raise the remembered failure of this precompiled header, while what it read is unchanged."""
+    error = _remembered_failure(failure, search_folders)
+    if error is not None:
+        raise error
+
+
+def _remembered_failure(failure: Path, search_folders: tuple[str, ...]) -> PrecompileError | None:
+    """The remembered failure of this precompiled header, while what it read is unchanged."""
     try:
         record = json.loads(failure.read_text(encoding="utf-8"))
         headers = HeaderSetInput(record["headers"])
     except (OSError, ValueError, KeyError, TypeError):
-        return
+        return None
     missing = record.get("missing")
     if missing and any(os.path.isfile(os.path.join(f, missing)) for f in search_folders):
-        return  # the missing header is there now
+        return None  # the missing header is there now
     if not headers.unchanged():
-        return
-    raise PrecompileError(record.get("message", "failed before"), missing, record.get("includer"), record.get("via"),
-                          headers)
+        return None
+    return PrecompileError(record.get("message", "failed before"), missing, record.get("includer"), record.get("via"),
+                           headers)
 
 
 def _remember_failure(failure: Path, error: PrecompileError) -> None:
@@ -338,7 +387,7 @@ def _announce(folder: Path) -> None:
           flush=True)
 
 
-def _valid(target: Path, manifest: Path, root: str) -> PrecompiledHeader | None:
+def _valid(target: Path, manifest: Path, root: str, touch: bool = True) -> PrecompiledHeader | None:
     """The precompiled header while every header it read is unchanged, and, used from another checkout than the
     one it was built in, that checkout's copies of the project headers it read have the same contents."""
     try:
@@ -352,10 +401,11 @@ def _valid(target: Path, manifest: Path, root: str) -> PrecompiledHeader | None:
         local = record.get("local", {})
         if not isinstance(local, dict) or any(file_sha256(os.path.join(root, rel)) != sha for rel, sha in local.items()):
             return None
-    try:
-        os.utime(target)  # in use: not stale
-    except OSError:
-        pass
+    if touch:
+        try:
+            os.utime(target)  # in use: not stale
+        except OSError:
+            pass
     return PrecompiledHeader(str(target), headers)
 
 
@@ -387,9 +437,11 @@ def _evict(folder: Path, keep: Path) -> None:
             continue
         entries.append((status.st_mtime, status.st_size, pch))
     cutoff = time.time() - STALE_AFTER_DAYS * 86400
-    for marker in folder.glob(".announced-*"):
+    old = [(marker, time.time() - 86400) for marker in folder.glob(".announced-*")]
+    old += [(marker, cutoff) for marker in folder.glob("*.wanted")]  # a run put it off, and none wanted it since
+    for marker, before in old:
         try:
-            if marker.stat().st_mtime < time.time() - 86400:
+            if marker.stat().st_mtime < before:
                 marker.unlink()
         except OSError:
             pass

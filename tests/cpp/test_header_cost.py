@@ -17,6 +17,7 @@ import pytest
 from cpp_fixtures import FIXTURES
 from optpatch import cpp_frontend
 from optpatch.cpp_headers import HeaderOutcome, HeaderSetup
+from optpatch.model import KeepCategory
 from optpatch.passes import analyse_text
 from optpatch.reporters.text import missing_header_lines
 from optpatch.rule import load_rules
@@ -180,3 +181,31 @@ def test_another_checkout_reuses_the_precompiled_header(tmp_path, counted):
     write(second, {"include/cutlass/lib.h": FIXED + "constexpr int kOther = 2;\n"})
     assert analysed(second, "csrc/k.cpp").headers.outcome is HeaderOutcome.USED
     assert counted("build") == 2
+
+
+def test_a_precompiled_header_no_fix_rests_on_is_put_off_to_the_next_run(tmp_path, counted):
+    """A run builds a precompiled header only for a fix the headers may keep; a file whose header-free verdicts
+    are kept sites keeps them (sound: the headers could only make them fixes or nothing), is never taken from the
+    result cache, and the next run builds it."""
+    root = write(tmp_path / "repo", {
+        "include/cutlass/widget.h": "#pragma once\ntemplate <class T> struct Widget { explicit Widget(T* data); };\n",
+        "csrc/kept.cpp": "#include <cutlass/widget.h>\nvoid f(int n) {\n  float a[n];\n  Widget<float> w(a);\n}\n",
+    })
+    header_free = analyse_text(read_source(root / "csrc/kept.cpp", "csrc/kept.cpp"), RULES)
+    assert [(f.verdict.value, f.keep_category) for f in header_free.findings] == [("keep", KeepCategory.UNRESOLVED)]
+    run = HeaderSetup.for_run(root, None, True)
+    first, same_run = (analyse_text(read_source(root / "csrc/kept.cpp", "csrc/kept.cpp"), RULES, headers=run)
+                       for _ in range(2))  # another file of the run that wants the same precompiled header
+    assert first.headers.outcome is same_run.headers.outcome is HeaderOutcome.PUT_OFF, first.headers
+    assert first.findings == header_free.findings
+    assert counted("parse") == counted("build") == 0
+    assert not all(item.unchanged() for item in first.inputs)  # not taken from the result cache next run
+    second = analysed(root, "csrc/kept.cpp")
+    assert second.headers.outcome is HeaderOutcome.USED, second.headers
+    assert [f.verdict.value for f in second.findings] == ["fix"]  # with the header, `w(a)` takes a pointer
+    assert counted("build") == 1
+    assert not list((tmp_path / "cache" / "pch").glob("*.wanted"))
+    # A fix the headers may keep (`consume` may be a macro from a header) is never put off.
+    write(root, {"csrc/fix.cpp": f"#include <cutlass/widget.h>\n{HOST_VLA}"})
+    assert analysed(root, "csrc/fix.cpp").headers.outcome is HeaderOutcome.USED
+    assert counted("build") == 1  # the same includes: the same precompiled header
