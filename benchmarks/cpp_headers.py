@@ -23,13 +23,15 @@ kept.
 
 `acceptance` (issue 30) runs, for each TREE in turn, the whole `optpatch
 check TREE --jobs N --no-cache` (every rule): header-free (`--no-headers`),
-with headers and an empty cache directory (the first run on a machine:
-every precompiled header built), and with headers again, the precompiled
-headers kept (the cold scan in header mode); and `ruff check --select ALL
---no-cache TREE`. It prints wall and CPU time, the ratios header mode /
-header-free and cold / ruff, what became of the parses with headers, the
-missing headers, and whether the findings are identical in the files whose
-headers were not used (they must be). `--json FILE` writes it all.
+with headers and an empty cache directory (the first run on a machine: it
+builds a precompiled header only where a fix rests on the parse, and puts
+the others off), and with headers again, that cache directory kept (the
+second run: it builds what the first put off); and `ruff check --select
+ALL --no-cache TREE`. It prints wall and CPU time, the ratios header mode /
+header-free and header-free / ruff, the load average before and after,
+what became of the parses with headers, the missing headers, and whether
+the findings are identical in the files whose headers were not used (they
+must be). `--json FILE` writes it all.
 
 `candidates` parses every C++/CUDA file of each TREE without headers and
 counts the array declarations clang types as variable-length; parses again
@@ -226,6 +228,7 @@ def acceptance(trees: list[Path], jobs: int, ruff: str, json_path: Path | None) 
     rows, problems = [], 0
     print(f"{machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, optpatch {_commit()}, --jobs {jobs}")
     for tree in trees:
+        load_before = os.getloadavg()[0]
         with tempfile.TemporaryDirectory(prefix="optpatch-accept-") as scratch:
             free_cache, cache = Path(scratch) / "free", Path(scratch) / "cache"
             options = ("--jobs", str(jobs), "--no-cache", "--format", "json")
@@ -234,18 +237,24 @@ def acceptance(trees: list[Path], jobs: int, ruff: str, json_path: Path | None) 
             cold = _whole(tree, cache, *options)
         wall, cpu, _peak, _code, _out = timed([ruff, "check", "--select", "ALL", "--no-cache", "--quiet", str(tree)])
         same, changed = _same_findings(free["document"], cold["document"])
-        problems += not same
+        same_first, changed_first = _same_findings(free["document"], first["document"])
+        problems += not (same and same_first)
+        runs = (("header_free", free), ("first", first), ("second", cold))
         row = {
-            "tree": tree.name, "ruff_s": round(wall, 2), "ruff_cpu_s": round(cpu, 2),
-            **{f"{label}_s": round(run["wall"], 2) for label, run in (("header_free", free), ("first", first), ("cold", cold))},
-            **{f"{label}_cpu_s": round(run["cpu"], 2) for label, run in (("header_free", free), ("first", first), ("cold", cold))},
-            "cold_over_header_free": round(cold["wall"] / free["wall"], 2),
+            "tree": tree.name, "load_before": round(load_before, 1), "load_after": round(os.getloadavg()[0], 1),
+            "ruff_s": round(wall, 2), "ruff_cpu_s": round(cpu, 2),
+            **{f"{label}_s": round(run["wall"], 2) for label, run in runs},
+            **{f"{label}_cpu_s": round(run["cpu"], 2) for label, run in runs},
             "first_over_header_free": round(first["wall"] / free["wall"], 2),
-            "cold_over_ruff": round(cold["wall"] / wall, 2),
+            "first_over_header_free_cpu": round(first["cpu"] / free["cpu"], 2),
+            "second_over_header_free": round(cold["wall"] / free["wall"], 2),
+            "second_over_header_free_cpu": round(cold["cpu"] / free["cpu"], 2),
             "header_free_over_ruff": round(free["wall"] / wall, 2),
-            "outcomes": _outcomes(cold["document"]), "missing": _missing(cold["document"]),
-            "findings": len(cold["document"]["findings"]), "identical_where_headers_unused": same,
-            "changed_by_headers": changed,
+            "header_free_over_ruff_cpu": round(free["cpu"] / cpu, 2),
+            "first_outcomes": _outcomes(first["document"]), "outcomes": _outcomes(cold["document"]),
+            "missing": _missing(cold["document"]), "findings": len(cold["document"]["findings"]),
+            "identical_where_headers_unused": same and same_first, "changed_by_headers": changed,
+            "changed_in_first_run": changed_first,
         }
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
@@ -305,15 +314,25 @@ def _commit() -> str:
 
 
 def _acceptance_table(rows: list[dict]) -> None:
-    header = ("tree", "ruff s", "header-free s", "headers first s", "headers cold s", "cold / header-free",
-              "first / header-free", "cold / ruff", "parses with headers (cold)", "same findings")
+    header = ("tree", "load", "ruff", "header-free", "headers, first run", "headers, second run",
+              "first / header-free", "second / header-free", "header-free / ruff", "parses with headers (first; second)",
+              "same findings")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
+
+    def timing(row: dict, label: str) -> str:
+        return f"{row[label + '_s']} s ({row[label + '_cpu_s']} s CPU)"
+
+    def ratio(row: dict, label: str) -> str:
+        return f"{row[label]}x wall, {row[label + '_cpu']}x CPU"
+
     for row in rows:
-        outcomes = ", ".join(f"{n} {k}" for k, n in sorted(row["outcomes"].items())) or "none"
-        cells = (row["tree"], row["ruff_s"], row["header_free_s"], row["first_s"], row["cold_s"],
-                 f"{row['cold_over_header_free']}x", f"{row['first_over_header_free']}x", f"{row['cold_over_ruff']}x",
-                 outcomes, "yes" if row["identical_where_headers_unused"] else "NO")
+        outcomes = "; ".join(", ".join(f"{n} {k}" for k, n in sorted(row[key].items())) or "none"
+                             for key in ("first_outcomes", "outcomes"))
+        cells = (row["tree"], f"{row['load_before']}-{row['load_after']}", timing(row, "ruff"),
+                 timing(row, "header_free"), timing(row, "first"), timing(row, "second"),
+                 ratio(row, "first_over_header_free"), ratio(row, "second_over_header_free"),
+                 ratio(row, "header_free_over_ruff"), outcomes, "yes" if row["identical_where_headers_unused"] else "NO")
         print("| " + " | ".join(str(c) for c in cells) + " |")
 
 

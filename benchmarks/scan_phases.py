@@ -2,9 +2,10 @@
 
     PYTHONPATH=src python benchmarks/scan_phases.py TREE...
 
-Runs the engine's per-file task over every file of each TREE (no pool, no
-cache) with the phases timed: reading and the trigger-word check, the `ast`
-screens, CPython's nesting check, the libcst parse, the frontend's index, the
+Reads the call graph's index of every Python file (as the engine does first,
+in its main process), then runs the engine's per-file task over every file
+of each TREE (no pool, no cache) with the phases timed: reading and the
+trigger-word check, the `ast` screens, CPython's nesting check, the libcst parse, the frontend's index, the
 libclang parse, and each rule's `check`. CPU seconds (`time.process_time`,
 all threads). A profile summary for docs/benchmarks.md; nothing here is a test.
 """
@@ -21,10 +22,13 @@ import libcst
 
 from optpatch import engine, passes
 from optpatch import python_frontend as frontend
+from optpatch.call_graph import index_file
 from optpatch.config import Settings
 from optpatch.discovery import discover
+from optpatch.model import FileError, Language
 from optpatch.policy import FixPolicy
 from optpatch.rule import load_rules
+from optpatch.source import language_of, read_source
 
 SPENT: Counter = Counter()
 
@@ -75,8 +79,13 @@ def main() -> None:
         SPENT.clear()
         files = discover(tree).files
         start = time.process_time()
-        for item in files:
-            task(item)
+        for path, rel in files:  # the call graph's index, read in the main process before the analyses
+            if language_of(rel) is Language.PYTHON:
+                source = read_source(path, rel)
+                if not isinstance(source, FileError):
+                    timed("call-graph index (its own ast parse)", index_file)(rel, source.text)
+        for path, rel in files:
+            task((path, rel, None, None))
         total = time.process_time() - start
         SPENT["everything else (reading, trigger words, findings, planning)"] = total - sum(SPENT.values())
         print(f"\n{tree.name}: {len(files)} files, {total:.2f} s CPU in one process\n")
