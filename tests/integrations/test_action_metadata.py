@@ -162,3 +162,12 @@ def test_the_composite_steps_install_optpatch_and_run_it(tmp_path):
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
     assert outputs["sarif"] == str(runner_temp / "optpatch" / "optpatch.sarif") and int(outputs["fixes"]) > 0
     assert outputs["fail"] == "true"  # the next step, `if: steps.run.outputs.fail == 'true'`, fails the job
+
+
+def test_each_run_saves_the_cache_under_its_own_key_and_restores_the_latest():
+    """A run may build the precompiled headers the one before put off (docs/cpp-frontend.md); actions/cache never
+    saves again under a key it restored, so a fixed key would keep the first run's cache for ever."""
+    (cache,) = [step for step in load(ACTION)["runs"]["steps"] if str(step.get("uses", "")).startswith("actions/cache")]
+    key, restore = cache["with"]["key"], cache["with"]["restore-keys"]
+    assert "${{ github.run_id }}" in key
+    assert key.startswith(restore) and key != restore
