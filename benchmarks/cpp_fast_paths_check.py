@@ -33,7 +33,7 @@ from optpatch.source import SourceFile, language_of, read_source
 
 def answers(source: SourceFile, rules) -> tuple:
     result = analyse_file(source, rules, Settings(), FixPolicy(unsafe_fixes=True))
-    findings = [(f.code, f.line, f.col, f.verdict, f.tier, f.reason, f.edits) for f in result.findings]
+    findings = [(f.code, f.line, f.col, f.verdict, f.fix, f.reason) for f in result.findings]
     return findings, result.error and result.error.reason
 
 

@@ -179,7 +179,7 @@ def candidates(trees: list[Path]) -> int:
                 continue
             files_with_headers += 1
             header_vlas += _count_with_headers(source, forced)
-            findings += [f"  {source.rel}:{f.line} {f.code} {f.tier.value if f.tier else f.verdict.value}: {f.reason}"
+            findings += [f"  {source.rel}:{f.line} {f.code} {f.fix.tier.value if f.fix else f.verdict.value}: {f.reason}"
                          for f in forced.findings]
         print(f"{tree.name}: variable-length array declarations without headers {free_vlas}, with headers "
               f"{header_vlas} (in the {files_with_headers} files parsed with headers; {failed} fell back)")
@@ -204,7 +204,7 @@ def _forced(source: SourceFile, rules: list[type[Rule]], setup: HeaderSetup):
 
 
 def _answers(analysis) -> list:
-    return sorted((f.code, f.line, f.verdict.value, f.tier and f.tier.value) for f in analysis.findings)
+    return sorted((f.code, f.line, f.verdict.value, f.fix and f.fix.tier.value) for f in analysis.findings)
 
 
 def _variable_arrays(unit: CppUnit) -> list[int]:

@@ -711,7 +711,7 @@ def count_findings(report: TreeReport, findings: list[dict]) -> None:
     for f in findings:
         if f["verdict"] == "fix" and f["tier"] == "safe" and f["held"] in (None, "area", "overlap"):
             count(report.safe_found, f["area"])
-        if f["verdict"] == "fix" and f["applied"]:
+        if f["verdict"] == "fix" and f["written"]:
             count(report.applied, f"{f['code']} {f['tier']} {f['area']}")
             if f["area"] == "library" and f["tier"] == "safe":
                 report.review.append(ReviewItem(f["path"], f["line"], f["code"], f["reason"], f["replacement"]))

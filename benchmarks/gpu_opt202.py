@@ -67,11 +67,12 @@ def rewritten(text: str) -> tuple[str, list[dict]]:
     accepted: frozenset[str] = frozenset()
     while True:
         result = analyse_file(source, rules, Settings(), FixPolicy(unsafe_fixes=True, validated=accepted), headers=headers)
-        more = accepted | {fix_id(f) for f in result.findings if f.fixable}
+        more = accepted | {fix_id(f) for f in result.findings if f.fix is not None}
         if more == accepted:
             break
         accepted = more
-    fixes = [{"line": f.line, "tier": f.tier.value if f.tier else None, "applied": f.applied} for f in result.findings]
+    fixes = [{"line": f.line, "tier": f.fix.tier.value if f.fix else None, "accepted": decision.accepted}
+             for f, decision in result.decided]
     return (result.new or source.raw).decode(), fixes
 
 
@@ -181,7 +182,7 @@ def main() -> int:
         got, _ = call(after, "declared", like, args.queue_ms, cycles)
         if not torch.equal(got, expected):
             failures.append("declared: the rewrite read the host buffer after it was overwritten")
-    applied = [f for f in fixes if f["applied"]]
+    applied = [f for f in fixes if f["accepted"]]
     if len(applied) != len(FUNCTIONS):
         failures.append(f"{len(applied)} of {len(FUNCTIONS)} forms rewritten: {fixes}")
     report = {

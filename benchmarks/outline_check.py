@@ -45,7 +45,7 @@ def scan(tree: Path, outlined: bool, jobs: int):
     started = time.perf_counter()
     result = engine.run(tree, Settings(), FixPolicy(unsafe_fixes=True), jobs=jobs, use_cache=False)
     seconds = time.perf_counter() - started
-    findings = [(f.path, f.line, f.col, f.code, f.verdict, f.tier, f.reason, f.applied, f.edits) for f in result.findings]
+    findings = [(f.path, f.line, f.col, f.code, f.verdict, f.fix, f.reason, decision) for f, decision in result.decided]
     return findings, result.changes, [(e.path, e.line, e.reason) for e in result.errors], seconds
 
 
@@ -95,7 +95,7 @@ def mutants(sources: list[SourceFile], count: int, seed: int) -> tuple[int, int,
         for outline in (OUTLINE, lambda rules, calls, source: None):
             engine._outline = outline
             result = analyse_file(source, rules, Settings(), FixPolicy(unsafe_fixes=True))
-            answers.append(([(f.line, f.col, f.code, f.verdict, f.reason, f.edits) for f in result.findings], result.new,
+            answers.append(([(f.line, f.col, f.code, f.verdict, f.reason, f.fix) for f in result.findings], result.new,
                             result.error and result.error.reason))
         engine._outline = OUTLINE
         if answers[0] != answers[1]:

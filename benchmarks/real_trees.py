@@ -148,7 +148,7 @@ def run_mode(tree: Path, mode_args: list[str], jobs: int, scratch: Path) -> Mode
     summary = report["summary"]
     outcome.analysed, outcome.changed = summary["files_analysed"], summary["files_changed"]
     outcome.files = summary["files_analysed"] + summary["files_failed"] + len(report["skipped"])
-    outcome.findings = Counter((f["code"], f["verdict"], f["tier"], f["applied"]) for f in report["findings"])
+    outcome.findings = Counter((f["code"], f["verdict"], f["tier"], f["written"]) for f in report["findings"])
     outcome.errors = Counter(error_kind(e["reason"]) for e in report["errors"])
     outcome.internal_errors = [f"{e['path']}: {e['reason']}" for e in report["errors"] if "internal error" in e["reason"]]
     outcome.applies = git(copy, "apply", "--check", str(first_patch)).returncode == 0

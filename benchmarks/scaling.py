@@ -120,7 +120,7 @@ def _run_once(src: Path, tree: Path, timeout: float, jobs: int | None) -> Run:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         try:
-            fixes = json.loads(done.stdout)["summary"]["fixes_applied"]
+            fixes = json.loads(done.stdout)["summary"]["written"]
         except (ValueError, KeyError):
             return Run(wall, cpu, 0, error=done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no report")
         return Run(wall, cpu, fixes)
@@ -279,7 +279,7 @@ def phases_table(args, scratch: Path) -> None:
 def planner_table(args) -> None:
     """plan_edits on N fixes of one file, every tenth overlapping its neighbour: a sort, not a comparison of all pairs."""
     sys.path.insert(0, str(HERE.parent / "src"))
-    from optpatch.model import Context, Edit, Finding, Impact, Tier, Verdict
+    from optpatch.model import Context, Edit, Finding, Fix, Impact, Tier, Verdict
     from optpatch.planner import plan_edits
 
     print("\n### The planner: N fixes in one file, one in ten overlapping the one before it\n")
@@ -288,12 +288,12 @@ def planner_table(args) -> None:
     for count in args.planner:
         findings = [
             Finding(code="OPT101", name="zeros-to-empty", path="f.py", line=i + 1, col=1, verdict=Verdict.FIX,
-                    reason="", context=Context.ONCE, impact=Impact.LOW, impact_basis="", tier=Tier.SAFE,
-                    edits=(Edit(10 * i - (6 if i % 10 == 9 else 0), 10 * i + 5, "empty"),))
+                    reason="", context=Context.ONCE, impact=Impact.LOW, impact_basis="",
+                    fix=Fix(tier=Tier.SAFE, edits=(Edit(10 * i - (6 if i % 10 == 9 else 0), 10 * i + 5, "empty"),)))
             for i in range(count)
         ]
         started = time.process_time()
-        plan_edits(findings, lambda finding: None)
+        plan_edits(findings, [None] * count, lambda finding: None)
         spent = time.process_time() - started
         print(f"| {count:,} | {spent:.3f} s | {1e6 * spent / count:.1f} us |")
 

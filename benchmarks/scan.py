@@ -194,8 +194,8 @@ def optpatch_findings(output: str) -> str:
         summary = json.loads(output)["summary"]
     except (ValueError, KeyError):
         return "?"
-    sites = summary["fixes_applied"] + summary["fixes_not_applied"] + summary["kept"] + summary["advice"]
-    return f"{summary['fixes_applied']} fixes / {sites} sites"
+    sites = summary["written"] + summary["refused"] + summary["kept"] + summary["advice"]
+    return f"{summary['written']} fixes / {sites} sites"
 
 
 def measure_tree(tree: Tree, args, tools: dict[str, str | None], bytecode: str | None) -> list[Measurement]:

@@ -56,7 +56,7 @@ def _run(root, settings=Settings(), policy=FixPolicy(), use_cache=True, filters=
 def _outcome(result) -> tuple:
     """Everything a report or a patch is made from."""
     return (
-        [dataclasses.astuple(f) for f in result.findings],
+        [(dataclasses.astuple(f), decision) for f, decision in result.decided],
         result.changes,
         [(e.path, e.reason) for e in result.errors],
         [(r.rel, r.skipped, r.suppressed, r.unused_suppressions) for r in result.files],
@@ -145,18 +145,16 @@ def test_narrowing_applies_after_the_cache(tree, monkeypatch):
     """A filter (--changed-lines, --baseline) marks findings in every run, from cached analyses too."""
 
     class EvenLinesOnly:
-        def mark(self, findings):
-            for finding in findings:
-                if finding.line % 2:
-                    finding.out_of_scope = "odd line"
+        def out_of_scope(self, findings):
+            return ["odd line" if finding.line % 2 else None for finding in findings]
 
     _run(tree)
     counter = AnalysisCounter(monkeypatch)
     narrowed = _run(tree, filters=(EvenLinesOnly(),))
     assert counter.files == [] or set(counter.files) <= _rewritten(narrowed)
     assert _outcome(narrowed) == _outcome(_run(tree, filters=(EvenLinesOnly(),), use_cache=False))
-    assert all(f.out_of_scope for f in narrowed.findings if f.line % 2)
-    assert not any(f.applied for f in narrowed.findings if f.line % 2)
+    odd = [decision for f, decision in narrowed.decided if f.line % 2]
+    assert odd and all(decision.out_of_scope and not decision.accepted for decision in odd)
     assert _outcome(_run(tree)) == _outcome(_run(tree, use_cache=False))
 
 

@@ -38,7 +38,7 @@ def monorepo(tmp_path) -> Path:
 
 
 def fixed_files(stdout: str) -> set[str]:
-    return {finding["path"] for finding in json.loads(stdout)["findings"] if finding["fixable"]}
+    return {finding["path"] for finding in json.loads(stdout)["findings"] if finding["accepted"]}
 
 
 def test_a_walk_gives_each_file_its_nearest_configuration(monorepo):

@@ -130,9 +130,9 @@ def test_check_exits_one_on_fixable_findings_and_zero_when_clean(example):
 def test_json_report_carries_every_finding_field(example, tmp_path):
     result = run_cli("apply", str(example), "-o", str(tmp_path / "p.diff"), "--format", "json")
     document = json.loads(result.stdout)
-    assert document["schema_version"] == 3
+    assert document["schema_version"] == 4
     assert document["patch"] == str((tmp_path / "p.diff").resolve())
-    finding = next(f for f in document["findings"] if f["applied"])
+    finding = next(f for f in document["findings"] if f["written"])
     for key in ("code", "name", "path", "line", "column", "tier", "reason", "context", "impact", "impact_basis", "replacement"):
         assert finding[key] not in (None, ""), key
 

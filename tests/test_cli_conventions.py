@@ -89,14 +89,14 @@ def test_check_says_fixable_and_applied_means_written(tmp_path):
     assert "[safe, fixable]" in text.stdout and "Summary: 1 fixable" in text.stdout
     assert "fixed" not in text.stdout and "in patch" not in text.stdout
     (finding,) = json.loads(run_cli("check", str(root), "--no-cache", "--format", "json").stdout)["findings"]
-    assert finding["fixable"] and not finding["applied"]
+    assert finding["accepted"] and not finding["written"]
     applied = json.loads(run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "json").stdout)
-    assert applied["findings"][0]["applied"] and applied["summary"]["fixes_applied"] == 1
+    assert applied["findings"][0]["written"] and applied["summary"]["written"] == 1
     (result,) = json.loads(run_cli("check", str(root), "--format", "sarif").stdout)["runs"][0]["results"]
-    assert result["properties"]["fixable"] and not result["properties"]["applied"]
+    assert result["properties"]["accepted"] and not result["properties"]["written"]
     assert result["message"]["text"].endswith("(tier safe, fixable)")
     fixed = run_cli("check", str(root), "--fix", "--no-cache", "--format", "json")
-    assert fixed.returncode == 0 and json.loads(fixed.stdout)["findings"][0]["applied"]
+    assert fixed.returncode == 0 and json.loads(fixed.stdout)["findings"][0]["written"]
 
 
 def test_apply_says_in_patch_and_write_says_fixed_and_suggests_git_diff(tmp_path):
@@ -182,7 +182,7 @@ def test_output_file_takes_the_report_and_leaves_stdout_empty(example, tmp_path,
     assert result.returncode == 1 and result.stdout == ""
     text = report.read_text()
     if fmt == "json":
-        assert json.loads(text)["summary"]["fixable"] == 11
+        assert json.loads(text)["summary"]["accepted"] == 11
     else:
         assert "Summary: 11 fixable" in text and "\x1b[" not in text
     missing = run_cli("check", str(example), "--output-file", str(tmp_path / "no" / "r.txt"))

@@ -42,10 +42,10 @@ def test_the_default_patch_holds_library_fixes_and_reports_the_rest_by_area(tmp_
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     found = _by_path(document)
-    assert found[LIBRARY]["fixable"] and found[LIBRARY]["held"] is None
+    assert found[LIBRARY]["accepted"] and found[LIBRARY]["held"] is None
     for rel, area in ((TEST, "tests"), (BENCH, "benchmarks")):
-        assert (found[rel]["area"], found[rel]["held"], found[rel]["fixable"]) == (area, "area", False)
-        assert f"--fix-areas library,{area}" in found[rel]["not_applied_because"]
+        assert (found[rel]["area"], found[rel]["held"], found[rel]["accepted"]) == (area, "area", False)
+        assert f"--fix-areas library,{area}" in found[rel]["refused_because"]
     assert document["summary"]["held_by_area"] == {"benchmarks": 1, "tests": 1}
     diff = patch.read_text()
     assert f"a/{LIBRARY}" in diff and "tests/" not in diff and "benchmarks/" not in diff
@@ -83,13 +83,13 @@ def test_the_setting_widens_the_patch_and_areas_override_the_path_heuristic(tmp_
     root = _tree(tmp_path, files=(LIBRARY, TEST, BENCH, "pkg/testing/fake.py", "tests/helpers/lib.py"), config=config)
     result = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "json", "--no-cache")
     found = _by_path(json.loads(result.stdout))
-    assert {rel: (f["area"], f["fixable"]) for rel, f in found.items()} == {
+    assert {rel: (f["area"], f["accepted"]) for rel, f in found.items()} == {
         LIBRARY: ("library", True), TEST: ("tests", True), BENCH: ("benchmarks", False),
         "pkg/testing/fake.py": ("tests", True), "tests/helpers/lib.py": ("library", True),
     }
     only_library = run_cli("apply", str(root), "-o", str(tmp_path / "p.diff"), "--format", "json", "--no-cache",
                            "--fix-areas", "library")
-    assert {rel for rel, f in _by_path(json.loads(only_library.stdout)).items() if f["fixable"]} == {
+    assert {rel for rel, f in _by_path(json.loads(only_library.stdout)).items() if f["accepted"]} == {
         LIBRARY, "tests/helpers/lib.py"}
 
 
@@ -111,9 +111,9 @@ def test_the_area_is_policy_applied_after_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path / "cache"))
     root = _tree(tmp_path, files=(LIBRARY, TEST))
     cold = run(root, Settings(), FixPolicy(), jobs=1)
-    assert [f.refusal.hold for f in cold.findings if f.refusal] == [Hold.AREA]
+    assert [decision.held for _, decision in cold.decided if decision.refusal] == [Hold.AREA]
     warm = run(root, Settings(), FixPolicy(fix_areas=frozenset({CodeArea.LIBRARY, CodeArea.TESTS})), jobs=1)
-    assert all(f.applied for f in warm.findings) and len(warm.changes) == 2
+    assert all(decision.accepted for _, decision in warm.decided) and len(warm.changes) == 2
 
 
 def test_a_fix_its_tier_holds_is_not_counted_as_held_by_its_area(tmp_path):
@@ -123,7 +123,7 @@ def test_a_fix_its_tier_holds_is_not_counted_as_held_by_its_area(tmp_path):
                    "    def fill(self, x):\n        self.buf[: x.numel()].copy_(x)\n"
     (root / "tests" / "test_module.py").write_text(run_validate)
     result = run(root, Settings(), FixPolicy(), jobs=1, use_cache=False)
-    holds = {f.path: f.refusal.hold for f in result.findings if f.refusal}
+    holds = {f.path: decision.held for f, decision in result.decided if decision.refusal}
     assert holds == {TEST: Hold.AREA, "tests/test_module.py": Hold.VALIDATE_TIER}
 
 

@@ -15,6 +15,7 @@ import codecs
 import difflib
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from optpatch.line_diff import WINDOW_LINES, LineBlock, LineBreaks, Opcode, Tag, opcodes
-from optpatch.model import Edit, Finding, Region, Verdict, Context, Impact, Tier
+from optpatch.model import Context, Decided, Decision, Edit, Finding, Fix, Impact, Region, Tier, Verdict
 from optpatch.offsets import PassEdits, changed_lines, composed_spans, relocate_to_original
 from optpatch.patch import CONTEXT_LINES, file_diff, hunks, write_patch
 from optpatch.planner import apply_edits
@@ -423,12 +424,13 @@ def test_composed_spans_rewrite_the_original_into_the_final_text(rewritten):
     assert all(a.old_end < b.old_start and a.new_end < b.new_start for a, b in zip(spans, spans[1:]))
 
 
-def relocated_by_difflib(findings: list[Finding], original: SourceFile, final_text: str, passes) -> None:
-    """The regions relocate_to_original gave with a whole-file difflib (its code before line_diff.py)."""
+def relocated_by_difflib(findings: list[Finding], original: SourceFile, final_text: str, passes) -> list[Finding]:
+    """The regions relocate_to_original gave with a whole-file difflib (its code before line_diff.py); every
+    finding is an accepted fix."""
     old_lines, new_lines = original.text.splitlines(keepends=True), final_text.splitlines(keepends=True)
     touched = []
     for finding in findings:
-        for edit in finding.edits if finding.applied else ():
+        for edit in finding.fix.edits:
             offset = edit.start
             for edits in reversed(passes[: finding.analysis_pass]):
                 offset = offset_before_by_scan(offset, edits)
@@ -442,17 +444,15 @@ def relocated_by_difflib(findings: list[Finding], original: SourceFile, final_te
             if claimants:
                 owner = max(claimants, key=lambda c: (c[0], c[1].sort_key))[1]
                 owners.setdefault(id(owner), []).append(Region(p1 + 1, 1, p2 + 1, 1, "".join(new_lines[q1:q2])))
-    for finding in findings:
-        if finding.applied:
-            finding.regions = tuple(owners.get(id(finding), ()))
+    return [replace(finding, regions=tuple(owners.get(id(finding), ()))) for finding in findings]
 
 
 def fixes_of(passes: list[list[Edit]]) -> list[Finding]:
-    """One applied fix per edit, found in the pass that applied it."""
+    """One fix per edit, found in the pass that applied it."""
     return [
         Finding(code="OPT999", name="test", path="f.py", line=1, col=number + 1, verdict=Verdict.FIX, reason="r",
-                context=Context.ONCE, impact=Impact.LOW, impact_basis="b", tier=Tier.SAFE, edits=(edit,),
-                analysis_pass=step, applied=True)
+                context=Context.ONCE, impact=Impact.LOW, impact_basis="b", fix=Fix(tier=Tier.SAFE, edits=(edit,)),
+                analysis_pass=step)
         for step, edits in enumerate(passes) for number, edit in enumerate(edits)
     ]
 
@@ -465,7 +465,7 @@ def test_regions_of_fixes_over_several_passes_are_those_difflib_gave(rewritten):
     for edits in passes:
         final = apply_edits(final, edits)
     original = SourceFile("f.py", Path("f.py"), text.encode(), text, "utf-8", False, "python")
-    found, expected = fixes_of(passes), fixes_of(passes)
-    relocate_to_original(found, original, final, passes)
-    relocated_by_difflib(expected, original, final, passes)
-    assert [f.regions for f in found] == [f.regions for f in expected]
+    accepted = [Decided(finding, Decision(accepted=True)) for finding in fixes_of(passes)]
+    found = relocate_to_original(accepted, original, final, passes)
+    expected = relocated_by_difflib(fixes_of(passes), original, final, passes)
+    assert [f.regions for f, _ in found] == [f.regions for f in expected]

@@ -23,7 +23,7 @@ def _analyse(rule, code: str, tier: str = "safe"):
     if tier == "validate":  # a validation run would accept exactly these
         from optpatch.policy import fix_id
 
-        accepted = frozenset(fix_id(f) for f in result.findings if f.fixable)
+        accepted = frozenset(fix_id(f) for f in result.findings if f.fix is not None)
         result = analyse_file(source, [rule], Settings(), FixPolicy(validated=accepted))
     return result
 
@@ -42,7 +42,7 @@ def _iter_examples(kind: str):
 def test_valid_examples_are_left_alone(rule, code):
     result = _analyse(rule, code)
     assert result.new is None
-    assert not any(f.applied for f in result.findings)
+    assert not any(decision.accepted for _, decision in result.decided)
 
 
 @pytest.mark.parametrize("rule, example", _examples("INVALID"))

@@ -19,7 +19,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from optpatch.model import Finding, Verdict
 
@@ -53,13 +53,17 @@ class Baseline:
 
     counts: tuple[tuple[Key, int], ...]
 
-    def mark(self, findings: list[Finding]) -> None:
+    def out_of_scope(self, findings: Sequence[Finding]) -> list[str | None]:
         remaining = Counter(dict(self.counts))
-        for finding in sorted(recordable(findings), key=lambda f: f.sort_key):
-            key = key_of(finding)
+        why: list[str | None] = [None] * len(findings)
+        for index in sorted(range(len(findings)), key=lambda i: findings[i].sort_key):
+            if findings[index].verdict is Verdict.KEEP:
+                continue
+            key = key_of(findings[index])
             if remaining[key] > 0:
                 remaining[key] -= 1
-                finding.out_of_scope = "recorded in the baseline (--baseline)"
+                why[index] = "recorded in the baseline (--baseline)"
+        return why
 
 
 def baseline_document(findings: Iterable[Finding]) -> str:

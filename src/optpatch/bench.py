@@ -282,7 +282,7 @@ def variants_of(result: RunResult, per_rule: bool, settings: Settings,
     run again (RERUN, with those fixes chosen), so that fixes applied over
     several passes come out as a normal run would write them.
     """
-    applied = [finding for finding in result.findings if finding.applied]
+    applied = [finding for finding, decision in result.decided if decision.accepted]
     variants = [Variant("patched", tuple(result.changes), len(applied))]
     codes = sorted({finding.code for finding in applied})
     if not per_rule or len(codes) < 2:
@@ -290,7 +290,7 @@ def variants_of(result: RunResult, per_rule: bool, settings: Settings,
     for code in codes:
         chosen = frozenset(fix_id(finding) for finding in applied if finding.code == code)
         alone = rerun(ChosenFixes(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, chosen=chosen))
-        variants.append(Variant(code, tuple(alone.changes), sum(1 for finding in alone.findings if finding.applied)))
+        variants.append(Variant(code, tuple(alone.changes), sum(decision.accepted for _, decision in alone.decided)))
     return variants
 
 

@@ -14,6 +14,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from optpatch.model import Finding
 
@@ -34,10 +35,8 @@ class ChangedLines:
     def touches(self, path: str, line: int) -> bool:
         return path in self.whole_files or (path, line) in self.lines
 
-    def mark(self, findings: list[Finding]) -> None:
-        for finding in findings:
-            if not self.touches(finding.path, finding.line):
-                finding.out_of_scope = "not on a changed line (--changed-lines)"
+    def out_of_scope(self, findings: Sequence[Finding]) -> list[str | None]:
+        return [None if self.touches(f.path, f.line) else "not on a changed line (--changed-lines)" for f in findings]
 
 
 @dataclass(frozen=True)

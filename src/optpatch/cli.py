@@ -687,7 +687,7 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, 
         session.exit(EXIT_VALIDATION)
     if write_baseline:
         _record_baseline(session, result, write_baseline)
-    fixable = any(f.applied for f in result.findings)
+    fixable = any(decision.accepted for _, decision in result.decided)
     note = None
     refused_writes = False
     if show_diff:
@@ -921,7 +921,7 @@ def explain(target: str, **options) -> None:
         raise CommandError(f"{repo / file}: no such file")
     session = Session(repo, options)
     result = session.run(paths)
-    findings = [f for f in result.findings if line is None or (f.line == line and col in (None, f.col))]
+    findings = [d for d in result.decided if line is None or (d.finding.line == line and col in (None, d.finding.col))]
     if not findings:
         where = ":".join(str(part) for part in (file, line, col) if part is not None) if file else str(repo)
         click.echo(f"No site examined at {where}: no rule found an allocation or call it handles there.")

@@ -415,7 +415,7 @@ class _FileTask:
         they are loaded already, and only files with an unsafe-tier fix pay.
         """
         first = record.first
-        if not any(f.tier is Tier.UNSAFE for f in first.findings):
+        if not any(f.fix is not None and f.fix.tier is Tier.UNSAFE for f in first.findings):
             return
         flipped = replace(self.policy, unsafe_fixes=not self.policy.unsafe_fixes)
         settle(record, lambda: source, lambda: self.rules(path, rel), flipped, self.filters, rel, self.headers, frequencies)

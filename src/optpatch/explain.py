@@ -4,26 +4,27 @@ from __future__ import annotations
 
 from typing import Callable
 
-from optpatch.model import Finding, Verdict
+from optpatch.model import Decided, Verdict
 from optpatch.reporters.status import status_of
 from optpatch.reporters.wrapping import wrap
 
 
-def explain_lines(finding: Finding, display: Callable[[str], str] = lambda rel: rel) -> list[str]:
+def explain_lines(decided: Decided, display: Callable[[str], str] = lambda rel: rel) -> list[str]:
     """The explanation of one finding, as plain lines (no markup: code may hold brackets); DISPLAY shows its path."""
-    tier = f", tier {finding.tier.value}" if finding.tier else ""
+    finding, decision = decided
+    tier = f", tier {finding.fix.tier.value}" if finding.fix is not None else ""
     where = f"{display(finding.path)}:{finding.line}:{finding.col}"
-    lines = [f"{finding.code} {finding.name} at {where}: {status_of(finding)}{tier}"]
+    lines = [f"{finding.code} {finding.name} at {where}: {status_of(decided)}{tier}"]
     label = "Proof" if finding.verdict is Verdict.FIX else "Kept because"
     lines.append(f"  {label}: {finding.reason}")
     if finding.proof:
         lines.append("  Step by step:")
         lines.extend(f"    - {step}" for step in finding.proof)
-    if finding.verdict is Verdict.FIX:
-        if finding.replacement:
-            lines.append(f"  Rewrite: {finding.replacement}")
-        if not finding.applied and finding.not_applied_because:
-            lines.append(f"  Not applied in this run: {finding.not_applied_because}")
+    if finding.fix is not None:
+        if finding.fix.replacement:
+            lines.append(f"  Rewrite: {finding.fix.replacement}")
+        if not decision.accepted and decision.refused_because:
+            lines.append(f"  Not applied in this run: {decision.refused_because}")
     if finding.frequency is None:
         lines.append(f"  Runs: {finding.context.value}; impact: {finding.impact.value} ({finding.impact_basis})")
         return lines
@@ -34,11 +35,11 @@ def explain_lines(finding: Finding, display: Callable[[str], str] = lambda rel: 
     return lines
 
 
-def explain_text(findings: list[Finding], width: int, display: Callable[[str], str] = lambda rel: rel) -> list[str]:
+def explain_text(findings: list[Decided], width: int, display: Callable[[str], str] = lambda rel: rel) -> list[str]:
     """Every finding's explanation, each line wrapped to WIDTH under its own indentation, a blank line after each."""
     lines: list[str] = []
-    for finding in findings:
-        for line in explain_lines(finding, display):
+    for decided in findings:
+        for line in explain_lines(decided, display):
             indent = line[: len(line) - len(line.lstrip())]
             lines += wrap(line, width, indent, indent + "    ")
         lines.append("")

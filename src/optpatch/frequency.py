@@ -268,12 +268,12 @@ class FileFrequencies:
     module: FrequencyEvidence
     measured: FileMeasurements | None = None
 
-    def weigh(self, finding: Finding) -> None:
-        """Set the finding's frequency and its honest impact; its own impact becomes its size class."""
+    def weigh(self, finding: Finding) -> Finding:
+        """The finding with its frequency and its honest impact; its own impact becomes its size class."""
         enclosing = self._enclosing(finding.line)
         evidence = self.module if enclosing is None else enclosing[3]
         if evidence is None:
-            return
+            return finding
         if evidence.path:
             last = evidence.path[-1]
             evidence = replace(evidence, path=evidence.path[:-1] + (replace(last, line=finding.line),))
@@ -282,17 +282,16 @@ class FileFrequencies:
             evidence = FrequencyEvidence(Frequency.PER_STEP, FrequencySource.STEP_LOOP, evidence.path[-1:])
         size = finding.impact if finding.size is None else finding.size
         measurement = self._measured(finding, enclosing)
-        finding.size = size
         if measurement is None:
-            finding.frequency, finding.impact = evidence, weighed(size, evidence.frequency)
-            return
+            return replace(finding, size=size, frequency=evidence, impact=weighed(size, evidence.frequency))
         reading, steps = measurement
         frequency = Frequency.PER_STEP if steps > 1 else Frequency.ONE_TIME
-        finding.frequency = FrequencyEvidence(frequency, FrequencySource.MEASURED, evidence.path,
-                                              static=evidence.frequency, measured=reading)
+        measured = FrequencyEvidence(frequency, FrequencySource.MEASURED, evidence.path, static=evidence.frequency,
+                                     measured=reading)
         share = reading.microseconds / self.measured.total_us if self.measured.total_us else 0.0
         by_time = Impact.HIGH if share >= HIGH_SHARE else Impact.MEDIUM if share >= MEDIUM_SHARE else Impact.LOW
-        finding.impact = weighed(by_time, frequency) if size is not Impact.NONE else Impact.NONE
+        return replace(finding, size=size, frequency=measured,
+                       impact=weighed(by_time, frequency) if size is not Impact.NONE else Impact.NONE)
 
     def _enclosing(self, line: int):
         best = None

@@ -10,7 +10,7 @@ Two things are decided here rather than in each rule:
 from __future__ import annotations
 
 from optpatch.line_limits import line_limit, overlong_line
-from optpatch.model import CodeArea, Context, Finding, Impact, KeepCategory, Verdict
+from optpatch.model import CodeArea, Context, Finding, Fix, Impact, KeepCategory, Verdict
 from optpatch.rule import Advice, Judgement, Kept, Proven, Rule
 from optpatch.rule.verdicts import KEPT_BASIS
 
@@ -30,8 +30,8 @@ def finding_of(rule: type[Rule], unit, judgement: Judgement) -> Finding:
     common = dict(code=rule.code, name=rule.name, path=source.rel, line=line, col=col, context=context, area=source.area)
     if isinstance(verdict, Proven):
         return Finding(**common, verdict=Verdict.FIX, reason=verdict.reason, impact=verdict.impact,
-                       impact_basis=verdict.basis, tier=verdict.tier, edits=verdict.edits,
-                       replacement=verdict.replacement, proof=verdict.proof)
+                       impact_basis=verdict.basis, proof=verdict.proof,
+                       fix=Fix(tier=verdict.tier, edits=verdict.edits, replacement=verdict.replacement))
     if isinstance(verdict, Kept):
         return Finding(**common, verdict=Verdict.KEEP, reason=verdict.reason, impact=Impact.NONE, impact_basis=KEPT_BASIS,
                        keep_category=verdict.category, proof=verdict.proof)

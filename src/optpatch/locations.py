@@ -8,17 +8,17 @@ no reporter re-reads a file that `--write` or `check --fix` may have changed.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from optpatch.model import Finding, Region
 from optpatch.source import SourceFile
 
 
-def locate_findings(findings: list[Finding], source: SourceFile) -> None:
-    """Record each finding's line text and the regions of its edits."""
-    for finding in findings:
-        finding.line_text = source.line_text(finding.line)
-        finding.regions = tuple(
-            Region(*source.position(edit.start), *source.position(edit.end), edit.text) for edit in finding.edits
-        )
+def located(finding: Finding, source: SourceFile) -> Finding:
+    """The finding with its line text and the regions of its fix's edits."""
+    edits = finding.fix.edits if finding.fix is not None else ()
+    regions = tuple(Region(*source.position(edit.start), *source.position(edit.end), edit.text) for edit in edits)
+    return replace(finding, line_text=source.line_text(finding.line), regions=regions)
 
 
 def rewritten_line(finding: Finding) -> str | None:

@@ -4,8 +4,9 @@ Offsets in an `Edit` are indices into the decoded text of one file (a `str`),
 so Python and C++ frontends speak the same unit and the patch writer never
 has to think about bytes until it encodes the result.
 
-Meaning lives in fields, never in sentences: a finding's status, tier, keep
-category, code area, pass and regions are typed values. Its `reason` is for
+Meaning lives in fields, never in sentences: a finding's verdict, fix (tier,
+edits), keep category, code area, pass and regions are typed values, and what
+a run decides about it is a typed `Decision` beside it. Its `reason` is for
 people; no stage reads it back (tests/test_reasons_are_prose.py rewords
 every reason and checks that nothing else changes).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class Language(enum.StrEnum):
@@ -282,13 +284,24 @@ class Region:
     inserted: str
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fix:
+    """What a `Proven` verdict rewrites: how much proof stands behind it, its edits, and the site rewritten."""
+
+    tier: Tier
+    edits: tuple[Edit, ...]
+    replacement: str = ""  # the rewritten source of the site, for humans
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Finding:
     """One examined site: a fix with its proof, a keep with its blocking use, or advice.
 
-    Rules build findings through `Rule.fix`, `Rule.keep` and `Rule.advice`.
-    The engine then fills in where the finding sits (line text, regions,
-    pass), and the fix policy whether it is applied.
+    A finding is a value: the engine builds it from a rule's judgement
+    (judgements.py), and each later stage that places or weighs it builds a
+    new one (`dataclasses.replace`), so an analysis in the result cache is
+    never changed by a run. What a run decides about it (scope, the fix
+    policy) is a `Decision` beside it, never a field of it.
     """
 
     code: str
@@ -302,35 +315,21 @@ class Finding:
     impact: Impact
     impact_basis: str  # the measurement the impact class rests on
     area: CodeArea = CodeArea.LIBRARY
-    tier: Tier | None = None  # set for verdict FIX
+    fix: Fix | None = None  # set exactly for verdict FIX
     keep_category: KeepCategory | None = None  # set for verdict KEEP; for ADVICE, which kind when the rule says
-    edits: tuple[Edit, ...] = ()
-    replacement: str = ""  # the rewritten source of the site, for humans
     proof: tuple[str, ...] = ()  # the full argument, step by step, for `explain`
-    # Where it sits, filled in by the engine while the file's text is at hand:
+    # Where it sits, placed by the engine while the file's text is at hand (locations.py, passes.settle):
     line_text: str = ""  # the finding's line, for baselines and suggestions
-    regions: tuple[Region, ...] = ()  # the edits in lines and columns of the original file
+    regions: tuple[Region, ...] = ()  # the fix's edits in lines and columns of the original file
     analysis_pass: int = 0  # 0, or the later pass that re-derived it after an overlapping fix
-    # Filled in by narrowing and the fix policy:
-    out_of_scope: str | None = None  # why --changed-lines or --baseline hides it
-    applied: bool = False
-    refusal: Refusal | None = None  # why a fix is not applied
-    # Filled in by the run from the project's call graph or a profile (frequency.py), after the cache:
+    # Weighed by the run from the project's call graph or a profile (frequency.py), after the cache:
     frequency: FrequencyEvidence | None = None  # None: not known (C++, or a file outside the index)
     size: Impact | None = None  # the rule's own class, before the frequency weighed it (`impact` after)
 
-    @property
-    def fixable(self) -> bool:
-        return self.verdict is Verdict.FIX
-
-    @property
-    def deferred(self) -> bool:
-        """Held back by an overlapping fix, to be re-derived on the next pass."""
-        return self.refusal is not None and self.refusal.hold is Hold.OVERLAP
-
-    @property
-    def not_applied_because(self) -> str:
-        return self.refusal.message if self.refusal is not None else ""
+    def __post_init__(self) -> None:
+        if (self.verdict is Verdict.FIX) != (self.fix is not None):
+            raise ValueError(f"{self.code} at {self.location()}: a {self.verdict.value} finding "
+                             f"{'without' if self.fix is None else 'with'} a fix")
 
     @property
     def sort_key(self) -> tuple:
@@ -338,6 +337,41 @@ class Finding:
 
     def location(self) -> str:
         return f"{self.path}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Decision:
+    """What one run decided about a finding, after the cache (passes.settle): never part of an analysis.
+
+    The JSON report (docs/json-schema.md) gives these facts the same names:
+    `accepted`, `held`, `refused_because`. Whether the command then wrote an
+    accepted fix (`written`) is the command's own fact (reporters/status.py).
+    """
+
+    out_of_scope: str | None = None  # why narrowing leaves it out (--changed-lines, --baseline, --min-impact)
+    accepted: bool = False  # the fix policy applies the fix in this run
+    refusal: Refusal | None = None  # why a fix is not accepted
+
+    @property
+    def held(self) -> Hold | None:
+        return self.refusal.hold if self.refusal is not None else None
+
+    @property
+    def refused_because(self) -> str:
+        return self.refusal.message if self.refusal is not None else ""
+
+    @property
+    def deferred(self) -> bool:
+        """Held back by an overlapping fix, to be re-derived on the next pass."""
+        return self.held is Hold.OVERLAP
+
+
+
+class Decided(NamedTuple):
+    """A finding with what the run decided about it: what results, reporters and integrations read."""
+
+    finding: Finding
+    decision: Decision
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,10 @@
 `--changed-since REF` narrows the files analysed. `--changed-lines` and
 `--baseline FILE` are filters on findings, and so is `--min-impact LEVEL`
 (the impact weighed by the run's call graph or profile, frequency.py): during the run they mark the
-findings outside the scope (`Finding.out_of_scope`: off the changed lines,
-or already in the baseline), the fix policy refuses to apply those, and the
-command line drops them before reporting. A filtered finding is therefore
+findings outside the scope (`Decision.out_of_scope`: off the changed lines,
+or already in the baseline; the first filter's reason is kept), the fix
+policy refuses to apply those, and the command line drops them before
+reporting. A filtered finding is therefore
 neither fixed nor reported, in every mode.
 
 changes.py and baseline.py hold the two filters; this module puts a request
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from optpatch.model import Finding, Impact
 from optpatch.passes import FindingFilter
@@ -83,17 +85,16 @@ class MinImpact:
 
     level: Impact
 
-    def mark(self, findings: list[Finding]) -> None:
-        for finding in findings:
-            if finding.out_of_scope is None and finding.impact.rank < self.level.rank:
-                finding.out_of_scope = f"impact {finding.impact.value}, below --min-impact {self.level.value}"
+    def out_of_scope(self, findings: Sequence[Finding]) -> list[str | None]:
+        below = f"below --min-impact {self.level.value}"
+        return [f"impact {f.impact.value}, {below}" if f.impact.rank < self.level.rank else None for f in findings]
 
 
 def drop_out_of_scope(result: RunResult) -> int:
     """Remove the findings outside the run's scope from a RunResult before it is reported; returns how many."""
     dropped = 0
     for file_result in result.files:
-        kept = [f for f in file_result.findings if f.out_of_scope is None]
-        dropped += len(file_result.findings) - len(kept)
-        file_result.findings = kept
+        kept = [decided for decided in file_result.decided if decided.decision.out_of_scope is None]
+        dropped += len(file_result.decided) - len(kept)
+        file_result.decided = kept
     return dropped

@@ -14,10 +14,11 @@ by bisection, so the cost grows with the edits times their logarithm.
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import replace
 from typing import Callable
 
 from optpatch.line_diff import LineBlock, LineBreaks, Span, Tag, changed_blocks, opcodes
-from optpatch.model import Edit, Finding, Region
+from optpatch.model import Decided, Edit, Finding, Region
 from optpatch.source import SourceFile
 
 Passes = list[list[Edit]]  # each pass's applied edits, in pass order
@@ -136,8 +137,8 @@ def written_lines(final: SourceFile, applied: Passes) -> set[int]:
     return lines
 
 
-def relocate_to_original(findings: list[Finding], original: SourceFile, final_text: str, applied: Passes) -> None:
-    """Give fixes applied over several passes regions of the ORIGINAL text (SARIF, suggestions).
+def relocate_to_original(decided: list[Decided], original: SourceFile, final_text: str, applied: Passes) -> list[Decided]:
+    """The findings, with the fixes applied over several passes given regions of the ORIGINAL text (SARIF, suggestions).
 
     A later pass's edits refer to text an earlier pass rewrote, and may rewrite
     what an earlier fix inserted (OPT202 over OPT201's `.data()`). So the
@@ -149,15 +150,15 @@ def relocate_to_original(findings: list[Finding], original: SourceFile, final_te
     old_lines = original.text.splitlines(keepends=True)
     new_lines = final_text.splitlines(keepends=True)
     maps = [PassEdits(edits) for edits in applied]
-    claims: dict[int, list[tuple[int, Finding]]] = {}  # original line -> (pass, finding) of the fixes that edit it
-    for finding in findings:
-        if finding.applied:
-            for edit in finding.edits:
+    claims: dict[int, list[tuple[int, int, Finding]]] = {}  # original line -> (pass, index, finding) of fixes editing it
+    for index, (finding, decision) in enumerate(decided):
+        if decision.accepted:
+            for edit in finding.fix.edits:
                 offset = edit.start
                 for earlier in reversed(maps[: finding.analysis_pass]):
                     offset = earlier.before(offset)
-                claims.setdefault(original.position(offset)[0], []).append((finding.analysis_pass, finding))
-    owners: dict[int, list[Region]] = {}
+                claims.setdefault(original.position(offset)[0], []).append((finding.analysis_pass, index, finding))
+    owners: dict[int, list[Region]] = {}  # index in DECIDED -> regions
     blocks = changed_lines(original.text, final_text, applied, LineBreaks.UNIVERSAL)
     for tag, i1, i2, j1, j2 in _line_blocks(opcodes(old_lines, new_lines, blocks)):
         if tag is Tag.EQUAL:
@@ -167,12 +168,11 @@ def relocate_to_original(findings: list[Finding], original: SourceFile, final_te
         claimants = [claim for line in lines for claim in claims.get(line, ())]
         if not claimants:
             continue
-        owner = max(claimants, key=lambda c: (c[0], c[1].sort_key))[1]
+        owner = max(claimants, key=lambda c: (c[0], c[2].sort_key))[1]
         region = Region(i1 + 1, 1, i2 + 1, 1, "".join(new_lines[j1:j2]))
-        owners.setdefault(id(owner), []).append(region)
-    for finding in findings:
-        if finding.applied:
-            finding.regions = tuple(owners.get(id(finding), ()))
+        owners.setdefault(owner, []).append(region)
+    return [Decided(replace(finding, regions=tuple(owners.get(index, ()))), decision) if decision.accepted
+            else Decided(finding, decision) for index, (finding, decision) in enumerate(decided)]
 
 
 def _line_blocks(opcodes):

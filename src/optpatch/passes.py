@@ -21,12 +21,11 @@ unless its fixes produce a text never seen before.
 from __future__ import annotations
 
 import bisect
-import copy
 import hashlib
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import TYPE_CHECKING, Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol, Sequence
 
 import pathspec
 
@@ -34,8 +33,8 @@ from optpatch.config import Settings
 from optpatch.cpp_headers import HeaderOutcome, HeaderReport, HeaderSetup
 from optpatch.frontends import FrontendError, parse, rewrite_error
 from optpatch.judgements import finding_of
-from optpatch.locations import locate_findings
-from optpatch.model import Edit, FileError, Finding, Hold, KeepCategory, Language, Refusal, Verdict
+from optpatch.locations import located
+from optpatch.model import Decided, Edit, FileError, Finding, Hold, KeepCategory, Language, Refusal, Verdict
 from optpatch.line_diff import LineBreaks
 from optpatch.offsets import Passes, changed_lines, locator, relocate_to_original, written_lines
 from optpatch.planner import apply_edits, plan_edits
@@ -55,9 +54,10 @@ MAX_PASSES = 4  # rounds of re-analysis when fixes overlapped; real code needs a
 
 
 class FindingFilter(Protocol):
-    """Narrowing (narrowing.py): marks the findings outside the run's scope, which are then neither applied nor shown."""
+    """Narrowing (narrowing.py): says which findings are outside the run's scope, to be neither applied nor shown."""
 
-    def mark(self, findings: list[Finding]) -> None: ...
+    def out_of_scope(self, findings: Sequence[Finding]) -> list[str | None]:
+        """For each finding, why it is outside the scope, or None."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Analysis:
     """What the rules found in one text, before any fix policy: the unit of the result cache.
 
     Findings carry positions, line text and regions of the analysed text,
-    and no decision (`applied`, `refusal`, `out_of_scope` unset).
+    and no decision: a run's `Decision` is made in `settle`, beside them.
     """
 
     findings: tuple[Finding, ...] = ()
@@ -166,7 +166,7 @@ def _checked(source: SourceFile, wanted: list[type[Rule]], unit) -> Analysis:
             return Analysis(error=FileError(source.rel, f"internal error in {rule.code}: {type(error).__name__}: {error}"))
     suppressions = find_suppressions(source.text, source.language)
     findings, suppressed = apply_suppressions(findings, suppressions)
-    locate_findings(findings, source)
+    findings = [located(finding, source) for finding in findings]
     unused = tuple(s.line for s in suppressions if not s.used)
     inputs = tuple(getattr(unit, "inputs", ()))
     return Analysis(tuple(sorted(findings, key=lambda f: f.sort_key)), suppressed, unused, inputs=inputs)
@@ -272,12 +272,12 @@ def settle(
     if first.skipped is not None:
         result.skipped = first.skipped
         return result
-    result.findings, edits = _decided(first.findings, policy, filters, _unmoved, 0, frequencies,
-                                      lambda: load().text)
-    if not any(f.applied or f.deferred for f in result.findings):
+    result.decided, edits = _decided(first.findings, policy, filters, _unmoved, 0, frequencies,
+                                     lambda: load().text)
+    if not any(d.decision.accepted or d.decision.deferred for d in result.decided):
         return result
     source = load()
-    current, applied, pass_findings, attempt = source, [], result.findings, 0
+    current, applied, pass_decided, attempt = source, [], result.decided, 0
     while True:
         new_text = apply_edits(current.text, edits)
         if new_text == current.text:
@@ -285,15 +285,15 @@ def settle(
         applied.append(edits)
         current = _rewritten(current, new_text)
         attempt += 1
-        if attempt == MAX_PASSES or not any(f.deferred for f in pass_findings):
+        if attempt == MAX_PASSES or not any(d.decision.deferred for d in pass_decided):
             break
         analysis = record.analysis_of(current, rules, headers)
         if analysis.error is not None:  # a rewrite that no longer parses is a bug: keep the last good text
             result.error = FileError(rel, f"internal error: pass {attempt + 1} did not parse: {analysis.error.reason}")
             break
-        pass_findings, edits = _decided(analysis.findings, policy, filters, locator(source, current, applied), attempt,
-                                        frequencies, lambda text=current.text: text)
-        result.findings = _merge_later_pass(result.findings, pass_findings)
+        pass_decided, edits = _decided(analysis.findings, policy, filters, locator(source, current, applied), attempt,
+                                       frequencies, lambda text=current.text: text)
+        result.decided = _merge_later_pass(result.decided, pass_decided)
     if current.text != source.text:
         broken = record.net_verdict(source, current, applied)
         if broken:
@@ -302,7 +302,7 @@ def settle(
         result.old, result.new = source.raw, current.raw
         result.blocks = tuple(changed_lines(source.text, current.text, applied, LineBreaks.LF))
         if len(applied) > 1:
-            relocate_to_original(result.findings, source, current.text, applied)
+            result.decided = relocate_to_original(result.decided, source, current.text, applied)
     return result
 
 
@@ -310,50 +310,59 @@ def _unmoved(line: int, col: int) -> tuple[int, int]:
     return line, col
 
 
-def _decided(findings, policy: FixPolicy, filters, locate, attempt: int,
-             frequencies: "FileFrequencies | None" = None,
-             text: Callable[[], str] | None = None) -> tuple[list[Finding], list[Edit]]:
-    """Fresh copies of an analysis's findings, placed in the original file, weighed, filtered and planned; and
-    their edits. TEXT gives the analysed text, read only when a site kept for its spelling needs it."""
-    decided, analysed_lines = [], {}
-    for finding in findings:
-        finding = copy.copy(finding)
-        analysed_lines[id(finding)] = finding.line
-        finding.analysis_pass = attempt
-        finding.line, finding.col = locate(finding.line, finding.col)
-        if frequencies is not None:
-            frequencies.weigh(finding)
-        decided.append(finding)
-    for narrowing in filters:
-        narrowing.mark(decided)
-    edits = plan_edits(decided, policy.refuse)
-    unspelt = [f for f in decided if f.verdict is Verdict.KEEP and f.keep_category is KeepCategory.CANNOT_SPELL]
-    if unspelt and edits and text is not None:
-        _defer_beside_edits(unspelt, analysed_lines, edits, text())
+def _decided(findings: Sequence[Finding], policy: FixPolicy, filters: tuple[FindingFilter, ...], locate,
+             attempt: int, frequencies: "FileFrequencies | None" = None,
+             text: Callable[[], str] | None = None) -> tuple[list[Decided], list[Edit]]:
+    """An analysis's findings placed in the original file and weighed (new values: the cached ones stay as they
+    are), each with this run's decision; and the accepted edits. TEXT gives the analysed text, read only when a
+    site kept for its spelling needs it."""
+    placed = [_placed(finding, locate, attempt, frequencies) for finding in findings]
+    decided, edits = plan_edits(placed, _out_of_scope(placed, filters), policy.refuse)
+    if edits and text is not None and any(_unspelt(finding) for finding in findings):
+        decided = _defer_beside_edits(decided, [finding.line for finding in findings], edits, text())
     return decided, edits
 
 
-def _defer_beside_edits(unspelt: list[Finding], analysed_lines: dict[int, int], edits: list[Edit], text: str) -> None:
+def _placed(finding: Finding, locate, attempt: int, frequencies: "FileFrequencies | None") -> Finding:
+    line, col = locate(finding.line, finding.col)
+    finding = replace(finding, line=line, col=col, analysis_pass=attempt)
+    return frequencies.weigh(finding) if frequencies is not None else finding
+
+
+def _out_of_scope(findings: list[Finding], filters: tuple[FindingFilter, ...]) -> list[str | None]:
+    """Why each finding is outside the run's scope, or None: the first filter that leaves it out says why."""
+    why: list[str | None] = [None] * len(findings)
+    for narrowing in filters:
+        why = [earlier or later for earlier, later in zip(why, narrowing.out_of_scope(findings))]
+    return why
+
+
+def _unspelt(finding: Finding) -> bool:
+    return finding.verdict is Verdict.KEEP and finding.keep_category is KeepCategory.CANNOT_SPELL
+
+
+def _defer_beside_edits(decided: list[Decided], analysed_lines: list[int], edits: list[Edit], text: str) -> list[Decided]:
     """Sites kept because their edit could not be laid out (past the line limit) on a line this pass's fixes
     rewrite are judged again on the rewritten text, as overlapping fixes are: those fixes may have made room, and
-    a second run would find the site fixable (the patch must be idempotent)."""
+    a second run would find the site fixable (the patch must be idempotent). ANALYSED_LINES: each finding's line
+    in the analysed text."""
     starts = list(itertools.accumulate((len(line) for line in text.splitlines(keepends=True)), initial=0))
     touched = set()
     for edit in edits:
         first = bisect.bisect_right(starts, edit.start)
         touched.update(range(first, bisect.bisect_right(starts, max(edit.start, edit.end - 1)) + 1))
-    for finding in unspelt:
-        if analysed_lines[id(finding)] in touched:
-            finding.refusal = Refusal(Hold.OVERLAP)
+    return [Decided(finding, replace(decision, refusal=Refusal(Hold.OVERLAP)))
+            if _unspelt(finding) and line in touched else Decided(finding, decision)
+            for (finding, decision), line in zip(decided, analysed_lines)]
 
 
-def _merge_later_pass(first: list[Finding], later: list[Finding]) -> list[Finding]:
+def _merge_later_pass(first: list[Decided], later: list[Decided]) -> list[Decided]:
     """A later pass's verdict on a fix deferred for overlap replaces the deferral; its new fixes join."""
-    deferred = {(f.code, f.line) for f in first if f.deferred}
-    redone = [f for f in later if f.applied or (f.code, f.line) in deferred]
-    replaced = {(f.code, f.line) for f in redone} & deferred
-    kept = [f for f in first if not ((f.code, f.line) in replaced and f.deferred)]
-    return sorted(kept + redone, key=lambda f: f.sort_key)
+    deferred = {(f.code, f.line) for f, decision in first if decision.deferred}
+    redone = [(f, decision) for f, decision in later if decision.accepted or (f.code, f.line) in deferred]
+    replaced = {(f.code, f.line) for f, _ in redone} & deferred
+    kept = [(f, decision) for f, decision in first if not ((f.code, f.line) in replaced and decision.deferred)]
+    return sorted((Decided(f, decision) for f, decision in kept + redone), key=lambda d: d.finding.sort_key)
 
 
 def _rewritten(source: SourceFile, text: str) -> SourceFile:

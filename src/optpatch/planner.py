@@ -14,28 +14,31 @@ comparison of every pair.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from typing import Callable, Iterable
+from typing import Callable, Sequence
 
-from optpatch.model import Edit, Finding, Hold, Refusal
+from optpatch.model import Decided, Decision, Edit, Finding, Hold, Refusal
 
 
-def plan_edits(findings: Iterable[Finding], refuse: Callable[[Finding], Refusal | None]) -> list[Edit]:
-    """Mark each fix applied or not (with why), and return the accepted edits in order.
+def plan_edits(findings: Sequence[Finding], out_of_scope: Sequence[str | None],
+               refuse: Callable[[Finding], Refusal | None]) -> tuple[list[Decided], list[Edit]]:
+    """Each finding with this run's decision (its fix accepted, or refused and why), and the accepted edits in order.
 
-    `refuse(finding)` returns why a fix must not be applied in this run (its
-    tier, a flag, the run's scope), or None.
+    `out_of_scope[i]` says why narrowing leaves `findings[i]` out, or is None;
+    such a fix is refused (`Hold.OUT_OF_SCOPE`). `refuse(finding)` returns why
+    the policy must not apply a fix in this run (its tier, its area), or None.
     """
+    decisions = [Decision(out_of_scope=why) for why in out_of_scope]
     taken = _TakenEdits()
-    for finding in sorted((f for f in findings if f.fixable), key=_fix_order):
-        refusal = refuse(finding)
-        if refusal is None and any(taken.conflicts(edit) for edit in finding.edits):
+    for index in sorted((i for i, f in enumerate(findings) if f.fix is not None), key=lambda i: _fix_order(findings[i])):
+        finding, why = findings[index], out_of_scope[index]
+        refusal = Refusal(Hold.OUT_OF_SCOPE, why) if why is not None else refuse(finding)
+        if refusal is None and any(taken.conflicts(edit) for edit in finding.fix.edits):
             refusal = Refusal(Hold.OVERLAP)
-        finding.applied = refusal is None
-        finding.refusal = refusal
-        if finding.applied:
-            for edit in finding.edits:
+        decisions[index] = Decision(out_of_scope=why, accepted=refusal is None, refusal=refusal)
+        if refusal is None:
+            for edit in finding.fix.edits:
                 taken.add(edit)
-    return taken.edits
+    return [Decided(finding, decision) for finding, decision in zip(findings, decisions)], taken.edits
 
 
 class _TakenEdits:
@@ -77,7 +80,7 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
 
 
 def _fix_order(finding: Finding) -> tuple:
-    first = min((e.start for e in finding.edits), default=0)
+    first = min((e.start for e in finding.fix.edits), default=0)
     return (first, finding.code, finding.line, finding.col)
 
 

@@ -445,7 +445,7 @@ class ValidationOutcome:
 
     @property
     def validated_passed(self) -> list[Finding]:
-        return [f for f in self.kept if f.tier is Tier.VALIDATE]
+        return [f for f in self.kept if f.fix.tier is Tier.VALIDATE]
 
     def to_dict(self) -> dict:
         def run_dict(item: CommandRun | None) -> dict | None:
@@ -500,9 +500,10 @@ def validate(
     policy = CandidateFixes.of(settings)
     analysis = run(root, settings, policy, paths, jobs, use_cache=use_cache, filters=filters)
     unbuilt = tuple(
-        (fix_id(f), Refusal(Hold.NOT_BUILT)) for f in analysis.findings if f.applied and _needs_a_build(f, settings, build_command)
+        (fix_id(f), Refusal(Hold.NOT_BUILT)) for f, decision in analysis.decided
+        if decision.accepted and _needs_a_build(f, settings, build_command)
     )
-    candidates = [f for f in analysis.findings if f.applied and fix_id(f) not in dict(unbuilt)]
+    candidates = [f for f, decision in analysis.decided if decision.accepted and fix_id(f) not in dict(unbuilt)]
     if not candidates:
         if unbuilt:  # the candidate run applied them; the result must not
             analysis = run(root, settings, ChosenFixes.of(settings, held=unbuilt),
@@ -724,7 +725,7 @@ def render_validation(outcome: ValidationOutcome, console) -> None:
         console.print(Text("Output of the failing baseline run:", style="bold red"), soft_wrap=True)
         console.print(Text(_indent(outcome.baseline_failure.tail)), soft_wrap=True)
     for finding, failure in outcome.dropped:
-        console.print(Text.assemble(("dropped ", "bold red"), f"{finding.code} {finding.location()} ({finding.tier.value}): ",
+        console.print(Text.assemble(("dropped ", "bold red"), f"{finding.code} {finding.location()} ({finding.fix.tier.value}): ",
                                     failure.describe() if failure else "failed", f" [{failure.what()}]" if failure else ""), soft_wrap=True)
         if failure is not None:
             if failure.failing_tests:

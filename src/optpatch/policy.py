@@ -36,22 +36,16 @@ class FixPolicy:
                    **more)
 
     def refuse(self, finding: Finding) -> Refusal | None:
-        """Why this run must not apply the fix, or None.
+        """Why this run must not apply the fix, or None. (A fix outside the run's scope is refused before the
+        policy is asked: planner.plan_edits.)
 
         The tier is asked before the area, so that a fix held by its area is
         one that `--fix-areas` alone would apply (what the summary counts).
         """
-        if finding.out_of_scope is not None:
-            return Refusal(Hold.OUT_OF_SCOPE, finding.out_of_scope)
-        return self._tier_refusal(finding) or self._area_refusal(finding)
+        return self._tier_refusal(finding) or self.outside(finding)
 
     def outside(self, finding: Finding) -> Refusal | None:
-        """Why the fix is outside what this run fixes, whatever its tier: the run's scope, or its area."""
-        if finding.out_of_scope is not None:
-            return Refusal(Hold.OUT_OF_SCOPE, finding.out_of_scope)
-        return self._area_refusal(finding)
-
-    def _area_refusal(self, finding: Finding) -> Refusal | None:
+        """Why the fix is outside the areas this run fixes, whatever its tier."""
         if finding.area in self.fix_areas:
             return None
         wanted = ",".join(area.value for area in CodeArea if area in self.fix_areas or area is finding.area)
@@ -70,7 +64,7 @@ class FixPolicy:
 
 def effective_tier(finding: Finding, overrides: tuple[tuple[str, str], ...]) -> Tier:
     """The rule's tier, made stricter (never looser) by the `tiers` setting."""
-    tier = finding.tier or Tier.SAFE
+    tier = finding.fix.tier if finding.fix is not None else Tier.SAFE
     for prefix, wanted in overrides:
         if finding.code.startswith(prefix) and Tier(wanted).strictness > tier.strictness:
             tier = Tier(wanted)

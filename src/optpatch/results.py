@@ -12,7 +12,7 @@ from pathlib import Path
 
 from optpatch.cpp_headers import HeaderReport
 from optpatch.line_diff import LineBlock
-from optpatch.model import FileError, Finding
+from optpatch.model import Decided, FileError, Finding
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class FileChange:
 @dataclass
 class FileResult:
     rel: str
-    findings: list[Finding] = field(default_factory=list)
+    decided: list[Decided] = field(default_factory=list)  # each finding with this run's decision, in position order
     error: FileError | None = None
     skipped: str | None = None
     old: bytes | None = None  # set only when the file changes
@@ -42,6 +42,10 @@ class FileResult:
     suppressed: int = 0
     unused_suppressions: list[int] = field(default_factory=list)
     headers: HeaderReport | None = None  # C++/CUDA: the header mode, and whether the rules saw the headers
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [decided.finding for decided in self.decided]
 
 
 @dataclass
@@ -55,8 +59,14 @@ class RunResult:
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (rel, why) of skipped files a warning names
 
     @property
+    def decided(self) -> list[Decided]:
+        """Every finding with this run's decision, in path, line, column, code order: what the reporters read."""
+        return sorted((d for r in self.files for d in r.decided), key=lambda d: d.finding.sort_key)
+
+    @property
     def findings(self) -> list[Finding]:
-        return sorted((f for r in self.files for f in r.findings), key=lambda f: f.sort_key)
+        """Every finding, in the same order, without the decisions."""
+        return [decided.finding for decided in self.decided]
 
     @property
     def errors(self) -> list[FileError]:

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES, REPO_ROOT
 from optpatch import cli, model, passes
 
-PROSE_FIELDS = ("reason", "proof", "not_applied_because", "replacement")
+PROSE_FIELDS = ("reason", "proof", "refused_because", "replacement")
 
 
 def reword(text: str) -> str:

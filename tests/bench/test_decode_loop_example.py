@@ -21,7 +21,7 @@ def test_the_decode_step_gets_an_opt101_opt102_and_opt103_fix_by_default_and_sti
                               "-o", str(tmp_path / "patch.diff"), "--format", "json"],
                              capture_output=True, text=True, timeout=300)
     assert applied.returncode == 0, applied.stderr
-    fixes = [f for f in json.loads(applied.stdout)["findings"] if f["applied"]]
+    fixes = [f for f in json.loads(applied.stdout)["findings"] if f["written"]]
     assert sorted((f["code"], f["path"], f["tier"]) for f in fixes) == [
         ("OPT101", "decode_loop/engine.py", "safe"), ("OPT102", "decode_loop/engine.py", "safe"),
         ("OPT103", "decode_loop/engine.py", "safe")]

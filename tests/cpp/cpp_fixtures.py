@@ -82,7 +82,7 @@ def expectations(text: str) -> Expected:
 
 def observed(result: FileResult, codes: set[str]) -> set[tuple[int, str, str]]:
     return {
-        (f.line, f.code, f.tier.value if f.fixable else f.verdict.value) for f in result.findings if f.code in codes
+        (f.line, f.code, f.fix.tier.value if f.fix is not None else f.verdict.value) for f in result.findings if f.code in codes
     }
 
 
@@ -99,7 +99,7 @@ def analyse_every_tier(source: SourceFile, codes: set[str]) -> FileResult:
     accepted: frozenset[str] = frozenset()
     while True:
         result = analyse(source, codes, FixPolicy(unsafe_fixes=True, validated=accepted))
-        more = accepted | {fix_id(f) for f in result.findings if f.fixable}
+        more = accepted | {fix_id(f) for f in result.findings if f.fix is not None}
         if more == accepted:
             return result
         accepted = more
@@ -163,7 +163,7 @@ def check_fixture(path: Path, workdir: Path) -> None:
     after = build_and_run(path, rewritten, workdir, "after")
     assert before.output, f"{path.name} prints nothing: nothing to compare"
     assert after.output == before.output
-    applied_vla_fixes = sum(1 for f in result.findings if f.code == "OPT201" and f.applied)
+    applied_vla_fixes = sum(1 for f, decision in result.decided if f.code == "OPT201" and decision.accepted)
     if path.suffix == ".cpp":
         assert before.vla_warnings - after.vla_warnings == applied_vla_fixes
 

@@ -42,7 +42,8 @@ def test_the_rewrite_stays_clean_and_behaves_the_same(style, tmp_path):
     checked = _clean(source)
     assert checked.returncode == 0, f"clang-format rejects the fixture itself: reformat it\n{checked.stderr}"
     result = run(copy, Settings(), FixPolicy(), jobs=1, use_cache=False)
-    assert sum(1 for f in result.findings if f.applied) == FIXES, [f.location() for f in result.findings if f.applied]
+    accepted = [f.location() for f, decision in result.decided if decision.accepted]
+    assert len(accepted) == FIXES, accepted
     (change,) = result.changes
     source.write_bytes(change.new)
     checked = _clean(source)

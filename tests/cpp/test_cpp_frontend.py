@@ -128,7 +128,7 @@ def test_findings_of_a_later_pass_report_lines_of_the_original_file():
         "}\n"
     )
     result = analyse(source_of(code, "example.cu"), {"OPT201", "OPT202"})  # a .cu: built with CUDA's headers
-    lines = {(f.code, f.line, f.applied) for f in result.findings}
+    lines = {(f.code, f.line, decision.accepted) for f, decision in result.decided}
     # The first pass adds `#include <vector>` and defers OPT202 (it overlaps `table.data()`);
     # the second pass applies it, and reports line 6 of the file the user has.
     assert lines == {("OPT201", 4, True), ("OPT202", 6, True)}

@@ -148,7 +148,7 @@ def test_a_reworded_diagnostic_changes_no_finding(tmp_path, counted, monkeypatch
 
 def _header_free(path: Path) -> list:
     analysis = analyse_text(read_source(path, path.name), RULES)
-    return sorted((f.line, f.code, f.verdict.value, f.tier and f.tier.value, f.reason) for f in analysis.findings)
+    return sorted((f.line, f.code, f.verdict.value, f.fix and f.fix.tier.value, f.reason) for f in analysis.findings)
 
 
 # A library header the preamble precompiles (a `cutlass/` include is a heavy one), broken or not.

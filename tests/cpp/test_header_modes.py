@@ -97,7 +97,7 @@ def analyse_every_tier(root: Path, rel: str, headers: bool) -> FileResult:
     accepted: frozenset[str] = frozenset()
     while True:
         result = analyse(root, rel, headers, FixPolicy(unsafe_fixes=True, validated=accepted))
-        more = accepted | {fix_id(f) for f in result.findings if f.fixable}
+        more = accepted | {fix_id(f) for f in result.findings if f.fix is not None}
         if more == accepted:
             return result
         accepted = more
@@ -116,7 +116,7 @@ def expected(text: str, pattern: re.Pattern) -> tuple[set, set]:
 
 
 def check_findings(result: FileResult, text: str, pattern: re.Pattern) -> None:
-    found = {(f.line, f.code, f.tier.value if f.fixable else f.verdict.value) for f in result.findings}
+    found = {(f.line, f.code, f.fix.tier.value if f.fix is not None else f.verdict.value) for f in result.findings}
     verdicts, silent = expected(text, pattern)
     assert found == verdicts, f"unexpected: {sorted(found - verdicts)}; missing: {sorted(verdicts - found)}"
     assert not {(line, code) for line, code, _ in found} & silent

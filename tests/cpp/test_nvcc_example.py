@@ -95,7 +95,7 @@ def test_rewritten_example_compiles_with_nvcc(tmp_path):
     nvcc, include_dirs = toolchain()
     source = read_source(EXAMPLE, "csrc/cache_ops.cu")
     result = analyse_every_tier(source, {"OPT201", "OPT202"})
-    applied = sorted(f.code for f in result.findings if f.applied)
+    applied = sorted(f.code for f, decision in result.decided if decision.accepted)
     assert applied == ["OPT201", "OPT201", "OPT202", "OPT202"], result.findings
     rewritten = tmp_path / "cache_ops.cu"
     rewritten.write_bytes(result.new)

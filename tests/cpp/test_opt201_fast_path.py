@@ -139,7 +139,7 @@ def _verdicts(name: str, text: str) -> list[tuple]:
     source = _source(name, text)
     result = analyse_file(source, [RULE], Settings(), FixPolicy())
     assert result.error is None, result.error
-    return [(f.line, f.col, f.verdict, f.tier, f.reason, f.proof, tuple((e.start, e.end, e.text) for e in f.edits)) for f in result.findings]
+    return [(f.line, f.col, f.verdict, f.fix, f.reason, f.proof) for f in result.findings]
 
 
 @pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])

@@ -32,7 +32,7 @@ def test_every_form_is_a_function_and_is_rewritten():
     for function in gpu.FUNCTIONS:
         assert f"torch::Tensor {function}(torch::Tensor like, int64_t n)" in text
     new, fixes = gpu.rewritten(text)
-    assert len(fixes) == len(gpu.FUNCTIONS) and all(fix["applied"] for fix in fixes), fixes
+    assert len(fixes) == len(gpu.FUNCTIONS) and all(fix["accepted"] for fix in fixes), fixes
     assert "from_blob" not in new and new.count("cudaMemcpyAsync(") == len(gpu.FUNCTIONS)
 
 

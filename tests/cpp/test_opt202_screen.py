@@ -84,7 +84,7 @@ def _source(name: str, text: str) -> SourceFile:
 def _findings(name: str, text: str) -> list[tuple]:
     result = analyse_file(_source(name, text), [RULE], Settings(), FixPolicy(unsafe_fixes=True))
     assert result.error is None, result.error
-    return [(f.line, f.col, f.verdict, f.tier, f.reason, f.edits) for f in result.findings]
+    return [(f.line, f.col, f.verdict, f.fix, f.reason) for f in result.findings]
 
 
 @pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])

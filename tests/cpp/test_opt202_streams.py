@@ -46,7 +46,7 @@ def finding_for(body: str):
 )
 def test_launches_on_the_devices_current_stream_are_safe(body):
     finding = finding_for(body)
-    assert (finding.verdict.value, finding.tier.value) == ("fix", "safe"), finding.reason
+    assert (finding.verdict.value, finding.fix.tier.value) == ("fix", "safe"), finding.reason
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,7 @@ def test_launches_on_another_stream_keep_the_copy(body, reason):
 
 def test_a_raw_pointer_handed_to_other_code_needs_validation():
     finding = finding_for(COPY + "  cudaMemsetAsync(table.data_ptr(), 0, 8, given);\n")
-    assert (finding.verdict.value, finding.tier.value) == ("fix", "validate")
+    assert (finding.verdict.value, finding.fix.tier.value) == ("fix", "validate")
     assert "other than a kernel launch" in finding.reason
 
 
@@ -77,7 +77,7 @@ def test_a_device_not_shown_to_be_cuda_needs_validation():
     code = HEAD.replace("  TORCH_CHECK(device.is_cuda());\n", "") + COPY + "  table.zero_();\n}\n"
     source = SourceFile("launch.cu", Path("launch.cu"), code.encode(), code, "utf-8", False, "cpp")
     (finding,) = analyse(source, {"OPT202"}).findings
-    assert (finding.verdict.value, finding.tier.value) == ("fix", "validate")
+    assert (finding.verdict.value, finding.fix.tier.value) == ("fix", "validate")
     assert "not shown to be a CUDA device" in finding.reason
 
 

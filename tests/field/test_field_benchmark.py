@@ -363,7 +363,7 @@ def test_the_library_fraction_is_of_the_patchs_default_tier_fixes():
 
 def test_findings_are_counted_once_each_by_verdict():
     def finding(verdict, tier=None, applied=False, held=None, area="library"):
-        return {"verdict": verdict, "tier": tier, "applied": applied, "held": held, "area": area, "code": "OPT101",
+        return {"verdict": verdict, "tier": tier, "written": applied, "held": held, "area": area, "code": "OPT101",
                 "path": "m.py", "line": 1, "reason": "why", "replacement": None}
 
     report = field.TreeReport("t", "t", "c")

@@ -55,20 +55,20 @@ class Outcome:
 
 
 def rewrite(source: str, codes: tuple[str, ...]):
-    """optpatch's analysis of `source` as one file: (rewritten text, findings)."""
+    """optpatch's analysis of `source` as one file: (rewritten text, its findings with their decisions)."""
     file = SourceFile("program.py", Path("program.py"), source.encode(), source, "utf-8", False, "python")
     result = analyse_file(file, select_rules(load_rules(), codes), Settings(), FixPolicy())
     if result.error is not None:
         raise DifferentialFailure(f"optpatch failed on the program: {result.error}\n{_numbered(source)}")
     rewritten = result.new.decode() if result.new is not None else source
-    return rewritten, [f for f in result.findings if f.code in codes]
+    return rewritten, [d for d in result.decided if d.finding.code in codes]
 
 
 def check_program(source: str, codes: tuple[str, ...]) -> Checked:
     """Rewrite `source` with the rules `codes` and compare both versions under poison on every input."""
     rewritten, findings = rewrite(source, codes)
-    applied = sum(1 for f in findings if f.applied)
-    checked = Checked(len(findings), applied, sum(1 for f in findings if f.verdict.value == "keep"))
+    applied = sum(decision.accepted for _, decision in findings)
+    checked = Checked(len(findings), applied, sum(1 for f, _ in findings if f.verdict.value == "keep"))
     if rewritten == source:
         return checked
     try:
@@ -156,7 +156,8 @@ def first_difference(a, b, where: str = "result") -> str | None:
 
 def _report(source: str, rewritten: str, findings) -> str:
     diff = "".join(difflib.unified_diff(source.splitlines(True), rewritten.splitlines(True), "program.py", "rewritten.py"))
-    verdicts = "\n".join(f"  L{f.line} {f.verdict.value}{' (applied)' if f.applied else ''}: {f.reason}" for f in findings)
+    verdicts = "\n".join(f"  L{f.line} {f.verdict.value}{' (applied)' if decision.accepted else ''}: {f.reason}"
+                         for f, decision in findings)
     return f"--- program ---\n{_numbered(source)}\n--- rewrite ---\n{diff}--- findings ---\n{verdicts}\n"
 
 

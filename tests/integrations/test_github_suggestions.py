@@ -12,8 +12,8 @@ from optpatch.integrations.suggestions import review_items, span
 def fix(line: int, regions: list[tuple[int, int, int, int, str]], applied: bool = True, path: str = "m.py") -> dict:
     return {
         "code": "OPT101", "name": "zeros-to-empty", "path": path, "line": line, "column": 1, "verdict": "fix",
-        "tier": "safe" if applied else "validate", "applied": applied,
-        "not_applied_because": None if applied else "validate tier: needs a passing --validate run",
+        "tier": "safe" if applied else "validate", "written": applied,
+        "refused_because": None if applied else "validate tier: needs a passing --validate run",
         "reason": "proof", "context": "hot", "impact": "low", "replacement": None,
         "regions": [dict(zip(("start_line", "start_column", "end_line", "end_column", "text"), r)) for r in regions],
     }

@@ -153,12 +153,13 @@ def test_markdown_opens_with_the_fixes_by_rule_and_area(tmp_path):
 def _fixes_of_many_rules(count: int):
     from pathlib import Path
 
-    from optpatch.model import Context, Finding, Impact, Tier, Verdict
+    from optpatch.model import Context, Decided, Decision, Finding, Fix, Impact, Tier, Verdict
     from optpatch.results import FileResult, RunResult
 
     findings = [
-        Finding(code=f"OPT{900 + index}", name=f"rule-{index}", path="m.py", line=index + 1, col=1, verdict=Verdict.FIX,
-                reason="why", context=Context.CALL, impact=Impact.LOW, impact_basis="basis", tier=Tier.SAFE, applied=True)
+        Decided(Finding(code=f"OPT{900 + index}", name=f"rule-{index}", path="m.py", line=index + 1, col=1,
+                        verdict=Verdict.FIX, reason="why", context=Context.CALL, impact=Impact.LOW, impact_basis="basis",
+                        fix=Fix(tier=Tier.SAFE, edits=())), Decision(accepted=True))
         for index in range(count)
     ]
     return RunResult(Path("/repo"), [FileResult("m.py", findings)], [], [])

@@ -67,7 +67,7 @@ def test_every_fix_carries_replacements_that_reproduce_the_written_files(tree, t
     assert fixes and all(r["fixes"] for r in fixes)
     applied_by_file: dict[str, list[dict]] = {}
     for result in fixes:
-        if result["properties"]["applied"]:
+        if result["properties"]["written"]:
             for change in result["fixes"][0]["artifactChanges"]:
                 applied_by_file.setdefault(change["artifactLocation"]["uri"], []).extend(change["replacements"])
     assert {"unicode_crlf.py", "plain.py", "minivllm/sampler.py"} <= set(applied_by_file)

@@ -135,5 +135,5 @@ def test_optpatch_proposes_the_gathers_zeros_as_validate_tier():
     result = analyse_file(source, rules, Settings(), FixPolicy(), headers=HeaderSetup(CSRC, enabled=False))
     (finding,) = result.findings
     line = source.text.splitlines()[finding.line - 1]
-    assert finding.fixable and finding.tier.value == "validate" and "torch::zeros({num_tokens" in line
+    assert finding.fix is not None and finding.fix.tier.value == "validate" and "torch::zeros({num_tokens" in line
     assert result.new is None

@@ -47,7 +47,7 @@ def test_a_fix_validation_backed_out_is_not_applied_by_the_next_plain_run(repo, 
     assert _patch_lines(tmp_path / "plain.diff") == [], "a plain run applied a validate-tier fix"
     findings = json.loads(plain.stdout)["findings"]
     validate_tier = [f for f in findings if f["tier"] == "validate"]
-    assert validate_tier and all(not f["applied"] and f["held"] == "validate-tier" for f in validate_tier)
+    assert validate_tier and all(not f["written"] and f["held"] == "validate-tier" for f in validate_tier)
 
 
 def test_a_plain_run_first_leaves_validate_all_its_candidates(repo, tmp_path, cache):
@@ -80,8 +80,8 @@ def test_a_cpp_fix_is_not_validated_without_a_build(tmp_path, cache):
     result = optpatch("apply", repo, "-o", tmp_path / "p.diff", "--validate", PASSES, "--format", "json", **cache)
     assert result.returncode == 0, result.stdout + result.stderr
     (finding,) = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "OPT201"]
-    assert not finding["applied"] and finding["held"] == "not-built"
-    assert finding["not_applied_because"].startswith("not validated: no --build")
+    assert not finding["written"] and finding["held"] == "not-built"
+    assert finding["refused_because"].startswith("not validated: no --build")
     assert _patch_lines(tmp_path / "p.diff") == []
 
 
@@ -92,7 +92,7 @@ def test_a_cpp_fix_rebuilt_by_build_is_validated(tmp_path, cache):
                       "--format", "json", **cache)
     assert result.returncode == 0, result.stdout + result.stderr
     (finding,) = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "OPT201"]
-    assert finding["applied"], finding
+    assert finding["written"], finding
     assert built.read_text().split() == ["built", "built"]  # the original tree, then the tree with the fix
     assert any("std::vector<float> tmp(n)" in line for line in _patch_lines(tmp_path / "p.diff"))
 
@@ -104,7 +104,7 @@ def test_a_validate_tier_fix_no_test_imported_is_not_validated(repo, tmp_path, c
     assert result.returncode == 0, result.stdout + result.stderr
     document = json.loads(result.stdout)
     validate_tier = [f for f in document["findings"] if f["tier"] == "validate"]
-    assert validate_tier and all(f["held"] == "not-exercised" and not f["applied"] for f in validate_tier)
+    assert validate_tier and all(f["held"] == "not-exercised" and not f["written"] for f in validate_tier)
     assert len(document["validation"]["not_exercised"]) == len(validate_tier)
     assert _patch_lines(tmp_path / "p.diff") == []
 

@@ -64,9 +64,9 @@ def test_check_validate_reports_the_same_in_json_and_exits_one(decode_repo):
     assert dropped["fix"].startswith("decoding/inputs.py:10:")
     assert dropped["failure"]["failing_tests"] == ["tests/test_inputs.py::test_mean_seq_len_with_free_slots"]
     by_line = {f["line"]: f for f in document["findings"]}
-    assert by_line[9]["fixable"] and not by_line[10]["fixable"]
-    assert not by_line[9]["applied"]  # check writes nothing
-    assert by_line[10]["not_applied_because"].startswith("backed out:")
+    assert by_line[9]["accepted"] and not by_line[10]["accepted"]
+    assert not by_line[9]["written"]  # check writes nothing
+    assert by_line[10]["refused_because"].startswith("backed out:")
     assert snapshot(decode_repo) == before
 
 
@@ -205,5 +205,5 @@ def test_markdown_body_says_what_validation_did_and_json_output_keeps_a_copy(dec
     document = json.loads(copy.read_text())
     assert document["validation"]["status"] == "passed" and document["patch"] == str(patch)
     by_line = {f["line"]: f for f in document["findings"] if f["path"] == "decoding/inputs.py"}
-    assert by_line[9]["applied"] and not by_line[10]["applied"]
+    assert by_line[9]["written"] and not by_line[10]["written"]
     assert "<!-- optpatch-report -->" not in copy.read_text()

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from optpatch.model import Context, Finding, Impact, Tier, Verdict
+from optpatch.model import Context, Finding, Fix, Impact, Tier, Verdict
 from optpatch.poisoned_tests import ValidationRun, ValidationSetupError, Workspace
 from optpatch.policy import fix_id
 
@@ -79,7 +79,7 @@ def test_a_rewrite_of_equal_size_is_never_run_from_a_stale_pyc(tmp_path):
 
 def fix(path: str, line: int) -> Finding:
     return Finding(code="OPT999", name="fake", path=path, line=line, col=1, verdict=Verdict.FIX, reason="fake fix",
-                   context=Context.CALL, impact=Impact.LOW, impact_basis="none", tier=Tier.VALIDATE)
+                   context=Context.CALL, impact=Impact.LOW, impact_basis="none", fix=Fix(tier=Tier.VALIDATE, edits=()))
 
 
 class FakeRenderer:

@@ -90,7 +90,7 @@ def observed(findings, codes: set[str]) -> set[tuple[int, str, str]]:
             continue
         verdict = finding.verdict.value
         if verdict == "fix":
-            verdict = finding.tier.value if finding.tier.value != "safe" else "fix"
+            verdict = finding.fix.tier.value if finding.fix.tier.value != "safe" else "fix"
         result.add((finding.line, finding.code, verdict))
     return result
 
@@ -187,7 +187,7 @@ def changed_lines(original: str, rewritten: str) -> set[int]:
 
 def tier_policies(findings) -> list[tuple[str, FixPolicy, bool]]:
     """(golden suffix, policy, compare values?) for the validate and unsafe goldens."""
-    accepted = frozenset(fix_id(f) for f in findings if f.fixable)
+    accepted = frozenset(fix_id(f) for f in findings if f.fix is not None)
     return [("validate", FixPolicy(validated=accepted), True), ("unsafe", FixPolicy(unsafe_fixes=True), False)]
 
 

@@ -59,7 +59,7 @@ def rewritten(tmp_path_factory) -> dict[str, tuple[str, str]]:
         copy = tmp_path_factory.mktemp(name) / name
         shutil.copytree(FIXTURES / name, copy)
         result = run(copy, Settings(), FixPolicy(), jobs=1, use_cache=False)
-        applied = [f for f in result.findings if f.applied]
+        applied = [f for f, decision in result.decided if decision.accepted]
         assert len(applied) == FIXES, (name, [f"{f.location()} {f.code}" for f in applied])
         (file,) = result.changes
         found[name] = (file.old.decode(), file.new.decode())

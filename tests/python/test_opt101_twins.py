@@ -41,7 +41,7 @@ def _twins(tmp_path: Path, allocation: str, bound: str, write: str, before_write
     )
     path = tmp_path / "twins.py"
     path.write_text(text, encoding="utf-8")
-    verdicts = {f.line: (f.verdict.value, f.tier and f.tier.value) for f in analyse(path, ("OPT101",)).findings}
+    verdicts = {f.line: (f.verdict.value, f.fix and f.fix.tier.value) for f in analyse(path, ("OPT101",)).findings}
     return verdicts[5], verdicts[6]
 
 

@@ -50,10 +50,10 @@ def test_impact_follows_the_measurements_and_the_context():
     assert (init.context, init.impact) == (Context.ONCE, Impact.LOW)
     assert (positions.context, positions.impact) == (Context.HOT, Impact.HIGH)
     assert "size not known" in positions.impact_basis and "850.7 -> 8.4 us" in positions.impact_basis
-    assert (noise.impact, noise.tier.value) == (Impact.HIGH, "unsafe")
+    assert (noise.impact, noise.fix.tier.value) == (Impact.HIGH, "unsafe")
     assert "6510.2 -> 9.8 us" in noise.impact_basis
-    assert (host.verdict, host.impact, host.edits) == (Verdict.ADVICE, Impact.NONE, ())
-    assert (loaded.verdict, loaded.impact, loaded.edits) == (Verdict.ADVICE, Impact.NONE, ())
+    assert (host.verdict, host.impact, host.fix) == (Verdict.ADVICE, Impact.NONE, None)
+    assert (loaded.verdict, loaded.impact, loaded.fix) == (Verdict.ADVICE, Impact.NONE, None)
     assert "as_tensor" in loaded.reason and "381.5 vs 356.1 us" in loaded.impact_basis
 
 
@@ -94,7 +94,7 @@ def test_impact_class_and_basis_follow_the_factory_and_its_size(line, impact, fi
 
 def test_tensor_from_a_python_list_is_advice_towards_pinned_memory():
     advice = findings(SITES)[14]
-    assert advice.verdict is Verdict.ADVICE and not advice.edits
+    assert advice.verdict is Verdict.ADVICE and advice.fix is None
     assert advice.impact is Impact.NONE and "163.4 vs 162.1 us" in advice.impact_basis
     assert "pin_memory=True" in advice.reason and "non_blocking=True" in advice.reason
 
@@ -116,7 +116,7 @@ OPT103_FORMS = [
 def test_host_data_copies_to_cuda_are_left_to_opt103(site, verdict):
     code = f"import torch\ndef f(values, array, x, d: torch.device):\n    return {site}\n"
     finding = findings(code)[3]
-    assert finding.verdict is verdict and not finding.edits
+    assert finding.verdict is verdict and finding.fix is None
     if verdict is Verdict.KEEP:
         assert finding.keep_category is KeepCategory.NO_GAIN and "docs/rules/OPT103.md" in finding.reason
 
@@ -131,7 +131,7 @@ def test_reasons_carry_the_evidence_for_the_device():
         "    return torch.zeros(n).to(target)\n"
     )
     finding = findings(code)[6]
-    assert finding.tier.value == "safe"
+    assert finding.fix.tier.value == "safe"
     assert "`target` = `torch.device(...)` (L3)" in finding.reason
     assert "`target` = the device string 'cuda:0' (L5)" in finding.reason
 

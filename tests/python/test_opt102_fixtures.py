@@ -79,7 +79,7 @@ def _forced(path: Path, monkeypatch, checks: dict[str, object]) -> str:
         module, _, attribute = name.rpartition(".")
         monkeypatch.setattr(sys.modules[f"{RULE_PACKAGE}.{module}"], attribute, replacement)
     first = analyse(path, ("OPT102",))
-    accepted = frozenset(fix_id(f) for f in first.findings if f.fixable)
+    accepted = frozenset(fix_id(f) for f in first.findings if f.fix is not None)
     return analyse(path, ("OPT102",), FixPolicy(validated=accepted)).new.decode()
 
 

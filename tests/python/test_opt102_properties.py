@@ -81,7 +81,7 @@ RULES = select_rules(load_rules(), ("OPT102",))
 def rewrite_every_tier(code: str) -> str:
     source = SourceFile("site.py", Path("site.py"), code.encode(), code, "utf-8", False, "python")
     first = analyse_file(source, RULES, Settings(), FixPolicy())
-    accepted = frozenset(fix_id(f) for f in first.findings if f.fixable)
+    accepted = frozenset(fix_id(f) for f in first.findings if f.fix is not None)
     result = analyse_file(source, RULES, Settings(), FixPolicy(unsafe_fixes=True, validated=accepted))
     assert result.error is None, result.error
     return result.new.decode() if result.new is not None else code

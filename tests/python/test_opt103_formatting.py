@@ -63,6 +63,6 @@ def test_a_statement_the_formatter_lays_out_otherwise_is_kept_not_broken(tmp_pat
         "import torch\n\n\ndef f(a):\n    return torch.equal(a,\n                       torch.tensor([13, 15], device='cuda'))\n"
     )
     result = run(root, Settings(select=("OPT103",)), FixPolicy(), jobs=1, use_cache=False)
-    (finding,) = result.findings
-    assert not result.changes and not finding.applied
+    ((finding, decision),) = result.decided
+    assert not result.changes and not decision.accepted
     assert "does not reproduce" in finding.reason

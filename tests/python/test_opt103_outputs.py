@@ -65,7 +65,7 @@ def _report(tree: Path, output_format: str) -> str:
 
 def test_json_carries_every_verdict_with_its_typed_fields(tree):
     findings = {(f["line"], f["column"]): f for f in json.loads(_report(tree, "json"))["findings"]}
-    assert {key: (f["verdict"], f["tier"], f["keep_category"], f["fixable"]) for key, f in findings.items()} == {
+    assert {key: (f["verdict"], f["tier"], f["keep_category"], f["accepted"]) for key, f in findings.items()} == {
         SAFE: ("fix", "safe", None, True),
         VALIDATE: ("fix", "validate", None, False),
         KEPT: ("keep", None, "another stream", False),

@@ -53,7 +53,7 @@ SHAPES = {
 def _findings(text: str) -> list[tuple]:
     source = SourceFile("m.py", Path("m.py"), text.encode(), text, "utf-8", False, "python")
     result = analyse_file(source, [RULE], Settings(), FixPolicy())
-    return [(f.line, f.verdict, f.tier) for f in result.findings]
+    return [(f.line, f.verdict, f.fix and f.fix.tier) for f in result.findings]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda shape: shape.replace(" ", "-"))

@@ -54,7 +54,7 @@ def _run(text: str, codes: tuple[str, ...], accept_all: bool) -> str:
     policy = FixPolicy()
     if accept_all:
         found = analyse_file(source, rules, Settings(), FixPolicy(unsafe_fixes=True))
-        policy = FixPolicy(unsafe_fixes=True, validated=frozenset(fix_id(f) for f in found.findings if f.fixable))
+        policy = FixPolicy(unsafe_fixes=True, validated=frozenset(fix_id(f) for f in found.findings if f.fix is not None))
     result = analyse_file(source, rules, Settings(), policy)
     assert result.error is None, result.error
     return result.new.decode() if result.new is not None else text

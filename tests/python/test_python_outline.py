@@ -192,7 +192,7 @@ def _source(name: str, text: str) -> SourceFile:
 def _findings(rules, name: str, text: str) -> list[tuple]:
     result = analyse_file(_source(name, text), rules, Settings(), FixPolicy(unsafe_fixes=True))
     error = result.error.reason if result.error else None
-    return [(f.code, f.line, f.col, f.verdict, f.tier, f.reason, f.edits) for f in result.findings] + [error, result.new]
+    return [(f.code, f.line, f.col, f.verdict, f.fix, f.reason) for f in result.findings] + [error, result.new]
 
 
 def _whole_module(monkeypatch) -> None:

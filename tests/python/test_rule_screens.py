@@ -39,7 +39,7 @@ TEXTS = _texts()
 def _findings(rule: type[Rule], name: str, text: str) -> list[tuple]:
     source = SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "python")
     result = analyse_file(source, [rule], Settings(), FixPolicy())
-    return [(f.line, f.col, f.verdict, f.tier, f.reason) for f in result.findings]
+    return [(f.line, f.col, f.verdict, f.fix and f.fix.tier, f.reason) for f in result.findings]
 
 
 def test_some_rule_screens():

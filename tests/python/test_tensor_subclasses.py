@@ -83,7 +83,7 @@ def _tiers(root: Path, user: Path) -> dict[str, str]:
     source = read_source(user, user.relative_to(root).as_posix())
     analysis = analyse_text(source, select_rules(load_rules(), ["OPT101"]))
     assert analysis.error is None, analysis.error
-    tiers = {finding.line: finding.tier.value for finding in analysis.findings if finding.tier is not None}
+    tiers = {finding.line: finding.fix.tier.value for finding in analysis.findings if finding.fix is not None}
     return {"grow": tiers[_line(user, "t.new_zeros")], "fresh": tiers[_line(user, "torch.zeros(")]}
 
 
@@ -124,7 +124,7 @@ def test_the_imported_module_is_an_input_and_editing_it_reanalyses_the_importer(
     def tier_of_grow():
         result = engine.run(root, Settings(), policy, jobs=1, use_cache=True)
         line = _line(user, "t.new_zeros")
-        return next(f.tier.value for f in result.findings if f.path == "pkg/ops.py" and f.line == line)
+        return next(f.fix.tier.value for f in result.findings if f.path == "pkg/ops.py" and f.line == line)
 
     assert tier_of_grow() == "validate"
     tensors = root / "pkg" / "tensors.py"
@@ -169,7 +169,7 @@ def test_opt102_likewise_proposes_a_like_factory_move_for_validation_beside_a_su
     )
     analysis = analyse_text(read_source(module, "move.py"), select_rules(load_rules(), ["OPT102"]))
     (finding,) = analysis.findings
-    assert (finding.verdict.value, finding.tier.value) == ("fix", "validate")
+    assert (finding.verdict.value, finding.fix.tier.value) == ("fix", "validate")
     module.write_text(module.read_text().replace("__torch_function__ = ", "other = "))
     (finding,) = analyse_text(read_source(module, "move.py"), select_rules(load_rules(), ["OPT102"])).findings
-    assert finding.tier.value == "safe"
+    assert finding.fix.tier.value == "safe"

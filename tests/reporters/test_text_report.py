@@ -20,7 +20,7 @@ import pytest
 from conftest import FIXTURES, REPO_ROOT
 from optpatch.config import Settings
 from optpatch.engine import run
-from optpatch.model import Verdict
+from optpatch.model import Decided, Verdict
 from optpatch.policy import FixPolicy
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.status import PATCH_WRITTEN
@@ -52,7 +52,8 @@ def rendered(result: RunResult, width: int, render=render_full, **options) -> li
 def copies(result: RunResult, count: int) -> RunResult:
     """The same findings COUNT times over, in other files."""
     files = [
-        FileResult(f"copy{index}/{file.rel}", [replace(f, path=f"copy{index}/{f.path}") for f in file.findings])
+        FileResult(f"copy{index}/{file.rel}", [Decided(replace(f, path=f"copy{index}/{f.path}"), decision)
+                                                for f, decision in file.decided])
         for index in range(count) for file in result.files
     ]
     return RunResult(result.root, files, [], [], result.seconds)
@@ -83,7 +84,7 @@ def without_code(text: str) -> list[str]:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_no_line_is_longer_than_the_width_but_an_unbreakable_location(result, width):
     lines = rendered(result, width)
-    headers = {header(f, status_of(f, PATCH_WRITTEN)) for f in result.findings}
+    headers = {header(d.finding, status_of(d, PATCH_WRITTEN)) for d in result.decided}
     # A header (never wrapped: one line to grep), or one word longer than the width (a path a reason cites).
     too_long = [line for line in lines if len(line) > width]
     wrappable = [line for line in too_long if line not in headers and len(line.split()) > 1]
@@ -99,7 +100,7 @@ def test_every_reason_appears_whole_with_only_its_code_shortened(result, width):
     found = blocks(rendered(result, width))
     assert len(found) == len(findings)
     shortened = 0
-    for finding, block in zip(findings, found):
+    for (finding, _), block in zip(findings, found):
         text = " ".join(line.strip() for line in block)
         assert finding.location() in text and finding.code in text
         shown = prose(finding.reason, code_limit(width))
@@ -136,7 +137,7 @@ def test_concise_is_one_line_per_finding_then_the_summary(result):
     findings = [line for line in lines[: lines.index("")]]
     shown = shown_findings(result, ReportOptions(delivery=PATCH_WRITTEN, verbose=True))
     assert len(findings) == len(result.findings) == len(shown)
-    assert all(line.startswith(f"{f.location()}: {f.code} {f.name} [") for line, f in zip(findings, shown))
+    assert all(line.startswith(f"{f.location()}: {f.code} {f.name} [") for line, (f, _) in zip(findings, shown))
     assert lines[len(findings) + 1].startswith("Summary:")
     assert not any("proof:" in line or "blocked by:" in line for line in findings)  # `explain` has the proof
 

@@ -233,14 +233,14 @@ def run_optpatch(inputs: Inputs, workflow: Workflow, fmt: str, extra: list[str])
         print("::warning title=optpatch::some files could not be analysed; the JSON report lists them")
     report = json.loads(report_path.read_text(encoding="utf-8"))
     summary = report["summary"]
-    fixable = summary["fixes_applied"] > 0 and inputs.fail_on is FailOn.FIXABLE
+    fixable = summary["written"] > 0 and inputs.fail_on is FailOn.FIXABLE
     outputs = {
         "patch": str(patch),
         "report": str(report_path),
         "sarif": str(stdout_path) if fmt == "sarif" else "",
         "body": str(stdout_path) if fmt == "markdown" else "",
-        "fixes": str(summary["fixes_applied"]),
-        "proposals": str(summary["fixes_not_applied"]),
+        "fixes": str(summary["written"]),
+        "proposals": str(summary["refused"]),
         "counts": json.dumps(counts(report), sort_keys=True),
         "fail": "true" if fixable else "false",
         "artifact-dir": str(work),
@@ -255,7 +255,7 @@ def counts(report: dict) -> dict:
     for finding in report["findings"]:
         if finding["verdict"] != "fix":
             continue
-        status = "applied" if finding["applied"] else "proposed"
+        status = "applied" if finding["written"] else "proposed"
         for table, key in ((by_rule, finding["code"]), (by_tier, finding["tier"] or "safe")):
             row = table.setdefault(key, {"applied": 0, "proposed": 0})
             row[status] += 1

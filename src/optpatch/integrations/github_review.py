@@ -86,8 +86,8 @@ def prepare(report: dict, root: Path, pull_request: int, head_sha: str, patch: P
                                            item.key, comment_body(item), item.applied))
     summary = report["summary"]
     counts = {
-        "fixes": summary["fixes_applied"],
-        "proposals": summary["fixes_not_applied"],
+        "fixes": summary["written"],
+        "proposals": summary["refused"],
         "advice": summary["advice"],
         "files_failed": summary["files_failed"],
     }

@@ -44,7 +44,7 @@ def publish(root: Path, report: dict, body: str, repo, base: str, branch: str, r
     """Commit the files REPORT's applied fixes changed (already written under ROOT) and open or update the PR."""
     owner = repo.full_name.split("/")[0]
     open_pulls = list(repo.get_pulls(state="open", head=f"{owner}:{branch}", base=base))
-    changed = sorted({f["path"] for f in report["findings"] if f["applied"]})
+    changed = sorted({f["path"] for f in report["findings"] if f["written"]})
     if not changed:
         for pull in open_pulls:
             pull.create_issue_comment(f"optpatch finds nothing left to fix on `{base}` ({run_url}): closing.")
@@ -70,7 +70,7 @@ def publish(root: Path, report: dict, body: str, repo, base: str, branch: str, r
 
 def titles(report: dict) -> tuple[str, str]:
     """The pull request's title, and the commit message: the fixes by rule."""
-    applied = [f for f in report["findings"] if f["applied"]]
+    applied = [f for f in report["findings"] if f["written"]]
     files = len({f["path"] for f in applied})
     title = f"optpatch: {len(applied)} fix(es) in {files} file(s)"
     by_rule: dict[str, int] = {}

@@ -100,10 +100,10 @@ def review_items(report: dict, root: Path) -> list[ReviewItem]:
 
 
 def _items_for_file(path: str, findings: list[dict], lines: FileLines) -> list[ReviewItem]:
-    groups = _overlapping([f for f in findings if f["applied"]])
+    groups = _overlapping([f for f in findings if f["written"]])
     taken = [span(group) for group in groups]
     items = [_item(path, tuple(group), True, lines) for group in groups]
-    for proposal in (f for f in findings if not f["applied"]):
+    for proposal in (f for f in findings if not f["written"]):
         first, last = span([proposal])
         if any(first <= other_last and other_first <= last for other_first, other_last in taken):
             items.append(ReviewItem(path, (proposal,), False, None, "its lines overlap a fix that applies"))
@@ -181,7 +181,7 @@ def comment_body(item: ReviewItem) -> str:
 
 def finding_line(finding: dict, applied: bool) -> str:
     tier = finding["tier"] or "safe"
-    status = "fix" if applied else f"proposed, not applied: {one_line(finding['not_applied_because'] or 'not applied')}"
+    status = "fix" if applied else f"proposed, not applied: {one_line(finding['refused_because'] or 'not applied')}"
     return (
         f"**optpatch `{finding['code']}` {finding['name']}** ({tier} tier, {status}; impact {finding['impact']}, "
         f"{runs(finding)}): {one_line(finding['reason'])}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from optpatch.model import Finding, Verdict
+from optpatch.model import Decided, Verdict
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.json_report import summary_of
 from optpatch.reporters.status import Delivery, area_note, status_of
@@ -40,8 +40,9 @@ def workflow_command(command: str, properties: dict[str, object], message: str) 
 
 
 def render_github(result: RunResult, options: ReportOptions = ReportOptions()) -> str:
-    lines = [annotation(f, result.root, options.delivery) for f in result.findings if annotated(f)]
-    lines += [proposal_line(f, result.root) for f in result.findings if f.verdict is Verdict.FIX and not f.applied]
+    lines = [annotation(d, result.root, options.delivery) for d in result.decided if annotated(d)]
+    lines += [proposal_line(d, result.root) for d in result.decided
+              if d.finding.verdict is Verdict.FIX and not d.decision.accepted]
     for error in result.errors:
         properties: dict[str, object] = {"file": display_path(result.root, error.path)}
         if error.line:
@@ -49,27 +50,29 @@ def render_github(result: RunResult, options: ReportOptions = ReportOptions()) -
         lines.append(workflow_command("error", {**properties, "title": "optpatch: file not analysed"}, error.reason))
     summary = summary_of(result, options.delivery)
     lines.append(
-        f"optpatch: {summary['fixable']} fixable, {summary['fixes_not_applied']} proposed but not applied, "
+        f"optpatch: {summary['accepted']} fixable, {summary['refused']} proposed but not applied, "
         f"{summary['advice']} advice, {summary['files_failed']} file(s) not analysed."
     )
-    if note := area_note(result.findings, options.fix_areas):
+    if note := area_note(result.decided, options.fix_areas):
         lines.append(f"optpatch: {note}.")
     return "\n".join(lines) + "\n"
 
 
-def annotated(finding: Finding) -> bool:
+def annotated(decided: Decided) -> bool:
     """A warning for a fix this run applies, a notice for advice; a proposal is no warning (the run holds it back)."""
-    return finding.verdict is Verdict.ADVICE or (finding.verdict is Verdict.FIX and finding.applied)
+    verdict = decided.finding.verdict
+    return verdict is Verdict.ADVICE or (verdict is Verdict.FIX and decided.decision.accepted)
 
 
-def proposal_line(finding: Finding, root: Path) -> str:
+def proposal_line(decided: Decided, root: Path) -> str:
     """A proposal as a plain log line: where, which rule and tier, and what would apply it."""
-    tier = finding.tier.value if finding.tier else "safe"
-    return (f"{display_path(root, finding.path)}:{finding.line}:{finding.col}: {finding.code} {finding.name} [{tier}, proposed]: "
-            f"{finding.not_applied_because or 'not applied'}")
+    finding, decision = decided
+    return (f"{display_path(root, finding.path)}:{finding.line}:{finding.col}: {finding.code} {finding.name} "
+            f"[{finding.fix.tier.value}, proposed]: {decision.refused_because or 'not applied'}")
 
 
-def annotation(finding: Finding, root: Path, delivery: Delivery) -> str:
+def annotation(decided: Decided, root: Path, delivery: Delivery) -> str:
+    finding = decided.finding
     properties = {
         "file": display_path(root, finding.path),
         "line": finding.line,
@@ -77,9 +80,8 @@ def annotation(finding: Finding, root: Path, delivery: Delivery) -> str:
         "title": f"{finding.code} {finding.name}",
     }
     body = [finding.reason]
-    if finding.verdict is Verdict.FIX:
-        tier = finding.tier.value if finding.tier else "safe"
-        body.append(f"Fix ({tier}, {status_of(finding, delivery)}): {finding.replacement}")
+    if finding.fix is not None:
+        body.append(f"Fix ({finding.fix.tier.value}, {status_of(decided, delivery)}): {finding.fix.replacement}")
         runs = finding.frequency.describe(finding.path) if finding.frequency else finding.context.value
         body.append(f"Impact: {finding.impact.value} ({runs}); {finding.impact_basis}")
     return workflow_command(_COMMAND[finding.verdict], properties, "\n".join(body))

@@ -7,7 +7,11 @@ this command wrote the fix (into the patch, or into the file), and
 latter, so `check` said `"applied": true` of fixes it never wrote.
 Version 3: `impact` is the rule's size class weighed by how often the site
 runs (`frequency`, from the project's call graph or a profile); the rule's
-own class is `size`.
+own class is `size`. Version 4: the report names the run's decision as the
+code does (`Decision`, reporters/status.py): `accepted` (was `fixable`),
+`written` (was `applied`), `refused_because` (was `not_applied_because`);
+in the summary `accepted`, `written` and `refused` (were `fixable`,
+`fixes_applied` and `fixes_not_applied`).
 """
 
 from __future__ import annotations
@@ -15,15 +19,17 @@ from __future__ import annotations
 import json
 
 from optpatch import __version__
-from optpatch.model import FileError, Finding, FrequencyEvidence, Impact, Verdict
+from optpatch.model import Decided, FileError, FrequencyEvidence, Impact, Verdict
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.status import NOTHING_WRITTEN, Delivery, Status, held_by_area, status_of
 from optpatch.results import RunResult
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
-def finding_to_dict(finding: Finding, delivery: Delivery = NOTHING_WRITTEN) -> dict:
+def finding_to_dict(decided: Decided, delivery: Delivery = NOTHING_WRITTEN) -> dict:
+    finding, decision = decided
+    fix = finding.fix
     return {
         "code": finding.code,
         "name": finding.name,
@@ -31,11 +37,11 @@ def finding_to_dict(finding: Finding, delivery: Delivery = NOTHING_WRITTEN) -> d
         "line": finding.line,
         "column": finding.col,
         "verdict": finding.verdict.value,
-        "tier": finding.tier.value if finding.tier else None,
-        "applied": status_of(finding, delivery).written,
-        "fixable": finding.applied,
-        "not_applied_because": finding.not_applied_because or None,
-        "held": finding.refusal.hold.value if finding.refusal else None,
+        "tier": fix.tier.value if fix is not None else None,
+        "written": status_of(decided, delivery).written,
+        "accepted": decision.accepted,
+        "refused_because": decision.refused_because or None,
+        "held": decision.held.value if decision.held is not None else None,
         "keep_category": finding.keep_category.value if finding.keep_category else None,
         "area": finding.area.value,
         "reason": finding.reason,
@@ -45,8 +51,8 @@ def finding_to_dict(finding: Finding, delivery: Delivery = NOTHING_WRITTEN) -> d
         "impact_basis": finding.impact_basis,
         "size": finding.size.value if finding.size else None,
         "frequency": frequency_to_dict(finding.frequency) if finding.frequency else None,
-        "replacement": finding.replacement or None,
-        "edits": [{"start": e.start, "end": e.end, "text": e.text} for e in finding.edits],
+        "replacement": fix.replacement if fix is not None and fix.replacement else None,
+        "edits": [{"start": e.start, "end": e.end, "text": e.text} for e in (fix.edits if fix is not None else ())],
         "regions": [
             {
                 "start_line": r.start_line,
@@ -79,16 +85,17 @@ def error_to_dict(error: FileError) -> dict:
 
 
 def summary_of(result: RunResult, delivery: Delivery = NOTHING_WRITTEN) -> dict:
-    findings = result.findings
-    statuses = [status_of(f, delivery) for f in findings]
+    decided = result.decided
+    findings = [finding for finding, _ in decided]
+    statuses = [status_of(d, delivery) for d in decided]
     return {
         "files_analysed": result.analysed,
         "files_failed": len(result.errors),
         "files_changed": len(result.changes),
-        "fixes_applied": sum(status.written for status in statuses),
-        "fixable": sum(f.applied for f in findings),
-        "fixes_not_applied": statuses.count(Status.PROPOSED),
-        "held_by_area": {area.value: count for area, count in sorted(held_by_area(findings).items())},
+        "written": sum(status.written for status in statuses),
+        "accepted": sum(decision.accepted for _, decision in decided),
+        "refused": statuses.count(Status.PROPOSED),
+        "held_by_area": {area.value: count for area, count in sorted(held_by_area(decided).items())},
         "kept": sum(f.verdict is Verdict.KEEP for f in findings),
         "advice": sum(f.verdict is Verdict.ADVICE for f in findings),
         "suppressed": result.suppressed,
@@ -110,7 +117,7 @@ def report_document(result: RunResult, options: ReportOptions = ReportOptions())
         "root": str(result.root),
         "patch": options.patch_path,
         "summary": summary_of(result, options.delivery),
-        "findings": [finding_to_dict(f, options.delivery) for f in result.findings],
+        "findings": [finding_to_dict(d, options.delivery) for d in result.decided],
         "errors": [error_to_dict(e) for e in result.errors],
         "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
         "unused_suppressions": [{"path": path, "line": line} for path, line in result.unused_suppressions],

@@ -26,7 +26,7 @@ import re
 from collections import Counter
 
 from optpatch.locations import rewritten_line
-from optpatch.model import CodeArea, Finding, Verdict
+from optpatch.model import CodeArea, Decided, Verdict
 from optpatch.patch import write_patch
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.json_report import summary_of
@@ -40,7 +40,7 @@ SCREEN_ROWS = 20  # a summary with more rules than this is folded: the findings 
 
 
 def render_markdown(result: RunResult, options: ReportOptions = ReportOptions()) -> str:
-    findings = [f for f in result.findings if f.verdict is not Verdict.KEEP]
+    findings = [d for d in result.decided if d.finding.verdict is not Verdict.KEEP]
     patch = write_patch(result.changes).decode("utf-8", errors="replace")
     head = [MARKER, headline(result), ""] + fixes_summary(findings) + area_section(findings, options.fix_areas)
     head += errors_section(result) + validation_section(options.validation)
@@ -60,25 +60,25 @@ def render_markdown(result: RunResult, options: ReportOptions = ReportOptions())
 
 def headline(result: RunResult) -> str:
     summary = summary_of(result)
-    if not result.changes and not summary["fixes_not_applied"] and not summary["advice"]:
+    if not result.changes and not summary["refused"] and not summary["advice"]:
         return f"### optpatch: no changes\n\n{summary['files_analysed']} file(s) analysed, nothing to rewrite."
-    parts = [f"{summary['fixable']} fix(es) in {summary['files_changed']} file(s)"]
-    if summary["fixes_not_applied"]:
-        parts.append(f"{summary['fixes_not_applied']} proposed but not applied")
+    parts = [f"{summary['accepted']} fix(es) in {summary['files_changed']} file(s)"]
+    if summary["refused"]:
+        parts.append(f"{summary['refused']} proposed but not applied")
     if summary["advice"]:
         parts.append(f"{summary['advice']} advice")
     return f"### optpatch: {', '.join(parts)}\n\n{summary['files_analysed']} file(s) analysed; every fix below carries its proof."
 
 
-def fixes_summary(findings: list[Finding]) -> list[str]:
+def fixes_summary(findings: list[Decided]) -> list[str]:
     """The fixes counted by rule (rows) and area (columns): `2 + 1 proposed` is two in the patch and one held back."""
-    fixes = [f for f in findings if f.verdict is Verdict.FIX]
+    fixes = [(f, decision) for f, decision in findings if f.verdict is Verdict.FIX]
     if not fixes:
         return []
-    areas = [area for area in CodeArea if any(f.area is area for f in fixes)]
-    applied = Counter((f.code, f.area) for f in fixes if f.applied)
-    proposed = Counter((f.code, f.area) for f in fixes if not f.applied)
-    names = {f.code: f.name for f in fixes}
+    areas = [area for area in CodeArea if any(f.area is area for f, _ in fixes)]
+    applied = Counter((f.code, f.area) for f, decision in fixes if decision.accepted)
+    proposed = Counter((f.code, f.area) for f, decision in fixes if not decision.accepted)
+    names = {f.code: f.name for f, _ in fixes}
     columns = [area.value for area in areas] + (["total"] if len(areas) > 1 else [])
     rows = ["| rule | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
     for code in sorted(names):
@@ -92,7 +92,7 @@ def fixes_summary(findings: list[Finding]) -> list[str]:
     return rows + [""]
 
 
-def area_section(findings: list[Finding], fix_areas: tuple[CodeArea, ...]) -> list[str]:
+def area_section(findings: list[Decided], fix_areas: tuple[CodeArea, ...]) -> list[str]:
     """The fixes `fix-areas` left out of the patch, and the option that includes them."""
     note = area_note(findings, fix_areas)
     return [re.sub(r"(--fix-areas \S+)$", r"`\1`", note) + ".", ""] if note else []
@@ -104,19 +104,20 @@ def _count_cell(applied: int, proposed: int) -> str:
     return f"{applied} + {proposed} proposed"
 
 
-def findings_table(findings: list[Finding]) -> list[str]:
+def findings_table(findings: list[Decided]) -> list[str]:
     rows = ["| | rule | location | tier | impact | why |", "|---|---|---|---|---|---|"]
-    for finding in findings:
+    for decided in findings:
+        finding = decided.finding
         rows.append(
             "| "
             + " | ".join(
                 [
-                    status(finding),
+                    status(decided),
                     f"`{finding.code}` {finding.name}",
                     f"`{finding.location()}`",
-                    finding.tier.value if finding.tier else "-",
+                    finding.fix.tier.value if finding.fix is not None else "-",
                     f"{finding.impact.value} ({finding.frequency.frequency.value if finding.frequency else finding.context.value})",
-                    cell(why(finding)),
+                    cell(why(decided)),
                 ]
             )
             + " |"
@@ -124,15 +125,16 @@ def findings_table(findings: list[Finding]) -> list[str]:
     return rows
 
 
-def status(finding: Finding) -> str:
-    if finding.verdict is Verdict.ADVICE:
+def status(decided: Decided) -> str:
+    if decided.finding.verdict is Verdict.ADVICE:
         return "advice"
-    return "fix" if finding.applied else "proposed"
+    return "fix" if decided.decision.accepted else "proposed"
 
 
-def why(finding: Finding) -> str:
-    if finding.verdict is Verdict.FIX and not finding.applied:
-        return f"{finding.reason} (not applied: {finding.not_applied_because})"
+def why(decided: Decided) -> str:
+    finding, decision = decided
+    if finding.verdict is Verdict.FIX and not decision.accepted:
+        return f"{finding.reason} (not applied: {decision.refused_because})"
     return finding.reason
 
 
@@ -169,27 +171,27 @@ def validation_section(validation: dict | None) -> list[str]:
     return lines + [""] if validation["dropped"] or validation["validate_tier_passed"] else lines
 
 
-def suggestions_section(findings: list[Finding]) -> list[str]:
+def suggestions_section(findings: list[Decided]) -> list[str]:
     """One-click suggestions for the fixes this run applies, then the proposals as text: never a click for a fix optpatch holds back."""
     lines: list[str] = []
-    for finding in findings:
-        if finding.verdict is not Verdict.FIX or not finding.applied:
+    for finding, decision in findings:
+        if finding.verdict is not Verdict.FIX or not decision.accepted:
             continue
         new_line = rewritten_line(finding)
         if new_line is None:
             continue
-        tier = finding.tier.value if finding.tier else "safe"
+        tier = finding.fix.tier.value
         lines += [f"**`{finding.location()}`** `{finding.code}` {finding.name} ({tier}): {cell(finding.reason)}", ""]
         lines += fenced(new_line, "suggestion") + [""]
     return (["#### Suggestions", ""] + lines if lines else []) + proposals_section(findings)
 
 
-def proposals_section(findings: list[Finding]) -> list[str]:
+def proposals_section(findings: list[Decided]) -> list[str]:
     """The fixes found and held back, with their tier and what would apply them; no suggestion block."""
     lines = [
-        f"- `{finding.location()}` `{finding.code}` {finding.name} ({finding.tier.value if finding.tier else 'safe'} tier): "
-        f"`{cell(finding.replacement or '')}`; {cell(finding.not_applied_because or 'not applied')}"
-        for finding in findings if finding.verdict is Verdict.FIX and not finding.applied
+        f"- `{finding.location()}` `{finding.code}` {finding.name} ({finding.fix.tier.value} tier): "
+        f"`{cell(finding.fix.replacement)}`; {cell(decision.refused_because or 'not applied')}"
+        for finding, decision in findings if finding.fix is not None and not decision.accepted
     ]
     return ["#### Proposed, not applied", ""] + lines + [""] if lines else []
 

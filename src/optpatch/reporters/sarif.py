@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from optpatch import __version__
 from optpatch.baseline import fingerprint
-from optpatch.model import Finding, Region, Verdict
+from optpatch.model import Decided, Finding, Region, Verdict
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.json_report import summary_of
 from optpatch.reporters.status import Delivery, status_of
@@ -54,8 +54,8 @@ def render_sarif(result: RunResult, options: ReportOptions = ReportOptions()) ->
         "columnKind": "unicodeCodePoints",
         "invocations": [invocation(result, prefix)],
         "results": [
-            sarif_result(f, rule_index, options.delivery, prefix) for f in result.findings
-            if options.verbose or f.verdict is not Verdict.KEEP
+            sarif_result(d, rule_index, options.delivery, prefix) for d in result.decided
+            if options.verbose or d.finding.verdict is not Verdict.KEEP
         ],
         "properties": {"summary": summary_of(result, options.delivery)},
     }
@@ -101,19 +101,20 @@ def invocation(result: RunResult, prefix: str = "") -> dict:
     return {"executionSuccessful": True, "toolExecutionNotifications": notifications}
 
 
-def sarif_result(finding: Finding, rule_index: dict[str, int], delivery: Delivery, prefix: str = "") -> dict:
+def sarif_result(decided: Decided, rule_index: dict[str, int], delivery: Delivery, prefix: str = "") -> dict:
+    finding, decision = decided
     entry = {
         "ruleId": finding.code,
         "level": _LEVEL[finding.verdict],
-        "message": {"text": message(finding, delivery)},
+        "message": {"text": message(decided, delivery)},
         "locations": [{"physicalLocation": {"artifactLocation": artifact(prefix + finding.path), "region": site_region(finding)}}],
         "partialFingerprints": {"optpatchLineHash/v1": fingerprint(finding)},
         "properties": {
-            "tier": finding.tier.value if finding.tier else None,
+            "tier": finding.fix.tier.value if finding.fix is not None else None,
             "verdict": finding.verdict.value,
-            "applied": status_of(finding, delivery).written,
-            "fixable": finding.applied,
-            "not_applied_because": finding.not_applied_because or None,
+            "written": status_of(decided, delivery).written,
+            "accepted": decision.accepted,
+            "refused_because": decision.refused_because or None,
             "context": finding.context.value,
             "impact": finding.impact.value,
             "impact_basis": finding.impact_basis,
@@ -121,24 +122,24 @@ def sarif_result(finding: Finding, rule_index: dict[str, int], delivery: Deliver
             "frequency": finding.frequency.frequency.value if finding.frequency else None,
             "frequency_evidence": finding.frequency.describe(finding.path) if finding.frequency else None,
             "proof": list(finding.proof),
-            "replacement": finding.replacement or None,
+            "replacement": finding.fix.replacement if finding.fix is not None and finding.fix.replacement else None,
         },
     }
     if finding.verdict is Verdict.KEEP:
         entry["kind"] = "pass"
     if finding.code in rule_index:
         entry["ruleIndex"] = rule_index[finding.code]
-    if finding.verdict is Verdict.FIX and finding.regions:
+    if finding.fix is not None and finding.regions:
         entry["fixes"] = [fix(finding, prefix)]
     return entry
 
 
-def message(finding: Finding, delivery: Delivery) -> str:
-    if finding.verdict is not Verdict.FIX:
+def message(decided: Decided, delivery: Delivery) -> str:
+    finding, decision = decided
+    if finding.fix is None:
         return finding.reason
-    tier = finding.tier.value if finding.tier else "safe"
-    status = str(status_of(finding, delivery)) if finding.applied else f"not applied: {finding.not_applied_because}"
-    return f"{finding.name}: {finding.reason} (tier {tier}, {status})"
+    status = str(status_of(decided, delivery)) if decision.accepted else f"not applied: {decision.refused_because}"
+    return f"{finding.name}: {finding.reason} (tier {finding.fix.tier.value}, {status})"
 
 
 def site_region(finding: Finding) -> dict:
@@ -152,7 +153,7 @@ def site_region(finding: Finding) -> dict:
 
 def fix(finding: Finding, prefix: str = "") -> dict:
     return {
-        "description": {"text": f"{finding.code} {finding.name}: {finding.replacement or finding.reason}"},
+        "description": {"text": f"{finding.code} {finding.name}: {finding.fix.replacement or finding.reason}"},
         "artifactChanges": [
             {"artifactLocation": artifact(prefix + finding.path), "replacements": [replacement(r) for r in finding.regions]}
         ],

@@ -1,10 +1,10 @@
 """What a finding's fix became in this command: written, in the patch, fixable, or only proposed.
 
-A fix the run's policy accepts (`Finding.applied`) is not yet a changed
+A fix the run's policy accepts (`Decision.accepted`) is not yet a changed
 file: `apply` writes it into the patch, `--write` and `check --fix` into the
 file, and `check` writes nothing. Reports say which, from these values:
-"fixed" only where a file was written, and the JSON report's `applied`
-only for what this command wrote.
+"fixed" only where a file was written, and the JSON report's `written`
+only for what this command wrote (`Status.written`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import enum
 from collections import Counter
 from dataclasses import dataclass
 
-from optpatch.model import CodeArea, Finding, Hold, Verdict
+from optpatch.model import CodeArea, Decided, Hold, Verdict
 
 
 class Status(enum.StrEnum):
@@ -41,26 +41,27 @@ NOTHING_WRITTEN = Delivery()
 PATCH_WRITTEN = Delivery(patch=True)
 
 
-def status_of(finding: Finding, delivery: Delivery = NOTHING_WRITTEN) -> Status:
+def status_of(decided: Decided, delivery: Delivery = NOTHING_WRITTEN) -> Status:
+    finding, decision = decided
     if finding.verdict is Verdict.KEEP:
         return Status.KEPT
     if finding.verdict is Verdict.ADVICE:
         return Status.ADVICE
-    if not finding.applied:
+    if not decision.accepted:
         return Status.PROPOSED
     if finding.path in delivery.files:
         return Status.FIXED
     return Status.IN_PATCH if delivery.patch else Status.FIXABLE
 
 
-def held_by_area(findings: list[Finding]) -> Counter[CodeArea]:
+def held_by_area(decided: list[Decided]) -> Counter[CodeArea]:
     """The fixes left out because their area is outside `fix-areas` (`Hold.AREA`), counted by area."""
-    return Counter(f.area for f in findings if f.refusal is not None and f.refusal.hold is Hold.AREA)
+    return Counter(f.area for f, decision in decided if decision.held is Hold.AREA)
 
 
-def area_note(findings: list[Finding], fix_areas: tuple[CodeArea, ...]) -> str | None:
+def area_note(decided: list[Decided], fix_areas: tuple[CodeArea, ...]) -> str | None:
     """How many fixes `fix-areas` left out, by area, and the option that includes them; None when it left out none."""
-    held = held_by_area(findings)
+    held = held_by_area(decided)
     if not held:
         return None
     counts = ", ".join(f"{count} in {area.value}" for area, count in sorted(held.items(), key=lambda item: (-item[1], item[0])))

@@ -33,7 +33,7 @@ from collections import Counter
 from rich.text import Text
 
 from optpatch.locations import rewritten_line
-from optpatch.model import CodeArea, Finding, Impact, KeepCategory, Verdict
+from optpatch.model import CodeArea, Decided, Finding, Impact, KeepCategory, Verdict
 from optpatch.reporters import ReportOptions, counted
 from optpatch.reporters.status import Status, area_note, status_of
 from optpatch.reporters.wrapping import together, wrap
@@ -72,8 +72,8 @@ CONCISE_WIDTH = 120  # a concise line's length where the path leaves room
 def render_full(result: RunResult, options: ReportOptions) -> list[Text]:
     width = max(MIN_WIDTH, options.width)
     lines: list[Text] = []
-    for finding in shown_findings(result, options):
-        lines += finding_block(finding, options, width)
+    for decided in shown_findings(result, options):
+        lines += finding_block(decided, options, width)
         lines.append(Text())
     return lines + trailer(result, options, width)
 
@@ -82,8 +82,8 @@ def render_concise(result: RunResult, options: ReportOptions) -> list[Text]:
     """One line per finding, never wrapped (for grep), no proof, within CONCISE_WIDTH where the path allows; then the summary."""
     width = max(MIN_WIDTH, options.width)
     lines = []
-    for finding in shown_findings(result, options):
-        status = status_of(finding, options.delivery)
+    for decided in shown_findings(result, options):
+        finding, status = decided.finding, status_of(decided, options.delivery)
         head = header(finding, status, options.display)
         line = Text(head)
         _style_header([line], finding, status, options.display)
@@ -94,14 +94,14 @@ def render_concise(result: RunResult, options: ReportOptions) -> list[Text]:
     return lines + trailer(result, options, width)
 
 
-def shown_findings(result: RunResult, options: ReportOptions) -> list[Finding]:
+def shown_findings(result: RunResult, options: ReportOptions) -> list[Decided]:
     """The findings `--show` asks for (default: fixes, proposals, advice; kept too with -v): fixes first, then
     proposals, advice and kept sites, each highest impact first (`ranking`)."""
     names = options.show or {"fixes", "proposals", "advice"} | ({"kept"} if options.verbose else set())
     order = [status for name in SHOWN if name in names for status in SHOWN[name]]
     rank = {status: index for index, status in enumerate(order)}
-    chosen = [f for f in result.findings if status_of(f, options.delivery) in rank]
-    return sorted(chosen, key=lambda f: (rank[status_of(f, options.delivery)], ranking(f)))
+    chosen = [d for d in result.decided if status_of(d, options.delivery) in rank]
+    return sorted(chosen, key=lambda d: (rank[status_of(d, options.delivery)], ranking(d.finding)))
 
 
 def ranking(finding: Finding) -> tuple:
@@ -116,14 +116,15 @@ def ranking(finding: Finding) -> tuple:
 # -- one finding --------------------------------------------------------------------------
 
 
-def finding_block(finding: Finding, options: ReportOptions, width: int) -> list[Text]:
-    status = status_of(finding, options.delivery)
+def finding_block(decided: Decided, options: ReportOptions, width: int) -> list[Text]:
+    finding, decision = decided
+    status = status_of(decided, options.delivery)
     limit = code_limit(width)
     head = [Text(header(finding, status, options.display))]  # never wrapped: one line to grep
     _style_header(head, finding, status, options.display)
     body = wrap(short_message(finding, limit), width, "  ", "    ")
-    if status is Status.PROPOSED and finding.not_applied_because:
-        body += wrap(f"not applied: {finding.not_applied_because}", width, "  ", "    ")
+    if status is Status.PROPOSED and decision.refused_because:
+        body += wrap(f"not applied: {decision.refused_because}", width, "  ", "    ")
     body += wrap(f"{_LABEL[finding.verdict]}: {prose(finding.reason, limit)}", width, "  ", "    ")
     if finding.frequency is not None and finding.verdict is not Verdict.KEEP:
         body += wrap(f"runs: {finding.frequency.describe(finding.path)}", width, "  ", "    ")
@@ -136,8 +137,7 @@ def header(finding: Finding, status: Status, display=lambda rel: rel) -> str:
     """`path:line:col: CODE name [tier, status]`; kept sites and advice have no tier."""
     where = location(finding, display)
     if finding.verdict is Verdict.FIX:
-        tier = finding.tier.value if finding.tier else "safe"
-        return f"{where}: {finding.code} {finding.name} [{tier}, {status}]"
+        return f"{where}: {finding.code} {finding.name} [{finding.fix.tier.value}, {status}]"
     return f"{where}: {finding.code} {finding.name} [{status}]"
 
 
@@ -170,8 +170,8 @@ def short_message(finding: Finding, limit: int) -> str:
         where += f"; in {finding.area.value}"
     if finding.verdict is Verdict.KEEP:
         return f"kept: {_keep_label(finding)}"
-    if finding.verdict is Verdict.FIX and finding.replacement:
-        return f"impact: {where}; rewrite: {quote(finding.replacement, limit)}"
+    if finding.fix is not None and finding.fix.replacement:
+        return f"impact: {where}; rewrite: {quote(finding.fix.replacement, limit)}"
     return f"impact: {where}"
 
 
@@ -358,7 +358,7 @@ def summary_lines(result: RunResult, options: ReportOptions, width: int) -> list
         apply = (f"To apply the fixes: run this command again with {together('--fix')}, or with "
                  f"{together('--diff > model_patch.diff')} for a patch (or {together('optpatch apply REPO')}).")
         lines += [Text(line) for line in wrap(apply, width, "", "")]
-    if note := area_note(result.findings, options.fix_areas):
+    if note := area_note(result.decided, options.fix_areas):
         lines += [Text(line) for line in wrap(note, width, "", "  ")]
     if Status.KEPT in by_status and not options.verbose:
         hint = "Kept sites are listed with -v; `optpatch explain FILE:LINE:COL` shows any site's proof or blocking use."
@@ -385,8 +385,8 @@ def summary_headline(result: RunResult, options: ReportOptions, width: int) -> l
 
 def _by_status(result: RunResult, options: ReportOptions) -> dict[Status, list[Finding]]:
     by_status: dict[Status, list[Finding]] = {}
-    for finding in result.findings:
-        by_status.setdefault(status_of(finding, options.delivery), []).append(finding)
+    for decided in result.decided:
+        by_status.setdefault(status_of(decided, options.delivery), []).append(decided.finding)
     return by_status
 
 
@@ -394,7 +394,7 @@ def breakdown(findings: list[Finding], status: Status) -> list[str]:
     """Counts by rule, tier (fixes), area, and why kept (kept sites), most first."""
     groups = [Counter(f.code for f in findings)]
     if status not in (Status.KEPT, Status.ADVICE):
-        groups.append(Counter(f.tier.value for f in findings if f.tier))
+        groups.append(Counter(f.fix.tier.value for f in findings if f.fix is not None))
     groups.append(Counter(f.area.value for f in findings))
     if status is Status.KEPT:
         groups.append(Counter(_keep_label(f) for f in findings))
@@ -409,14 +409,18 @@ def breakdown(findings: list[Finding], status: Status) -> list[str]:
 
 def statistics(result: RunResult, options: ReportOptions) -> list[dict]:
     """Findings counted by rule, tier and status, most first (ruff's --statistics)."""
-    counted = Counter(
-        (f.code, f.name, f.tier.value if f.tier else None, status_of(f, options.delivery)) for f in result.findings
-    )
+    counted = Counter(_counted_as(decided, options) for decided in result.decided)
     rows = [
         {"code": code, "name": name, "tier": tier, "status": str(status), "count": count}
         for (code, name, tier, status), count in counted.items()
     ]
     return sorted(rows, key=lambda row: (SUMMARY_ORDER.index(Status(row["status"])), -row["count"], row["code"], row["tier"] or ""))
+
+
+def _counted_as(decided: Decided, options: ReportOptions) -> tuple[str, str, str | None, Status]:
+    finding = decided.finding
+    tier = finding.fix.tier.value if finding.fix is not None else None
+    return finding.code, finding.name, tier, status_of(decided, options.delivery)
 
 
 def render_statistics(result: RunResult, options: ReportOptions) -> list[Text]:
