@@ -2,12 +2,12 @@
 
 `--changed-since REF` narrows the files analysed. `--changed-lines` and
 `--baseline FILE` are filters on findings, and so is `--min-impact LEVEL`
-(the impact weighed by the run's call graph or profile, frequency.py): during the run they mark the
-findings outside the scope (`Decision.out_of_scope`: off the changed lines,
-or already in the baseline; the first filter's reason is kept), the fix
-policy refuses to apply those, and the command line drops them before
-reporting. A filtered finding is therefore
-neither fixed nor reported, in every mode.
+(the impact weighed by the run's call graph or profile, frequency.py):
+during the run each says why a finding is outside the scope
+(`Decision.out_of_scope`: off the changed lines, already in the baseline;
+the first filter's reason is kept), the fix policy refuses to apply those,
+and the command line drops them before reporting. A filtered finding is
+therefore neither fixed nor reported, in every mode.
 
 changes.py and baseline.py hold the two filters; this module puts a request
 together from them, and they import nothing from it.
