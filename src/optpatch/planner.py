@@ -18,6 +18,10 @@ from typing import Callable, Sequence
 
 from optpatch.model import Decided, Decision, Edit, Finding, Hold, Refusal
 
+# Decisions are values: the common two are shared, not built once per finding.
+_IN_SCOPE = Decision()
+_ACCEPTED = Decision(accepted=True)
+
 
 def plan_edits(findings: Sequence[Finding], out_of_scope: Sequence[str | None],
                refuse: Callable[[Finding], Refusal | None]) -> tuple[list[Decided], list[Edit]]:
@@ -27,18 +31,21 @@ def plan_edits(findings: Sequence[Finding], out_of_scope: Sequence[str | None],
     such a fix is refused (`Hold.OUT_OF_SCOPE`). `refuse(finding)` returns why
     the policy must not apply a fix in this run (its tier, its area), or None.
     """
-    decisions = [Decision(out_of_scope=why) for why in out_of_scope]
+    decisions = [_IN_SCOPE if why is None else Decision(out_of_scope=why) for why in out_of_scope]
     taken = _TakenEdits()
     for index in sorted((i for i, f in enumerate(findings) if f.fix is not None), key=lambda i: _fix_order(findings[i])):
         finding, why = findings[index], out_of_scope[index]
         refusal = Refusal(Hold.OUT_OF_SCOPE, why) if why is not None else refuse(finding)
         if refusal is None and any(taken.conflicts(edit) for edit in finding.fix.edits):
             refusal = Refusal(Hold.OVERLAP)
-        decisions[index] = Decision(out_of_scope=why, accepted=refusal is None, refusal=refusal)
-        if refusal is None:
-            for edit in finding.fix.edits:
-                taken.add(edit)
-    return [Decided(finding, decision) for finding, decision in zip(findings, decisions)], taken.edits
+        if refusal is not None:
+            decisions[index] = Decision(out_of_scope=why, refusal=refusal)
+            continue
+        decisions[index] = _ACCEPTED
+        for edit in finding.fix.edits:
+            taken.add(edit)
+    return list(map(Decided, findings, decisions)), taken.edits
+
 
 
 class _TakenEdits:
