@@ -72,7 +72,7 @@ def main() -> int:
             phases["bench"] = {"skipped": skip} if skip else bench(args, env, repo, [
                 "--rounds", str(args.rounds), "--plot", str(args.out / "bench.svg")], "bench.json", BENCH_LIMIT_S)
         if not args.skip_validate:
-            phases["validate"] = run_validate(args.out, env, facts, min(VALIDATE_LIMIT_S, deadline - time.monotonic() - 30))
+            phases["validate"] = run_kernel_check(args.out, env, facts, min(VALIDATE_LIMIT_S, deadline - time.monotonic() - 30))
         if not args.skip_bench and not skip and args.per_rule:
             phases["bench-per-rule"] = per_rule_bench(args, env, repo, phases["bench"], deadline)
     summary = {"machine": facts, "phases": phases, "seconds": round(time.monotonic() - started, 1)}
@@ -194,7 +194,7 @@ def optpatch_json(arguments: list[str], out: Path, env: dict[str, str], timeout:
 # -- validate ---------------------------------------------------------------------------------
 
 
-def run_validate(out: Path, env: dict[str, str], facts: dict, limit_s: float) -> dict:
+def run_kernel_check(out: Path, env: dict[str, str], facts: dict, limit_s: float) -> dict:
     if facts.get("device") is None:
         return {"skipped": "no CUDA device: validate would only compile and check the reference"}
     if not importable("clang.cindex", env):
@@ -255,7 +255,7 @@ def median(values: list[float]) -> float:
 
 
 def validate_table(path: Path, phase: dict) -> list[str]:
-    from optpatch.kernel_report import Reading, noise_bands, read_report, reading
+    from optpatch.validation.kernel_report import Reading, noise_bands, read_report, reading
 
     try:
         report = read_report(path)

@@ -232,7 +232,7 @@ def test_a_configuration_error_is_one_line_without_the_usage_banner(tmp_path):
 
 
 def test_validate_without_torch_is_a_usage_error_with_the_install_command():
-    missing = "import optpatch.kernel_check as check\ncheck.torch_installed = lambda: False"
+    missing = "import optpatch.validation.kernels as check\ncheck.torch_installed = lambda: False"
     result = run_cli_hooked(missing, "validate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "pip install torch (" in result.stderr and result.stderr.count("\n") == 1

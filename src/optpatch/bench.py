@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from optpatch.config import Settings
-from optpatch.poisoned_tests import ChosenFixes, CommandRun, run_command
 from optpatch.policy import FixPolicy, fix_id
 from optpatch.results import FileChange, RunResult
+from optpatch.validation.commands import CommandRun, run_command
+from optpatch.validation.fix_choice import ChosenFixes
 
 MIN_ROUNDS = 5  # below it a bootstrap of medians has too few distinct resamples to mean anything (cli.py's --rounds)
 CONFIDENCE = 0.95

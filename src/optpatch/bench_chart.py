@@ -14,7 +14,7 @@ from pathlib import Path
 
 from optpatch.bench import ORIGINAL, BenchReport
 from optpatch.bench_report import headline, speedup_text
-from optpatch.kernel_chart import PNG_DPI, VERSION_COLOURS, chart_format
+from optpatch.validation.kernel_chart import PNG_DPI, VERSION_COLOURS, chart_format
 from optpatch.writer import write_atomically
 
 TITLE_WIDTH = 90

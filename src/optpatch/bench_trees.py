@@ -29,8 +29,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from optpatch.poisoned_tests import ValidationSetupError, _copy_tree, _remove_tree
 from optpatch.results import FileChange
+from optpatch.validation.workspace import ValidationSetupError, copy_tree, remove_tree
 
 GIT_TIMEOUT_S = 600
 
@@ -63,7 +63,7 @@ class BenchTrees:
 
     def close(self) -> None:
         if self.base.exists():
-            _remove_tree(self.base)
+            remove_tree(self.base)
 
     def add(self, name: str, changes: list[FileChange]) -> Path:
         """A tree named NAME holding REPO's working state with CHANGES written; the folder CMD starts in."""
@@ -123,7 +123,7 @@ def _git_head(repo: Path) -> tuple[Path, str] | None:
 def _copy_whole(source: Path, target: Path) -> None:
     """Outside git: the whole folder, as --validate copies it (links into it pointed at the copy)."""
     try:
-        _copy_tree(source, target)
+        copy_tree(source, target)
     except ValidationSetupError as error:
         raise TreeSetupError(str(error)) from None
 

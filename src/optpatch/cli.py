@@ -297,7 +297,7 @@ class Session:
         if result is not None:
             self.sink.write(self.format.renderer()(result, options))
         if validation is not None and self.format.name != "markdown":  # a PR body says what validation did itself
-            from optpatch.poisoned_tests import render_validation
+            from optpatch.validation.render import render_validation
 
             render_validation(validation, self.stderr)
 
@@ -319,7 +319,7 @@ class Session:
                 self.sink.lines([Text(line) for part in note.split("\n") for line in wrap(part, options.width, "", "")])
         if validation is None:
             return
-        from optpatch.poisoned_tests import render_validation
+        from optpatch.validation.render import render_validation
 
         if self.options["quiet"] and not validation.failed:
             self.sink.lines([Text(validation.message)])
@@ -765,11 +765,12 @@ def _run_validation(session: Session, paths: list[Path] | None = None, build_sta
             session.stderr.print(message, style="dim", markup=False, soft_wrap=True)
 
     from optpatch.narrowing import drop_out_of_scope
-    from optpatch.poisoned_tests import ValidationSetupError, validate
+    from optpatch.validation.tests import validate_fixes
+    from optpatch.validation.workspace import ValidationSetupError
 
     narrowing = session.narrowing(paths)
     try:
-        outcome = validate(
+        outcome = validate_fixes(
             session.root, session.settings, command, paths=narrowing.paths, filters=narrowing.filters,
             jobs=options["jobs"], build_command=options["build_command"], timeout_s=options["validate_timeout"],
             progress=progress, use_cache=not options["no_cache"],
@@ -963,7 +964,7 @@ def _plot_path(ctx: click.Context, param: click.Parameter, path: Path | None) ->
     """--plot FILE: an .svg or .png whose folder exists, checked before any work (exit 2)."""
     if path is None:
         return None
-    from optpatch.kernel_chart import chart_format
+    from optpatch.validation.kernel_chart import chart_format
 
     try:
         chart_format(path)
@@ -992,7 +993,7 @@ def validate(output_format: str, workdir: Path | None, plot_path: Path | None, s
     if saved_report is not None and workdir is not None:
         raise CommandError("--workdir keeps a run's files, and --from-report runs nothing: give one of them")
     if plot_path is not None:
-        from optpatch.kernel_chart import ChartUnavailable, require_matplotlib
+        from optpatch.validation.kernel_chart import ChartUnavailable, require_matplotlib
 
         try:
             require_matplotlib()
@@ -1000,14 +1001,14 @@ def validate(output_format: str, workdir: Path | None, plot_path: Path | None, s
             click.echo(f"optpatch validate --plot: {missing}", err=True)
             sys.exit(EXIT_USAGE)
     if saved_report is None:
-        from optpatch.kernel_check import TORCH_INSTALL_HINT, run_validate, torch_installed
+        from optpatch.validation.kernels import TORCH_INSTALL_HINT, run_kernel_check, torch_installed
 
         if not torch_installed():  # a missing dependency is a usage error, not a failed validation
             click.echo(f"error: optpatch validate needs torch, which is not installed: {TORCH_INSTALL_HINT}", err=True)
             sys.exit(EXIT_USAGE)
-        sys.exit(run_validate(output_format, workdir, plot=plot_path))
-    from optpatch.kernel_check import replay_report
-    from optpatch.kernel_report import ReportError
+        sys.exit(run_kernel_check(output_format, workdir, plot=plot_path))
+    from optpatch.validation.kernel_report import ReportError
+    from optpatch.validation.kernels import replay_report
 
     try:
         status = replay_report(saved_report, output_format, plot_path)
@@ -1063,7 +1064,7 @@ def bench(command: str, repo: Path, rounds: int | None, time_s: float | None, wa
     if missing := statistics_missing():
         raise CommandError(missing)
     if plot_path is not None:
-        from optpatch.kernel_chart import ChartUnavailable, require_matplotlib
+        from optpatch.validation.kernel_chart import ChartUnavailable, require_matplotlib
 
         try:
             require_matplotlib()
@@ -1083,7 +1084,7 @@ def _bench_variants(session: Session, per_rule: bool) -> list:
     """The patched versions to bench: `apply`'s patch (after --validate, when given), then one per rule with --per-rule."""
     from optpatch.bench import variants_of
     from optpatch.engine import run
-    from optpatch.poisoned_tests import render_validation
+    from optpatch.validation.render import render_validation
 
     validation = _run_validation(session, build_stands_alone=True)
     if validation is not None and (validation.failed or not session.options["quiet"]):
@@ -1113,7 +1114,7 @@ def _bench_and_report(session: Session, command: str, variants: list, metric, sc
     from optpatch.bench import BenchReport, run_bench
     from optpatch.bench_report import exit_status, payload, render_text
     from optpatch.bench_trees import TreeSetupError
-    from optpatch.poisoned_tests import DEFAULT_TIMEOUT_S
+    from optpatch.validation.tests import DEFAULT_TIMEOUT_S
 
     def progress(message: str) -> None:
         if not session.options["quiet"]:

@@ -21,11 +21,26 @@ may run under another interpreter, where optpatch is not installed.
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import os
 import sys
 
-MODES = ("nan", "pattern")
+
+class PoisonMode(str, enum.Enum):
+    """A poison pass; each catches reads of memory the other's fill hides (the module's docstring)."""
+
+    NAN = "nan"  # PyTorch's own fill: NaN, the largest integer, True
+    PATTERN = "pattern"  # the allocators' tensors filled with other values (1.2345e4, -7, 251, False)
+
+    def __str__(self) -> str:  # "nan" in messages and the JSON report, on any Python the sitecustomize runs under
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+MODES = tuple(PoisonMode)  # in the order a validation runs them
 PATTERN_FLOAT = 1.2345e4
 PATTERN_INT = -7
 PATTERN_UINT8 = 251
@@ -36,14 +51,21 @@ _ALLOCATORS = ("empty", "empty_like", "empty_strided")
 _wrappers: dict = {}  # created once per process: TorchScript knows them by id(), which must never be reused
 
 
-def activate(mode: str) -> None:
+def poison_mode(mode: PoisonMode | str) -> PoisonMode:
+    """MODE as a PoisonMode; a ValueError naming the modes for any other name."""
+    try:
+        return PoisonMode(mode)
+    except ValueError:
+        raise ValueError(f"unknown poison mode {mode!r}; use one of {tuple(m.value for m in PoisonMode)}") from None
+
+
+def activate(mode: PoisonMode | str) -> None:
     import torch
     import torch.utils.deterministic  # noqa: F401  (the attribute below lives in this submodule)
 
-    if mode not in MODES:
-        raise ValueError(f"unknown poison mode {mode!r}; use one of {MODES}")
+    mode = poison_mode(mode)
     _enable_deterministic_fill(torch)
-    if mode == "pattern":
+    if mode is PoisonMode.PATTERN:
         _install_pattern_allocators(torch)
     _log_activation(mode)
 
@@ -129,7 +151,7 @@ def _restore_allocators(torch) -> None:
             setattr(torch, name, original)
 
 
-def _log_activation(mode: str) -> None:
+def _log_activation(mode: PoisonMode) -> None:
     path = os.environ.get(LOG_VARIABLE)
     if not path:
         return
@@ -139,7 +161,7 @@ def _log_activation(mode: str) -> None:
 
 
 @contextlib.contextmanager
-def poisoned(mode: str):
+def poisoned(mode: PoisonMode | str):
     """Poison within a block (tests); restores the allocators and deterministic settings after."""
     import torch
     import torch.utils.deterministic  # noqa: F401
@@ -159,7 +181,7 @@ def poisoned(mode: str):
 class _PoisonTorchOnImport:
     """A meta-path finder that poisons torch right after `import torch` finishes, in any process."""
 
-    def __init__(self, mode: str):
+    def __init__(self, mode: PoisonMode):
         self.mode = mode
 
     def find_spec(self, name, path=None, target=None):
@@ -181,10 +203,9 @@ class _PoisonTorchOnImport:
         return spec
 
 
-def poison_on_import(mode: str) -> None:
+def poison_on_import(mode: PoisonMode | str) -> None:
     """Poison torch in this process when it is imported (at once if it already is)."""
-    if mode not in MODES:
-        raise ValueError(f"unknown poison mode {mode!r}; use one of {MODES}")
+    mode = poison_mode(mode)
     if "torch" in sys.modules:
         activate(mode)
     else:
@@ -236,15 +257,14 @@ def run_shadowed_sitecustomize(own_directory: str) -> None:
     spec.loader.exec_module(module)
 
 
-def sitecustomize_source(mode: str) -> str:
+def sitecustomize_source(mode: PoisonMode | str) -> str:
     """A sitecustomize.py that poisons every Python process started with its directory on PYTHONPATH."""
-    if mode not in MODES:
-        raise ValueError(f"unknown poison mode {mode!r}; use one of {MODES}")
+    mode = poison_mode(mode)
     with open(__file__, encoding="utf-8") as own:
         body = own.read()
     footer = (
         "\n\n# Written by optpatch --validate: poison this process, then run the sitecustomize this file hides.\n"
-        f"poison_on_import({mode!r})\n"
+        f"poison_on_import({mode.value!r})\n"
         "record_imports_at_exit()\n"
         "run_shadowed_sitecustomize(os.path.dirname(os.path.abspath(__file__)))\n"
     )

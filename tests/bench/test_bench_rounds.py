@@ -7,17 +7,26 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from bench_repos import OPT101_SITE, git_repo
 
 from optpatch import bench
 from optpatch.bench import (
-    BenchReport, Comparison, Difference, Direction, Metric, MetricMissing, Schedule, Tree, Variant, compare, run_bench,
+    BenchReport,
+    Comparison,
+    Difference,
+    Direction,
+    Metric,
+    MetricMissing,
+    Schedule,
+    Tree,
+    Variant,
+    compare,
+    run_bench,
 )
 from optpatch.bench_report import exit_status, render_text
 from optpatch.bench_trees import BenchTrees
-from optpatch.poisoned_tests import CommandRun
 from optpatch.results import FileChange
-
-from bench_repos import OPT101_SITE, git_repo
+from optpatch.validation.commands import CommandRun
 
 
 def command_run(seconds: float = 1.0) -> CommandRun:

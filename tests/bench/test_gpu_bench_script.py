@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from optpatch import kernel_check
-from optpatch.kernel_report import ComparisonRow
+from optpatch.validation import kernels
+from optpatch.validation.kernel_report import ComparisonRow
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_bench.py"
 _spec = importlib.util.spec_from_file_location("gpu_bench", SCRIPT)
@@ -35,7 +35,7 @@ def test_the_tables_give_the_bench_interval_and_the_validate_spreads_and_reading
     rows = [ComparisonRow("copy_blocks", "s", "host us/call", 40.0, 20.0, 2.0, True, 39.0, 41.0, 19.0, 21.0, True),
             ComparisonRow("swap_blocks", "s", "host us/call", 10.0, 20.4, 10 / 20.4, True, 9.5, 10.5, 19.0, 21.0, False)]
     with (tmp_path / "validate.json").open("w") as file:
-        kernel_check.print_json(kernel_check.ValidationReport(rows=rows), file=file)
+        kernels.print_json(kernels.KernelReport(rows=rows), file=file)
     summary = {"machine": {"device": "Test GPU", "torch": "2.11", "cuda": "13.0"}, "seconds": 1.0, "phases": {
         "validate": {"status": 0, "seconds": 1.0, "file": "validate.json"},
         "bench": {"status": 0, "seconds": 1.0, "file": "bench.json"},

@@ -28,7 +28,7 @@ def test_an_installed_optpatch_finds_its_rules_and_kernels(tmp_path):
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
     asked = subprocess.run(
         [sys.executable, "-c",
-         "from optpatch.kernel_check import default_kernels_dir\n"
+         "from optpatch.validation.kernels import default_kernels_dir\n"
          "from optpatch.rule import builtin_rules_dir\n"
          "from optpatch.analysis.out_ops import out_ops\n"
          "print(default_kernels_dir()); print(builtin_rules_dir()); print(len(out_ops()))"],

@@ -12,10 +12,10 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli, run_cli_hooked
-from optpatch import kernel_chart, kernel_check
-from optpatch.kernel_report import read_report
+
+from optpatch.validation import kernel_chart, kernels
+from optpatch.validation.kernel_report import read_report
 
 SVG = "{http://www.w3.org/2000/svg}"
 QUEUED = "us to return, 5 ms queued"
@@ -35,20 +35,20 @@ CASES = [
 ]
 
 
-def gpu_report() -> kernel_check.ValidationReport:
+def gpu_report() -> kernels.KernelReport:
     """The report compare_versions makes of the harness's checks and timings, with one case failing in the patched build."""
     checks = {version: {"checks": [
         {"kernel": kernel, "shape": shape, "dtype": "float16", "detail": "output tensors [0] differ from the oracle",
          "ok": not (version == "patched" and (kernel, shape) == FAILING_CASE)}
-        for kernel, shape, _ in CASES]} for version in kernel_check.VERSIONS}
+        for kernel, shape, _ in CASES]} for version in kernels.VERSIONS}
     timings = [
         {"variant": version, "kernel": kernel, "shape": shape, "measure": measure, "microseconds": values[index]}
         for kernel, shape, measures in CASES for measure, values in measures.items()
-        for index, version in enumerate(kernel_check.VERSIONS)
+        for index, version in enumerate(kernels.VERSIONS)
     ]
-    report = kernel_check.ValidationReport(environment={"device": "Test GPU 80GB", "torch": "2.13.0", "cuda": "13.0",
+    report = kernels.KernelReport(environment={"device": "Test GPU 80GB", "torch": "2.13.0", "cuda": "13.0",
                                                         "date": "2026-11-26T12:00:00+00:00"})
-    kernel_check.compare_versions(checks, timings, report)
+    kernels.compare_versions(checks, timings, report)
     return report
 
 
@@ -56,7 +56,7 @@ def gpu_report() -> kernel_check.ValidationReport:
 def saved_report(tmp_path) -> Path:
     path = tmp_path / "validate.json"
     with path.open("w") as file:
-        kernel_check.print_json(gpu_report(), file=file)
+        kernels.print_json(gpu_report(), file=file)
     return path
 
 
@@ -71,7 +71,7 @@ def texts(element) -> list[str]:
 def test_the_svg_chart_has_a_panel_per_measure_with_both_bars_of_every_row(saved_report, tmp_path):
     chart = tmp_path / "chart.svg"
     result = run_cli("validate", "--from-report", str(saved_report), "--plot", str(chart))
-    assert result.returncode == kernel_check.EXIT_VALIDATION_FAILED, result.stderr  # the saved run failed a check
+    assert result.returncode == kernels.EXIT_CHECK_FAILED, result.stderr  # the saved run failed a check
     assert f"chart written to {chart}" in result.stderr
     root = ElementTree.parse(chart).getroot()
     elements = ids(root)
@@ -81,7 +81,7 @@ def test_the_svg_chart_has_a_panel_per_measure_with_both_bars_of_every_row(saved
     assert len(report.rows) == 23 * 2 + 6
     for row in report.rows:
         panel = elements[kernel_chart.panel_id(row.measure)]
-        for version in kernel_check.VERSIONS:
+        for version in kernels.VERSIONS:
             bar = ids(panel)[kernel_chart.bar_id(row, version)]
             assert bar.find(f"{SVG}path") is not None
         assert f"{row.kernel}  {row.shape}" in " ".join(texts(panel))
@@ -105,7 +105,7 @@ def test_the_failing_case_is_hatched_and_labelled_and_the_legend_says_why(saved_
     for row in read_report(saved_report).rows:
         failed = (row.kernel, row.shape) == FAILING_CASE
         assert row.correct is not failed
-        for version in kernel_check.VERSIONS:
+        for version in kernels.VERSIONS:
             style = style_of(elements[kernel_chart.bar_id(row, version)])
             assert ("url(#" in style) is failed, (row, version, style)  # a hatch is an SVG pattern fill
             assert (kernel_chart.FAILED_COLOUR in style) is failed
@@ -130,7 +130,7 @@ def test_a_report_that_passed_has_no_failure_mark_or_legend_entry(saved_report, 
 
 def test_a_panel_gets_a_log_axis_only_when_its_range_is_over_thirty():
     def panel(low, high):
-        row = kernel_check.ComparisonRow("k", "s", "m", high, low, high / low, True)
+        row = kernels.ComparisonRow("k", "s", "m", high, low, high / low, True)
         return kernel_chart.Panel("m", (row,))
 
     assert not panel(1.0, 30.0).log_scale
@@ -179,7 +179,7 @@ def test_a_chart_that_fails_to_render_leaves_the_old_file(tmp_path, monkeypatch)
 
 def test_the_saved_report_reads_back_as_the_report_that_was_printed(saved_report, capsys):
     assert read_report(saved_report) == gpu_report() and gpu_report().rows
-    assert kernel_check.replay_report(saved_report, "json") == kernel_check.EXIT_VALIDATION_FAILED
+    assert kernels.replay_report(saved_report, "json") == kernels.EXIT_CHECK_FAILED
     assert json.loads(capsys.readouterr().out) == json.loads(saved_report.read_text())
 
 
@@ -192,11 +192,11 @@ def test_from_report_prints_the_table_without_torch_or_a_run(saved_report):
 
 # Makes any start of the real work (the copies, the rewrite, the builds) fail loudly.
 NO_WORK = (
-    "import optpatch.kernel_check as kc\n"
+    "import optpatch.validation.kernels as kc\n"
     "def started(*args, **kwargs):\n"
     "    print('WORK STARTED', flush=True)\n"
     "    raise SystemExit(99)\n"
-    "kc.validate = started\n"
+    "kc.check_kernels = started\n"
 )
 WITHOUT_MATPLOTLIB = "import sys\nsys.modules['matplotlib'] = None\n"  # `import matplotlib` raises ImportError
 
@@ -236,7 +236,7 @@ def test_a_chart_in_a_missing_folder_is_a_usage_error_before_any_work(tmp_path):
 
 
 def test_a_chart_that_cannot_be_written_is_exit_2_after_the_report(tmp_path, capsys):
-    code = kernel_check.publish(gpu_report(), "json", tmp_path / "gone" / "chart.svg")
+    code = kernels.publish(gpu_report(), "json", tmp_path / "gone" / "chart.svg")
     captured = capsys.readouterr()
     assert code == 2 and json.loads(captured.out)["rows"]
     assert f"the chart cannot be written to {tmp_path / 'gone' / 'chart.svg'}" in captured.err
@@ -244,7 +244,7 @@ def test_a_chart_that_cannot_be_written_is_exit_2_after_the_report(tmp_path, cap
 
 def test_a_report_without_timings_writes_no_chart_and_says_so(tmp_path, capsys):
     chart = tmp_path / "chart.svg"
-    code = kernel_check.publish(kernel_check.ValidationReport(skipped=["GPU: none"]), "json", chart)
+    code = kernels.publish(kernels.KernelReport(skipped=["GPU: none"]), "json", chart)
     assert code == 0 and not chart.exists()
     assert "no chart written" in capsys.readouterr().err
 
@@ -300,7 +300,7 @@ def test_the_chart_never_touches_a_window_backend(saved_report, tmp_path):
     # the figure is drawn on Agg without pyplot, so no window and no display.
     program = (
         "import sys\nfrom pathlib import Path\n"
-        "from optpatch import kernel_chart\nfrom optpatch.kernel_report import read_report\n"
+        "from optpatch.validation import kernel_chart\nfrom optpatch.validation.kernel_report import read_report\n"
         f"kernel_chart.draw_chart(read_report(Path({str(saved_report)!r})), Path({str(tmp_path / 'chart.png')!r}))\n"
         "print(sorted(name for name in sys.modules if name.startswith(('matplotlib.pyplot', 'matplotlib.backends.backend_tk', 'tkinter'))))\n"
     )

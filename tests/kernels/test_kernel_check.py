@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from optpatch import kernel_check as kv
+from optpatch.validation import kernels as kv
 
 KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
 
@@ -38,7 +38,7 @@ def both_rewrites(tree: Path) -> None:
 
 
 def run(capsys, rewriter, **options):
-    code = kv.run_validate("json", rewriter=rewriter, kernels_dir=KERNELS_DIR, gpu=False, nvcc=False, **options)
+    code = kv.run_kernel_check("json", rewriter=rewriter, kernels_dir=KERNELS_DIR, gpu=False, nvcc=False, **options)
     report = json.loads(capsys.readouterr().out)
     assert report["exit_code"] == code
     return code, report
@@ -57,7 +57,7 @@ def test_without_a_gpu_it_checks_what_it_can_and_states_the_skips(capsys):
 
 def test_a_rewrite_that_leaves_host_code_alone_fails(capsys):
     code, report = run(capsys, zeros_to_empty)
-    assert code == kv.EXIT_VALIDATION_FAILED
+    assert code == kv.EXIT_CHECK_FAILED
     assert "changed no C++/CUDA host code" in report["failures"][0]
 
 
@@ -66,7 +66,7 @@ def test_a_failed_rewrite_fails(capsys):
         raise kv.RewriteFailed("optpatch exited 2")
 
     code, report = run(capsys, refuses)
-    assert code == kv.EXIT_VALIDATION_FAILED
+    assert code == kv.EXIT_CHECK_FAILED
     assert "optpatch exited 2" in report["failures"][0]
 
 
@@ -77,7 +77,7 @@ def test_a_rewrite_that_reads_poisoned_memory_fails(capsys):
         edit(tree, "cases.py", "    tensor.uniform_(", "    tensor[:1].uniform_(")
 
     code, report = run(capsys, wrong_zeros_to_empty)
-    assert code == kv.EXIT_VALIDATION_FAILED
+    assert code == kv.EXIT_CHECK_FAILED
     assert report["failures"] and all(line.startswith("patched: reference") for line in report["failures"])
     assert any("NaN" in line for line in report["failures"])
 
@@ -93,7 +93,7 @@ def test_the_workdir_keeps_both_trees_and_logs(tmp_path, capsys):
 
 
 def test_text_output_prints_the_sections(capsys):
-    code = kv.run_validate("text", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=False, nvcc=False)
+    code = kv.run_kernel_check("text", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=False, nvcc=False)
     out = capsys.readouterr().out
     assert code == 0
     for heading in ("rewritten files", "passed", "skipped", "validate: ok (exit 0)"):
@@ -101,14 +101,14 @@ def test_text_output_prints_the_sections(capsys):
 
 
 def test_missing_kernels_fail_with_a_hint(tmp_path, capsys):
-    code = kv.run_validate("json", rewriter=both_rewrites, kernels_dir=tmp_path, gpu=False, nvcc=False)
-    assert code == kv.EXIT_VALIDATION_FAILED
+    code = kv.run_kernel_check("json", rewriter=both_rewrites, kernels_dir=tmp_path, gpu=False, nvcc=False)
+    assert code == kv.EXIT_CHECK_FAILED
     assert kv.KERNELS_DIR_ENV in json.loads(capsys.readouterr().out)["failures"][0]
 
 
 def test_unknown_format_is_a_usage_error():
     with pytest.raises(ValueError, match="text or json"):
-        kv.run_validate("sarif")
+        kv.run_kernel_check("sarif")
 
 
 TARGET_SHAPE = "layers=32 pairs=1"
@@ -135,7 +135,7 @@ def _timings(original_host, patched_host, original_queued, patched_queued):
 
 
 def test_gpu_results_become_rows_with_speedups_and_targets():
-    report = kv.ValidationReport()
+    report = kv.KernelReport()
     kv.compare_versions({"original": _checks(), "patched": _checks()}, _timings(40.0, 20.0, 5400.0, 30.0), report)
     kv.evaluate_targets(report, TARGETS)
     host_row = report.rows[0]
@@ -148,23 +148,23 @@ def test_gpu_results_become_rows_with_speedups_and_targets():
 
 
 def test_a_wrong_patched_result_fails_and_misses_the_targets():
-    report = kv.ValidationReport()
+    report = kv.KernelReport()
     kv.compare_versions({"original": _checks(), "patched": _checks(ok=False)}, _timings(40.0, 35.0, 5400.0, 5300.0), report)
     kv.evaluate_targets(report, TARGETS)
-    assert not report.rows[0].correct and report.exit_code == kv.EXIT_VALIDATION_FAILED
+    assert not report.rows[0].correct and report.exit_code == kv.EXIT_CHECK_FAILED
     assert report.failures == [f"patched: copy_blocks {TARGET_SHAPE} float16: x"]
     assert [target["met"] for target in report.targets] == [False, False]
 
 
 def test_the_bounds_are_at_least_and_strictly_below():
-    report = kv.ValidationReport()
+    report = kv.KernelReport()
     kv.compare_versions({"original": _checks(), "patched": _checks()}, _timings(30.0, 20.0, 5400.0, 1000.0), report)
     kv.evaluate_targets(report, TARGETS)
     assert [(target["value"], target["met"]) for target in report.targets] == [(1.5, True), (1000.0, False)]
 
 
 def test_a_target_whose_row_was_not_measured_is_missed_not_dropped():
-    report = kv.ValidationReport()
+    report = kv.KernelReport()
     kv.compare_versions({"original": _checks(), "patched": _checks()}, _timings(40.0, 20.0, 5400.0, 30.0), report)
     typo = kv.Target("copy_blocks", "layers=32 pair=1", "host us/call", kv.Bound.SPEEDUP_AT_LEAST, 1.5)
     kv.evaluate_targets(report, [typo])
@@ -173,7 +173,7 @@ def test_a_target_whose_row_was_not_measured_is_missed_not_dropped():
 
 
 def test_without_timings_no_target_is_reported():
-    report = kv.ValidationReport()
+    report = kv.KernelReport()
     kv.evaluate_targets(report, TARGETS)
     assert report.targets == []
 
@@ -210,9 +210,9 @@ def test_malformed_targets_fail_the_run_before_any_work_naming_the_file(tmp_path
     def must_not_run(tree):
         raise AssertionError("the rewrite ran although targets.json is malformed")
 
-    code = kv.run_validate("json", rewriter=must_not_run, kernels_dir=kernels, gpu=False, nvcc=False)
+    code = kv.run_kernel_check("json", rewriter=must_not_run, kernels_dir=kernels, gpu=False, nvcc=False)
     failures = json.loads(capsys.readouterr().out)["failures"]
-    assert code == kv.EXIT_VALIDATION_FAILED
+    assert code == kv.EXIT_CHECK_FAILED
     assert len(failures) == 1 and failures[0].startswith(str(kernels / "targets.json"))
 
 
@@ -244,7 +244,7 @@ class FakeHarness:
 def test_the_gpu_flow_builds_checks_each_tree_then_times_both_together(monkeypatch, capsys):
     harness = FakeHarness()
     monkeypatch.setattr(kv, "run_in_tree", harness)
-    code = kv.run_validate("json", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=True)
+    code = kv.run_kernel_check("json", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=True)
     report = json.loads(capsys.readouterr().out)
     assert code == 0, report["failures"]
     assert sorted(harness.calls[:2]) == [("original", "build"), ("patched", "build")]
@@ -257,9 +257,9 @@ def test_the_gpu_flow_builds_checks_each_tree_then_times_both_together(monkeypat
 def test_a_failed_build_stops_the_gpu_flow(monkeypatch, capsys):
     harness = FakeHarness(failing_build="patched")
     monkeypatch.setattr(kv, "run_in_tree", harness)
-    code = kv.run_validate("json", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=True)
+    code = kv.run_kernel_check("json", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=True)
     report = json.loads(capsys.readouterr().out)
-    assert code == kv.EXIT_VALIDATION_FAILED
+    assert code == kv.EXIT_CHECK_FAILED
     assert len(report["failures"]) == 1
     assert report["failures"][0].startswith("patched: the extension build failed:\nlog of build")
     assert [command for _, command in harness.calls] == ["build", "build"]
@@ -274,7 +274,7 @@ def _optpatch_rules_available() -> bool:
 def test_optpatch_rewrites_the_bundle_and_both_versions_hold(tmp_path, capsys):
     # The real thing, as CI can run it: optpatch's own rules on the bundle,
     # nvcc on both versions where the headers are present.
-    code = kv.run_validate("json", workdir=tmp_path, kernels_dir=KERNELS_DIR, gpu=False)
+    code = kv.run_kernel_check("json", workdir=tmp_path, kernels_dir=KERNELS_DIR, gpu=False)
     report = json.loads(capsys.readouterr().out)
     assert code == 0, report["failures"]
     assert report["changed_files"] == ["kernels/cases.py", "kernels/csrc/cache_kernels.cu"]
@@ -285,8 +285,8 @@ def test_optpatch_rewrites_the_bundle_and_both_versions_hold(tmp_path, capsys):
 
 def test_without_torch_it_says_how_to_get_it(monkeypatch, capsys):
     monkeypatch.setattr(kv, "torch_installed", lambda: False)
-    code = kv.run_validate("json", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=False)
-    assert code == kv.EXIT_VALIDATION_FAILED
+    code = kv.run_kernel_check("json", rewriter=both_rewrites, kernels_dir=KERNELS_DIR, gpu=False)
+    assert code == kv.EXIT_CHECK_FAILED
     assert "pip install torch" in json.loads(capsys.readouterr().out)["failures"][0]
 
 

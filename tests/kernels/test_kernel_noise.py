@@ -7,9 +7,9 @@ import io
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-from optpatch import kernel_chart, kernel_check
-from optpatch.kernel_changes import changed_kernels
-from optpatch.kernel_report import ComparisonRow, Reading, noise_bands, read_report, reading
+from optpatch.validation import kernel_chart, kernels
+from optpatch.validation.kernel_changes import changed_kernels
+from optpatch.validation.kernel_report import ComparisonRow, Reading, noise_bands, read_report, reading
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 BOUND = {"copy_blocks", "swap_blocks", "reshape_and_cache", "reshape_and_cache_flash"}
@@ -82,29 +82,29 @@ def test_a_report_saved_before_spreads_is_read_and_judged_by_no_one():
     assert {reading(r, noise_bands(old.rows)) for r in old.rows} == {Reading.NOT_JUDGED}
 
 
-def report_of(rows) -> kernel_check.ValidationReport:
-    return kernel_check.ValidationReport(environment={"device": "Test GPU"}, rows=list(rows))
+def report_of(rows) -> kernels.KernelReport:
+    return kernels.KernelReport(environment={"device": "Test GPU"}, rows=list(rows))
 
 
 def test_the_harness_quartiles_and_the_changed_kernels_reach_the_rows_and_the_saved_report(tmp_path):
     timings = [{"variant": variant, "kernel": kernel, "shape": "s", "measure": HOST, "microseconds": median,
                 "q1": median - 1, "q3": median + 1}
                for kernel in ("copy_blocks", "swap_blocks") for variant, median in (("original", 40.0), ("patched", 20.0))]
-    checks = {version: {"checks": []} for version in kernel_check.VERSIONS}
-    report = kernel_check.ValidationReport()
-    kernel_check.compare_versions(checks, timings, report, {"copy_blocks": True, "swap_blocks": False})
+    checks = {version: {"checks": []} for version in kernels.VERSIONS}
+    report = kernels.KernelReport()
+    kernels.compare_versions(checks, timings, report, {"copy_blocks": True, "swap_blocks": False})
     first, second = report.rows
     assert (first.original_q1, first.original_q3, first.patched_q1, first.patched_q3) == (39.0, 41.0, 19.0, 21.0)
     assert (first.code_changed, second.code_changed) == (True, False)
     saved = tmp_path / "report.json"
     with saved.open("w") as file:
-        kernel_check.print_json(report, file=file)
+        kernels.print_json(report, file=file)
     assert read_report(saved) == report
 
 
 def test_the_table_gives_spreads_and_readings_and_never_calls_noise_slower():
     text = io.StringIO()
-    kernel_check.print_text(report_of(ROWS), file=text)
+    kernels.print_text(report_of(ROWS), file=text)
     table = text.getvalue()
     lines = {line.split("│")[1].strip() + " " + line.split("│")[3].strip(): line for line in table.splitlines()
              if line.startswith("│")}

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from optpatch.poisoned_tests import CommandRun, Probe, bisect_fixes
+from optpatch.validation.bisect import Probe, bisect_fixes
+from optpatch.validation.commands import CommandRun
 
 
 class FakeRunner:

@@ -3,7 +3,8 @@
 import os
 
 from validation_helpers import stops
-from optpatch.poisoned_tests import TAIL_LINES, run_command
+
+from optpatch.validation.commands import TAIL_LINES, run_command
 
 
 def run(tmp_path, command, timeout_s=60.0):

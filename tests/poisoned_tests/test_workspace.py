@@ -7,8 +7,9 @@ import sys
 import pytest
 
 from optpatch.model import Context, Finding, Fix, Impact, Tier, Verdict
-from optpatch.poisoned_tests import ValidationRun, ValidationSetupError, Workspace
 from optpatch.policy import fix_id
+from optpatch.validation.tests import ValidationRun
+from optpatch.validation.workspace import ValidationSetupError, Workspace
 
 # The poison oracle is checked by looking for processes that reported being poisoned; these
 # fake test commands report themselves instead of importing torch, which keeps them fast.

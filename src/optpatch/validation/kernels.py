@@ -42,12 +42,12 @@ import tempfile
 from pathlib import Path
 from typing import Callable, TextIO
 
-from optpatch.kernel_changes import changed_kernels
-from optpatch.kernel_report import (
-    EXIT_VALIDATION_FAILED,
+from optpatch.validation.kernel_changes import changed_kernels
+from optpatch.validation.kernel_report import (
+    EXIT_CHECK_FAILED,
     ComparisonRow,
+    KernelReport,
     Reading,
-    ValidationReport,
     noise_bands,
     read_report,
     reading,
@@ -184,11 +184,11 @@ def default_kernels_dir() -> Path:
     """$OPTPATCH_KERNELS_DIR, else the kernels inside the wheel, else `<repo>/kernels` of a source checkout."""
     if os.environ.get(KERNELS_DIR_ENV):
         return Path(os.environ[KERNELS_DIR_ENV])
-    packaged = Path(__file__).parent / "bundled_kernels"
+    packaged = Path(__file__).parents[1] / "bundled_kernels"
     if packaged.is_dir():
         return packaged
-    # A source checkout: src/optpatch/kernel_check.py -> <repo>/kernels.
-    return Path(__file__).resolve().parents[2] / "kernels"
+    # A source checkout: src/optpatch/validation/kernels.py -> <repo>/kernels.
+    return Path(__file__).resolve().parents[3] / "kernels"
 
 
 def copy_kernels(kernels_dir: Path, tree: Path) -> None:
@@ -260,7 +260,7 @@ def progress(message: str) -> None:
 # --- without a GPU ------------------------------------------------------
 
 
-def compile_with_nvcc(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> None:
+def compile_with_nvcc(trees: dict[str, Path], workdir: Path, report: KernelReport) -> None:
     progress("compiling both trees' CUDA sources with nvcc")
 
     def compile_tree(version: str, tree: Path) -> dict:
@@ -287,7 +287,7 @@ def compile_with_nvcc(trees: dict[str, Path], workdir: Path, report: ValidationR
                 report.failures.append(f"{line} failed:\n{result['log']}")
 
 
-def check_reference_on_cpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> None:
+def check_reference_on_cpu(trees: dict[str, Path], workdir: Path, report: KernelReport) -> None:
     progress("checking the PyTorch reference against plain loops on the CPU")
 
     def check_tree(version: str, tree: Path) -> dict | None:
@@ -310,7 +310,7 @@ def check_reference_on_cpu(trees: dict[str, Path], workdir: Path, report: Valida
         report.passed.append(f"reference vs loops on the CPU, {version}: {len(checks) - len(failed)}/{len(checks)} checks")
 
 
-def validate_without_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport, nvcc: bool) -> None:
+def check_kernels_without_gpu(trees: dict[str, Path], workdir: Path, report: KernelReport, nvcc: bool) -> None:
     report.skipped.append("GPU build, bit-exact checks and timings: no CUDA device is available")
     if nvcc:
         compile_with_nvcc(trees, workdir, report)
@@ -326,7 +326,7 @@ def extension_name(version: str) -> str:
     return f"optpatch_kernels_{version}"
 
 
-def build_both(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> bool:
+def build_both(trees: dict[str, Path], workdir: Path, report: KernelReport) -> bool:
     progress("building both extensions at once (about a minute)")
 
     def build(version: str, tree: Path) -> int:
@@ -340,7 +340,7 @@ def build_both(trees: dict[str, Path], workdir: Path, report: ValidationReport) 
     return all(exit_code == 0 for exit_code in exit_codes.values())
 
 
-def check_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> dict[str, dict]:
+def check_on_gpu(trees: dict[str, Path], workdir: Path, report: KernelReport) -> dict[str, dict]:
     """Each tree's build against the reference, in that tree's own process
     (its own Python code, as rewritten)."""
     results = {}
@@ -357,7 +357,7 @@ def check_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport
     return results
 
 
-def time_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport) -> dict | None:
+def time_on_gpu(trees: dict[str, Path], workdir: Path, report: KernelReport) -> dict | None:
     """Both builds in one process, timed in alternating rounds."""
     progress("timing both builds in alternating rounds")
     result_file, log_path = workdir / "timings.json", workdir / "timings.log"
@@ -372,7 +372,7 @@ def time_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport)
     return json.loads(result_file.read_text())
 
 
-def compare_versions(checks: dict[str, dict], timings: list[dict], report: ValidationReport,
+def compare_versions(checks: dict[str, dict], timings: list[dict], report: KernelReport,
                      changed: dict[str, bool] | None = None) -> None:
     """One row per (kernel, shape, measure), with each build's median and
     quartiles; a shape is correct when every dtype passed in both versions.
@@ -403,7 +403,7 @@ def compare_versions(checks: dict[str, dict], timings: list[dict], report: Valid
             original.get("q1"), original.get("q3"), patched.get("q1"), patched.get("q3"), changed.get(kernel)))
 
 
-def evaluate_targets(report: ValidationReport, targets: list[Target]) -> None:
+def evaluate_targets(report: KernelReport, targets: list[Target]) -> None:
     """The kernels' acceptance targets, reported (timings are never a
     pass/fail check). Once there are timings, a target whose row or value is
     not among them is reported missed: targets.json names what was not measured."""
@@ -416,7 +416,7 @@ def evaluate_targets(report: ValidationReport, targets: list[Target]) -> None:
                                       "value": None, "met": False}]
 
 
-def validate_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationReport, targets: list[Target]) -> None:
+def check_kernels_on_gpu(trees: dict[str, Path], workdir: Path, report: KernelReport, targets: list[Target]) -> None:
     if not build_both(trees, workdir, report):
         return
     checks = check_on_gpu(trees, workdir, report)
@@ -435,14 +435,14 @@ def validate_on_gpu(trees: dict[str, Path], workdir: Path, report: ValidationRep
 # --- the command --------------------------------------------------------
 
 
-def validate(
+def check_kernels(
     workdir: Path,
     kernels_dir: Path,
     rewriter: Rewriter,
     gpu: bool,
     nvcc: bool,
-) -> ValidationReport:
-    report = ValidationReport()
+) -> KernelReport:
+    report = KernelReport()
     if not torch_installed():
         report.failures.append(f"torch is not installed: {TORCH_INSTALL_HINT}")
         return report
@@ -470,9 +470,9 @@ def validate(
         return report
 
     if gpu:
-        validate_on_gpu(trees, workdir, report, targets)
+        check_kernels_on_gpu(trees, workdir, report, targets)
     else:
-        validate_without_gpu(trees, workdir, report, nvcc)
+        check_kernels_without_gpu(trees, workdir, report, nvcc)
     return report
 
 
@@ -497,7 +497,7 @@ def _speedup_cell(row: ComparisonRow) -> str:
 READING_STYLE = {Reading.FASTER: "green", Reading.SLOWER: "red", Reading.WITHIN_NOISE: "dim", Reading.UNCHANGED: "dim"}
 
 
-def noise_lines(report: ValidationReport) -> list[str]:
+def noise_lines(report: KernelReport) -> list[str]:
     """What the readings mean, and each measure's noise band, under the table."""
     bands = noise_bands(report.rows)
     lines = [f"noise of {measure}: {low:.2f}x-{high:.2f}x, the ratios of the kernels whose code is unchanged"
@@ -508,7 +508,7 @@ def noise_lines(report: ValidationReport) -> list[str]:
     return lines
 
 
-def print_text(report: ValidationReport, file: TextIO | None = None) -> None:
+def print_text(report: KernelReport, file: TextIO | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -553,11 +553,11 @@ def print_text(report: ValidationReport, file: TextIO | None = None) -> None:
     console.print(f"validate: {verdict} (exit {report.exit_code})", markup=False)
 
 
-def print_json(report: ValidationReport, file: TextIO | None = None) -> None:
+def print_json(report: KernelReport, file: TextIO | None = None) -> None:
     print(json.dumps(report_payload(report), indent=2), file=file or sys.stdout)
 
 
-def publish(report: ValidationReport, output_format: str, plot: Path | None) -> int:
+def publish(report: KernelReport, output_format: str, plot: Path | None) -> int:
     """Print the report; draw its chart to `plot` when given. The exit code:
     the report's, or 2 when the chart cannot be written."""
     (print_json if output_format == "json" else print_text)(report)
@@ -566,7 +566,7 @@ def publish(report: ValidationReport, output_format: str, plot: Path | None) -> 
     if not report.rows:
         progress(f"no chart written to {plot}: the report has no timings (they need a CUDA GPU)")
         return report.exit_code
-    from optpatch.kernel_chart import draw_chart
+    from optpatch.validation.kernel_chart import draw_chart
 
     try:
         draw_chart(report, plot)
@@ -590,7 +590,7 @@ def _check_output_format(output_format: str) -> None:
         raise ValueError(f"unknown output format {output_format!r}: use text or json")
 
 
-def run_validate(
+def run_kernel_check(
     output_format: str = "text",
     workdir: Path | None = None,
     *,
@@ -615,5 +615,5 @@ def run_validate(
     with tempfile.TemporaryDirectory(prefix="optpatch-validate-") as scratch:
         root = Path(workdir) if workdir is not None else Path(scratch)
         root.mkdir(parents=True, exist_ok=True)
-        report = validate(root, kernels_dir, rewriter, gpu, nvcc)
+        report = check_kernels(root, kernels_dir, rewriter, gpu, nvcc)
     return publish(report, output_format, plot)

@@ -28,7 +28,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from optpatch.kernel_report import ComparisonRow, Reading, ValidationReport, noise_bands, reading
+from optpatch.validation.kernel_report import ComparisonRow, KernelReport, Reading, noise_bands, reading
 from optpatch.writer import write_atomically
 
 INSTALL_HINT = "pip install matplotlib"  # optpatch is on no registry: its `plot` extra is only matplotlib
@@ -113,7 +113,7 @@ def panel_id(measure: str) -> str:
     return element_id("panel", measure)
 
 
-def subtitle(report: ValidationReport) -> list[str]:
+def subtitle(report: KernelReport) -> list[str]:
     """Lines under the title: the machine, any other note of the report's
     environment, and the correctness verdict."""
     environment = report.environment
@@ -133,7 +133,7 @@ def speedup_label(speedup: float) -> str:
     return f"{speedup:.2f}x" if speedup < 10 else f"{speedup:.0f}x"
 
 
-def draw_chart(report: ValidationReport, path: Path) -> None:
+def draw_chart(report: KernelReport, path: Path) -> None:
     """Write the chart of report.rows to `path` (SVG or PNG by its suffix)."""
     file_format = chart_format(path)
     if not report.rows:

@@ -2,7 +2,7 @@
 the JSON that `--format json` printed, so that a run recorded on a GPU
 machine can be printed or plotted again anywhere (`--from-report`).
 
-kernel_check.py fills a report, kernel_chart.py draws one; both import it
+kernels.py fills a report, kernel_chart.py draws one; both import it
 from here.
 """
 
@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 EXIT_OK = 0
-EXIT_VALIDATION_FAILED = 4
+EXIT_CHECK_FAILED = 4
 
 
 class ReportError(ValueError):
@@ -86,7 +86,7 @@ def reading(row: ComparisonRow, bands: dict[str, tuple[float, float]]) -> Readin
 
 
 @dataclasses.dataclass
-class ValidationReport:
+class KernelReport:
     environment: dict = dataclasses.field(default_factory=dict)
     changed_files: list[str] = dataclasses.field(default_factory=list)
     rows: list[ComparisonRow] = dataclasses.field(default_factory=list)
@@ -97,10 +97,10 @@ class ValidationReport:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_VALIDATION_FAILED if self.failures else EXIT_OK
+        return EXIT_CHECK_FAILED if self.failures else EXIT_OK
 
 
-def report_payload(report: ValidationReport) -> dict:
+def report_payload(report: KernelReport) -> dict:
     """What `--format json` prints: the report's fields and its exit code."""
     payload = dataclasses.asdict(report)
     payload["exit_code"] = report.exit_code
@@ -121,7 +121,7 @@ _OPTIONAL_ROW_TYPES = {  # absent from reports saved before spreads were recorde
 _LIST_FIELDS = ("changed_files", "passed", "skipped", "failures", "targets")
 
 
-def read_report(path: Path) -> ValidationReport:
+def read_report(path: Path) -> KernelReport:
     """The report saved in `path`. Keys it does not know are ignored; the exit
     code is recomputed from the failures, as for a fresh run."""
     try:
@@ -134,7 +134,7 @@ def read_report(path: Path) -> ValidationReport:
         raise ReportError(f"{path}:{error.lineno}:{error.colno}: not JSON ({error.msg}); {_WHAT_TO_GIVE}") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("rows"), list):
         raise ReportError(f"{path}: no list of `rows` at the top level; {_WHAT_TO_GIVE}")
-    report = ValidationReport(rows=[_read_row(path, number, row) for number, row in enumerate(payload["rows"], 1)])
+    report = KernelReport(rows=[_read_row(path, number, row) for number, row in enumerate(payload["rows"], 1)])
     environment = payload.get("environment", {})
     if not isinstance(environment, dict):
         raise ReportError(f"{path}: `environment` is not an object; {_WHAT_TO_GIVE}")
