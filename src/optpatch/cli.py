@@ -23,7 +23,8 @@ from pathlib import Path
 import click
 
 from optpatch import __version__
-from optpatch.reporters import CHOICES, FormatKind, ReportOptions, counted, deprecation_note, output_format
+from optpatch.command_options import CONFIGURED_COMMAND, CommandOptions
+from optpatch.reporters import CHOICES, FormatKind, ReportOptions, counted, deprecation_note
 from optpatch.reporters.status import NOTHING_WRITTEN, PATCH_WRITTEN, Delivery
 from optpatch.reporters.wrapping import together, wrap
 
@@ -45,11 +46,6 @@ class CommandError(click.ClickException):
 
     def show(self, file=None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
-
-
-def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
-    """`--select OPT101,OPT102 --select OPT2` -> ('OPT101', 'OPT102', 'OPT2')."""
-    return tuple(code.strip() for value in values for code in value.split(",") if code.strip())
 
 
 def _add_options(function, options):
@@ -124,7 +120,6 @@ def header_options(function):
     return function
 
 
-CONFIGURED_COMMAND = "\0validate-command"  # `--validate` with no CMD: the trusted configuration's command
 VALIDATE_COMMAND = click.option(
     "--validate", "validate_command", metavar="CMD", is_flag=False, flag_value=CONFIGURED_COMMAND,
     help="Run CMD on a temporary copy of the tree, first unchanged, then with the fixes, with "
@@ -147,24 +142,24 @@ def validation_options(function):
 class Session:
     """What one invocation resolved: root, settings, where the report goes and what the command wrote."""
 
-    def __init__(self, root: Path, options: dict, report_to_stderr: bool = False):
+    def __init__(self, root: Path, options: CommandOptions, report_to_stderr: bool = False):
         from optpatch.config import ConfigResolver
 
         self.root = root.resolve()
         self.options = options
         self.configs = ConfigResolver(
-            trust_config=options["trust_config"], on_top=lambda settings: _command_line_selection(settings, options),
-            explicit=options["config_path"].absolute() if options["config_path"] else None,
+            trust_config=options.trust_config, on_top=lambda settings: _command_line_selection(settings, options),
+            explicit=options.config_path.absolute() if options.config_path else None,
         )
         self.settings = self.settings_for(self.root)  # the scanned root's: the fix policy of --validate, the commands
         self._check_codes()
-        self.format = output_format(options.get("output_format") or "full")
+        self.format = options.output_format
         self._check_report_options()
-        self.sink = ReportSink(report_to_stderr, options.get("output_file"))
+        self.sink = ReportSink(report_to_stderr, options.output_file)
         self.delivery = NOTHING_WRITTEN  # what the command wrote, once it has
         self.patch_path: str | None = None  # the patch file `apply` wrote, for the JSON report
         self.scope_note: str | None = None
-        if note := deprecation_note(options.get("output_format") or "full"):
+        if note := deprecation_note(options.format_name):
             click.echo(note, err=True)
 
     def settings_for(self, path: Path):
@@ -185,16 +180,16 @@ class Session:
         from optpatch.rule_facts import rule_facts  # not the rules themselves: importing them costs 0.2 s
 
         known = rule_facts()
-        for code in self.settings.select + self.settings.ignore + _codes(self.options.get("extend_select") or ()):
+        for code in self.settings.select + self.settings.ignore + self.options.extend_select:
             if code != ALL_RULES and not any(rule.code.startswith(code) or rule.name == code for rule in known):
                 raise CommandError(f"unknown rule code or prefix `{code}` (see `optpatch rules`)")
 
     def _check_report_options(self) -> None:
         options = self.options
-        if options.get("statistics") and self.format.name not in ("full", "concise", "json"):
-            raise CommandError(f"--statistics prints text or JSON, not {self.format.name}: drop --output-format {options['output_format']}")
-        if options.get("output_file"):
-            _check_output(options["output_file"].resolve(), "--output-file")
+        if options.statistics and self.format.name not in ("full", "concise", "json"):
+            raise CommandError(f"--statistics prints text or JSON, not {self.format.name}: drop --output-format {options.format_name}")
+        if options.output_file:
+            _check_output(options.output_file.resolve(), "--output-file")
 
     def run(self, paths: list[Path] | None = None):
         from optpatch.config import ConfigError
@@ -205,12 +200,12 @@ class Session:
 
         narrowing = self.narrowing(paths)
         progress = None
-        if not self.options["quiet"] and self.stderr.is_terminal:
+        if not self.options.quiet and self.stderr.is_terminal:
             progress = _ProgressBar(self.stderr)
         try:
             result = run(  # each file's policy is its settings' (engine.run)
-                self.root, self.configs, FixPolicy(), narrowing.paths, self.options["jobs"], progress,
-                use_cache=not self.options["no_cache"], filters=narrowing.filters, profile=self.options.get("profile"),
+                self.root, self.configs, FixPolicy(), narrowing.paths, self.options.jobs, progress,
+                use_cache=not self.options.no_cache, filters=narrowing.filters, profile=self.options.profile,
             )
         except (ConfigError, ProfileError) as error:
             raise CommandError(str(error)) from None
@@ -222,7 +217,7 @@ class Session:
 
     def print_notes(self) -> None:
         """The configuration's notes (command settings left alone), once, unless --quiet."""
-        if self.options["quiet"]:
+        if self.options.quiet:
             return
         for note in self.configs.notes():
             self.stderr.print(note, markup=False, soft_wrap=True)
@@ -237,11 +232,7 @@ class Session:
         from optpatch.narrowing import NarrowingError, NarrowingRequest, narrow
 
         options = self.options
-        from optpatch.model import Impact
-
-        level = options.get("min_impact")
-        request = NarrowingRequest(options.get("changed_since"), bool(options.get("changed_lines")), options.get("baseline"),
-                                   Impact(level) if level else None)
+        request = NarrowingRequest(options.changed_since, options.changed_lines, options.baseline, options.min_impact)
         try:
             return narrow(self.root, self.configs, paths, request)
         except NarrowingError as error:
@@ -252,15 +243,15 @@ class Session:
 
         return ReportOptions(
             delivery=self.delivery,
-            verbose=self.options["verbose"],
-            show_fixes=bool(self.options.get("show_fixes")),
+            verbose=self.options.verbose,
+            show_fixes=self.options.show_fixes,
             width=self.sink.width,
             patch_path=self.patch_path,
             validation=validation,
             original_text=_original_texts(result) if result is not None else ReportOptions.original_text,
             fix_areas=self.settings.fix_areas,
             display=partial(display_path, self.root),
-            show=frozenset(self.options.get("show") or ()),
+            show=self.options.show,
         )
 
     def report(self, result, note: str | None = None, validation=None) -> None:
@@ -269,11 +260,11 @@ class Session:
         if result is not None:
             self.print_warnings(result)
         validation_dict = validation.to_dict() if validation is not None else None
-        if self.options.get("json_output"):
+        if self.options.json_output:
             text = _json_document(self, result, validation_dict)
-            _write_output(self.options["json_output"].resolve(), text.encode(), "--json-output")
+            _write_output(self.options.json_output.resolve(), text.encode(), "--json-output")
         options = self.report_options(result, validation_dict)
-        if self.options.get("statistics") and result is not None:
+        if self.options.statistics and result is not None:
             self._statistics(result, options)
         elif self.format.kind is FormatKind.MACHINE:
             self._machine_report(result, options, validation)
@@ -309,7 +300,7 @@ class Session:
 
         note = "\n".join(part for part in (self.scope_note, note) if part) or None
         if result is not None:
-            if self.options["quiet"]:
+            if self.options.quiet:
                 self.sink.lines(summary_headline(result, options, options.width))
                 for error in result.errors:
                     self.stderr.print(Text(error_line(error, partial(display_path, self.root))), soft_wrap=True)
@@ -321,7 +312,7 @@ class Session:
             return
         from optpatch.validation.render import render_validation
 
-        if self.options["quiet"] and not validation.failed:
+        if self.options.quiet and not validation.failed:
             self.sink.lines([Text(validation.message)])
         else:
             render_validation(validation, self.sink.console)
@@ -332,35 +323,34 @@ class Session:
         sys.exit(status)
 
 
-def _command_line_selection(settings, options: dict):
+def _command_line_selection(settings, options: CommandOptions):
     """The settings with the command line on top: --select replaces, --extend-select adds, the ignores add up."""
     from optpatch.config import extend_selection
 
     overrides = {}
-    select = _codes(options["select"]) or settings.select
-    overrides["select"] = extend_selection(select, _codes(options.get("extend_select") or ()))
-    overrides["ignore"] = settings.ignore + _codes(options["ignore"]) + _codes(options.get("extend_ignore") or ())
-    if options["unsafe_fixes"]:
+    overrides["select"] = extend_selection(options.select or settings.select, options.extend_select)
+    overrides["ignore"] = settings.ignore + options.ignore + options.extend_ignore
+    if options.unsafe_fixes:
         overrides["unsafe_fixes"] = True
-    if options.get("fix_areas") is not None:
-        overrides["fix_areas"] = _fix_areas(options["fix_areas"])
-    if options.get("force_exclude"):
+    if options.fix_areas is not None:
+        overrides["fix_areas"] = options.fix_areas
+    if options.force_exclude:
         overrides["force_exclude"] = True
-    if options.get("compile_commands"):
-        overrides["compile_commands"] = str(options["compile_commands"].resolve())
-    if options.get("no_headers"):
+    if options.compile_commands:
+        overrides["compile_commands"] = str(options.compile_commands.resolve())
+    if options.no_headers:
         overrides["headers"] = False
-    if options.get("include_dirs"):
-        overrides["include_dirs"] = tuple(str(folder.resolve()) for folder in options["include_dirs"]) + settings.include_dirs
+    if options.include_dirs:
+        overrides["include_dirs"] = tuple(str(folder.resolve()) for folder in options.include_dirs) + settings.include_dirs
     return replace(settings, **overrides)
 
 
-def _fix_areas(value: str):
-    """`--fix-areas library,tests` as areas (exit 2 for a name that is none)."""
-    from optpatch.config import ConfigError, code_areas
+def command_options(parameters: dict) -> CommandOptions:
+    """A command's options, typed once (exit 2 for a --fix-areas naming no area)."""
+    from optpatch.config import ConfigError
 
     try:
-        return code_areas(_codes((value,)), "--fix-areas")
+        return CommandOptions.from_click(parameters)
     except ConfigError as error:
         raise CommandError(str(error)) from None
 
@@ -567,18 +557,19 @@ def entry() -> None:
 @validation_options
 @FORMAT_COMMAND
 @PROFILE
-def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
+def apply(repo: Path, output: str, write_in_place: bool, **parameters) -> None:
     """Analyse REPO and write the patch of every fix that applies."""
     from optpatch.patch import write_patch
     from optpatch.writer import write_fixes
 
+    options = command_options(parameters)
     to_stdout = output == "-"
     session = Session(repo, options, report_to_stderr=to_stdout)
     output_path = None if to_stdout else Path(output).resolve()
     if output_path is not None:
         _check_output(output_path, "-o")
-    if options["json_output"]:
-        _check_output(options["json_output"].resolve(), "--json-output")
+    if options.json_output:
+        _check_output(options.json_output.resolve(), "--json-output")
     validation = _run_validation(session)
     result = session.run() if validation is None else validation.result
     if result is None:
@@ -596,7 +587,7 @@ def apply(repo: Path, output: str, write_in_place: bool, **options) -> None:
         session.patch_path = str(output_path)
         note = _patch_note(result, output, repo, checkable=not write_in_place)
     session.delivery = PATCH_WRITTEN
-    status = EXIT_VALIDATION if validation is not None and validation.failed else _exit_status(result, strict=options["strict"])
+    status = EXIT_VALIDATION if validation is not None and validation.failed else _exit_status(result, strict=options.strict)
     if write_in_place:
         report = write_fixes(session.root, result.changes)
         for rel, why in report.refused:
@@ -662,23 +653,24 @@ def _written_note(written: list[str], repo: Path) -> str | None:
 @validation_options
 @FORMAT_COMMAND
 @PROFILE
-def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, **options) -> None:
+def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, **parameters) -> None:
     """Report findings under PATHS (default: .); exit 1 if any fix would apply."""
     paths = paths or (Path("."),)
     missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise CommandError(f"no such file or directory: {', '.join(missing)}")
+    options = command_options(parameters)
     named = [_resolve_parent(p) for p in paths]
     root = project_root(named)
-    write_baseline = options["write_baseline"]
-    if write_baseline and (fix or options["baseline"]):
+    write_baseline = options.write_baseline
+    if write_baseline and (fix or options.baseline):
         raise CommandError("--write-baseline records every finding: use it without --fix and --baseline")
     if show_diff and fix:
         raise CommandError("--diff prints the fixes and writes nothing, --fix writes them: give one of them")
     if write_baseline:
         _check_output(write_baseline.resolve(), "--write-baseline")
-    if options["json_output"]:
-        _check_output(options["json_output"].resolve(), "--json-output")
+    if options.json_output:
+        _check_output(options.json_output.resolve(), "--json-output")
     session = Session(root, options, report_to_stderr=show_diff)
     validation = _run_validation(session, [p.absolute() for p in paths])
     result = session.run([p.absolute() for p in paths]) if validation is None else validation.result
@@ -711,12 +703,12 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, 
         session.exit(EXIT_VALIDATION)
     if refused_writes:  # as `apply --write`: a fix left unwritten must not pass a pre-commit hook as clean
         session.exit(EXIT_FILE_ERRORS)
-    session.exit(_exit_status(result, EXIT_FINDINGS if fixable and not exit_zero else EXIT_OK, options["strict"]))
+    session.exit(_exit_status(result, EXIT_FINDINGS if fixable and not exit_zero else EXIT_OK, options.strict))
 
 
 def _run_format_command(session: Session, result) -> None:
     """--format-command CMD (or a trusted config's format-command): the rewritten files as CMD formats them."""
-    command = session.options.get("format_command") or session.settings.format_command
+    command = session.options.format_command or session.settings.format_command
     if command is not None and not command.strip():
         raise click.UsageError("--format-command needs a command, e.g. --format-command \"ruff format\"")
     if not command or not result.changes:
@@ -728,7 +720,7 @@ def _run_format_command(session: Session, result) -> None:
         session.stderr.print(f"warning: --format-command: {outcome.error}; the edits are as optpatch wrote them",
                              markup=False, soft_wrap=True)
         return
-    if outcome.unformatted and not session.options["quiet"]:
+    if outcome.unformatted and not session.options.quiet:
         session.stderr.print(
             f"--format-command: {len(outcome.unformatted)} file(s) left as optpatch wrote them: `{command}` would "
             f"reformat them before the fixes too ({', '.join(outcome.unformatted[:3])}"
@@ -744,9 +736,9 @@ def _run_validation(session: Session, paths: list[Path] | None = None, build_sta
     BUILD_STANDS_ALONE: --build has a use of its own in this command (bench builds every tree).
     """
     options = session.options
-    if options["validate_command"] is not None and not options["validate_command"].strip():
+    command = options.validate_command
+    if command is not None and not command.strip():
         raise CommandError("--validate needs a command, e.g. --validate \"python -m pytest -q\"")
-    command = options["validate_command"]
     if command == CONFIGURED_COMMAND:
         command = session.settings.validate_command
         if command is None:
@@ -756,12 +748,12 @@ def _run_validation(session: Session, paths: list[Path] | None = None, build_sta
                 "trusted: give --validate CMD" + (", or pass --trust-config" if session.settings.inert_commands else "")
             )
     if not command:
-        if options["build_command"] and not build_stands_alone:
+        if options.build_command and not build_stands_alone:
             raise CommandError("--build CMD needs --validate CMD: the build runs only before validation runs")
         return None
 
     def progress(message: str) -> None:
-        if not options["quiet"]:
+        if not options.quiet:
             session.stderr.print(message, style="dim", markup=False, soft_wrap=True)
 
     from optpatch.narrowing import drop_out_of_scope
@@ -772,8 +764,8 @@ def _run_validation(session: Session, paths: list[Path] | None = None, build_sta
     try:
         outcome = validate_fixes(
             session.root, session.settings, command, paths=narrowing.paths, filters=narrowing.filters,
-            jobs=options["jobs"], build_command=options["build_command"], timeout_s=options["validate_timeout"],
-            progress=progress, use_cache=not options["no_cache"],
+            jobs=options.jobs, build_command=options.build_command, timeout_s=options.validate_timeout,
+            progress=progress, use_cache=not options.no_cache,
         )
         if outcome.result is not None:
             session.scope_note = narrowing.note(drop_out_of_scope(outcome.result))
@@ -805,7 +797,7 @@ def _record_baseline(session: Session, result, path: Path) -> None:
 
     _write_output(path.resolve(), baseline_document(result.findings).encode("utf-8"), "--write-baseline")
     session.report(result, f"Recorded {len(recordable(result.findings))} finding(s) in {path}.")
-    session.exit(_exit_status(result, strict=session.options["strict"]))
+    session.exit(_exit_status(result, strict=session.options.strict))
 
 
 def _resolve_parent(path: Path) -> Path:
@@ -905,7 +897,7 @@ def _rule_listing(rules) -> str:
 @selection_options
 @header_options
 @PROFILE
-def explain(target: str, **options) -> None:
+def explain(target: str, **parameters) -> None:
     """Why each site in REPO, FILE:LINE[:COL] or REPO:FILE:LINE[:COL] was rewritten or kept: the proof, or the blocking use.
 
     FILE:LINE:COL is the location every report prints, so it can be pasted here.
@@ -920,6 +912,7 @@ def explain(target: str, **options) -> None:
     paths = [repo / file] if file else None
     if file and not (repo / file).exists():
         raise CommandError(f"{repo / file}: no such file")
+    options = command_options(parameters)
     session = Session(repo, options)
     result = session.run(paths)
     findings = [d for d in result.decided if line is None or (d.finding.line == line and col in (None, d.finding.col))]
@@ -931,7 +924,7 @@ def explain(target: str, **options) -> None:
     session.print_warnings(result)
     for error in result.errors:
         session.stderr.print(error_line(error, partial(display_path, session.root)), markup=False, soft_wrap=True)
-    sys.exit(_exit_status(result, strict=options["strict"]))
+    sys.exit(_exit_status(result, strict=options.strict))
 
 
 def _parse_target(target: str) -> tuple[Path, str | None, int | None, int | None]:
@@ -1048,7 +1041,7 @@ def validate(output_format: str, workdir: Path | None, plot_path: Path | None, s
 @VALIDATE_TIMEOUT
 def bench(command: str, repo: Path, rounds: int | None, time_s: float | None, warmup: int, metric: str | None,
           higher_is_better: bool, timeout_s: float | None, per_rule: bool, require_speedup: float | None,
-          plot_path: Path | None, as_json: bool, **options) -> None:
+          plot_path: Path | None, as_json: bool, **parameters) -> None:
     """Run CMD on the original and the patched tree in alternating rounds; report the speedup with its 95% interval.
 
     \b
@@ -1075,7 +1068,7 @@ def bench(command: str, repo: Path, rounds: int | None, time_s: float | None, wa
     except ValueError as error:
         raise CommandError(str(error)) from None
     schedule = Schedule(warmup, rounds if rounds is not None or time_s is not None else Schedule.rounds, time_s)
-    session = Session(repo, options)
+    session = Session(repo, command_options(parameters))
     variants = _bench_variants(session, per_rule)
     _bench_and_report(session, command, variants, chosen_metric, schedule, timeout_s, require_speedup, plot_path, as_json)
 
@@ -1087,7 +1080,7 @@ def _bench_variants(session: Session, per_rule: bool) -> list:
     from optpatch.validation.render import render_validation
 
     validation = _run_validation(session, build_stands_alone=True)
-    if validation is not None and (validation.failed or not session.options["quiet"]):
+    if validation is not None and (validation.failed or not session.options.quiet):
         render_validation(validation, session.stderr)
     if validation is not None and validation.failed:  # as `apply`: exit 4, and no tree is timed
         session.stderr.print("No patch to bench: --validate failed.")
@@ -1097,8 +1090,8 @@ def _bench_variants(session: Session, per_rule: bool) -> list:
         session.stderr.print(f"warning {error.location()}: {error.reason}; not analysed", markup=False, soft_wrap=True)
 
     def rerun(policy):
-        return run(session.root, session.settings, policy, None, session.options["jobs"],
-                   use_cache=not session.options["no_cache"])
+        return run(session.root, session.settings, policy, None, session.options.jobs,
+                   use_cache=not session.options.no_cache)
 
     variants = variants_of(result, per_rule, session.settings, rerun)
     if per_rule and len(variants) == 1:
@@ -1117,10 +1110,10 @@ def _bench_and_report(session: Session, command: str, variants: list, metric, sc
     from optpatch.validation.tests import DEFAULT_TIMEOUT_S
 
     def progress(message: str) -> None:
-        if not session.options["quiet"]:
+        if not session.options.quiet:
             session.stderr.print(message, style="dim", markup=False, soft_wrap=True)
 
-    report = BenchReport(command, str(session.root), metric, schedule, variants, session.options["build_command"])
+    report = BenchReport(command, str(session.root), metric, schedule, variants, session.options.build_command)
     try:
         run_bench(session.root, report, timeout_s or DEFAULT_TIMEOUT_S, progress)
     except TreeSetupError as error:
