@@ -19,14 +19,19 @@ import sys
 from dataclasses import replace
 from functools import cached_property, partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from optpatch import __version__
 from optpatch.command_options import CONFIGURED_COMMAND, CommandOptions
-from optpatch.reporters import CHOICES, FormatKind, ReportOptions, counted, deprecation_note
+from optpatch.reporters import CHOICES, FormatKind, ReportOptions, StatisticsForm, ValidationPlacement, counted, deprecation_note
+from optpatch.reporters import output_format as registered_format
 from optpatch.reporters.status import NOTHING_WRITTEN, PATCH_WRITTEN, Delivery
 from optpatch.reporters.wrapping import together, wrap
+
+if TYPE_CHECKING:
+    from optpatch.validation.tests import ValidationOutcome
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_FILE_ERRORS, EXIT_VALIDATION = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
@@ -186,7 +191,7 @@ class Session:
 
     def _check_report_options(self) -> None:
         options = self.options
-        if options.statistics and self.format.name not in ("full", "concise", "json"):
+        if options.statistics and self.format.statistics is None:
             raise CommandError(f"--statistics prints text or JSON, not {self.format.name}: drop --output-format {options.format_name}")
         if options.output_file:
             _check_output(options.output_file.resolve(), "--output-file")
@@ -238,7 +243,7 @@ class Session:
         except NarrowingError as error:
             raise CommandError(str(error)) from None
 
-    def report_options(self, result, validation: dict | None = None) -> ReportOptions:
+    def report_options(self, result, validation: ValidationOutcome | None = None) -> ReportOptions:
         from optpatch.reporters.github import display_path
 
         return ReportOptions(
@@ -259,40 +264,36 @@ class Session:
         self.print_notes()
         if result is not None:
             self.print_warnings(result)
-        validation_dict = validation.to_dict() if validation is not None else None
         if self.options.json_output:
-            text = _json_document(self, result, validation_dict)
+            text = _json_document(self, result, validation)
             _write_output(self.options.json_output.resolve(), text.encode(), "--json-output")
-        options = self.report_options(result, validation_dict)
+        options = self.report_options(result, validation)
         if self.options.statistics and result is not None:
             self._statistics(result, options)
         elif self.format.kind is FormatKind.MACHINE:
-            self._machine_report(result, options, validation)
+            self._machine_report(result, options)
         else:
-            self._text_report(result, options, note, validation)
+            self._text_report(result, options, note)
 
     def _statistics(self, result, options: ReportOptions) -> None:
         from optpatch.reporters.text import render_statistics, statistics
 
-        if self.format.name == "json":
+        if self.format.statistics is StatisticsForm.JSON:
             import json
 
             self.sink.write(json.dumps(statistics(result, options), indent=2) + "\n")
         else:
             self.sink.lines(render_statistics(result, options))
 
-    def _machine_report(self, result, options: ReportOptions, validation) -> None:
-        if self.format.name == "json":
-            self.sink.write(_json_document(self, result, options.validation))
-            return
-        if result is not None:
+    def _machine_report(self, result, options: ReportOptions) -> None:
+        if result is not None or self.format.renders_without_result:
             self.sink.write(self.format.renderer()(result, options))
-        if validation is not None and self.format.name != "markdown":  # a PR body says what validation did itself
+        if options.validation is not None and self.format.validation is ValidationPlacement.STDERR:
             from optpatch.validation.render import render_validation
 
-            render_validation(validation, self.stderr)
+            render_validation(options.validation, self.stderr)
 
-    def _text_report(self, result, options: ReportOptions, note: str | None, validation) -> None:
+    def _text_report(self, result, options: ReportOptions, note: str | None) -> None:
         from rich.text import Text
 
         from optpatch.reporters.github import display_path
@@ -308,6 +309,7 @@ class Session:
                 self.sink.lines(self.format.renderer()(result, options))
             if note:  # wrapped at words; a command stays whole, to be copied
                 self.sink.lines([Text(line) for part in note.split("\n") for line in wrap(part, options.width, "", "")])
+        validation = options.validation
         if validation is None:
             return
         from optpatch.validation.render import render_validation
@@ -781,14 +783,10 @@ def _run_validation(session: Session, paths: list[Path] | None = None, build_sta
         sys.exit(EXIT_INTERRUPTED)
 
 
-def _json_document(session: Session, result, validation: dict | None) -> str:
+def _json_document(session: Session, result, validation: ValidationOutcome | None) -> str:
     """The JSON report, with the `validation` object after --validate (only that when the baseline failed)."""
-    import json
+    from optpatch.reporters.json_report import render_json
 
-    from optpatch.reporters.json_report import SCHEMA_VERSION, render_json
-
-    if result is None:
-        return json.dumps({"schema_version": SCHEMA_VERSION, "validation": validation}, indent=2) + "\n"
     return render_json(result, session.report_options(result, validation))
 
 
@@ -845,7 +843,7 @@ def rules(code: str | None, output_format: str, write_docs: Path | None) -> None
         chosen = [r for r in known if r.code == code.upper() or r.name == code]
         if not chosen:
             raise CommandError(f"unknown rule `{code}` (see `optpatch rules`)")
-    if output_format == "json":
+    if registered_format(output_format).kind is FormatKind.MACHINE:  # json; `text` is the registry's `full`
         import json
 
         entries = [_rule_entry(rule, rule_page(rule)) for rule in chosen]

@@ -1,4 +1,4 @@
-"""cli.py hands typed values on: it reads options by field, never by key."""
+"""cli.py hands typed values on: it reads a format's capabilities, never its name, and options by field, never by key."""
 
 from __future__ import annotations
 
@@ -8,9 +8,24 @@ from conftest import REPO_ROOT
 
 from optpatch.command_options import CommandOptions
 from optpatch.model import CodeArea, Impact
-from optpatch.reporters import output_format
+from optpatch.reporters import ALIASES, FORMATS, output_format
 
 CLI = REPO_ROOT / "src" / "optpatch" / "cli.py"
+FORMAT_NAMES = set(FORMATS) | set(ALIASES)
+
+
+def strings_in(node: ast.AST) -> set[str]:
+    return {each.value for each in ast.walk(node) if isinstance(each, ast.Constant) and isinstance(each.value, str)}
+
+
+def test_cli_compares_no_format_name():
+    tree = ast.parse(CLI.read_text(encoding="utf-8"))
+    compared = [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and strings_in(node) & FORMAT_NAMES
+    ]
+    assert not compared, "cli.py checks a format's name; give the format a capability in reporters/__init__.py instead"
 
 
 def test_cli_looks_no_option_up_by_key():

@@ -15,10 +15,13 @@ from __future__ import annotations
 import enum
 import importlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from optpatch.model import CodeArea
 from optpatch.reporters.status import NOTHING_WRITTEN, Delivery
+
+if TYPE_CHECKING:
+    from optpatch.validation.tests import ValidationOutcome
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class ReportOptions:
     show_fixes: bool = False  # each fix's diff under its finding (full)
     width: int = 80  # text formats wrap to this many columns
     patch_path: str | None = None  # the patch file written, for the JSON report
-    validation: dict | None = None  # --validate's outcome (the JSON report's `validation` object)
+    validation: ValidationOutcome | None = None  # what --validate CMD ran, backed out and accepted
     original_text: Callable[[str], str | None] = lambda rel: None  # a file's text before this run, for --show-fixes
     fix_areas: tuple[CodeArea, ...] = (CodeArea.LIBRARY,)  # the areas whose fixes the run applies (`fix-areas`)
     display: Callable[[str], str] = lambda rel: rel  # a path as the text formats print it (relative to the current folder)
@@ -47,13 +50,35 @@ class FormatKind(enum.Enum):
     MACHINE = "machine"  # one string for a program to read
 
 
+class StatisticsForm(enum.Enum):
+    """How a format prints `--statistics` (the counts of reporters/text.py `statistics`)."""
+
+    TABLE = "table"  # aligned lines for people
+    JSON = "json"  # one JSON object for a program
+
+
+class ValidationPlacement(enum.Enum):
+    """Where the outcome of `--validate CMD` goes beside a format's report."""
+
+    REPORT = "report"  # into the report's own stream, as the console section (validation/render.py)
+    DOCUMENT = "document"  # inside the document, as its own fields (the renderer reads ReportOptions.validation)
+    STDERR = "stderr"  # on stderr, as the console section: the document has no place for it
+
+
 @dataclass(frozen=True)
 class OutputFormat:
+    """A format and what it can do: the command line reads these capabilities, never the format's name."""
+
     name: str
     kind: FormatKind
     module: str
     function: str
     help: str
+    statistics: StatisticsForm | None = None  # None: --statistics is refused with this format
+    validation: ValidationPlacement = ValidationPlacement.STDERR
+    # After --validate's baseline failed there are no findings: the renderer is still called, with no result,
+    # for a document holding the validation alone. Else nothing is written but the validation's own section.
+    renders_without_result: bool = False
 
     def renderer(self) -> Callable:
         return getattr(importlib.import_module(f"optpatch.reporters.{self.module}"), self.function)
@@ -62,12 +87,16 @@ class OutputFormat:
 FORMATS: dict[str, OutputFormat] = {
     format.name: format
     for format in (
-        OutputFormat("full", FormatKind.TEXT, "text", "render_full", "a block per finding: location, rule, status, proof"),
-        OutputFormat("concise", FormatKind.TEXT, "text", "render_concise", "one line per finding"),
-        OutputFormat("json", FormatKind.MACHINE, "json_report", "render_json", "the JSON report (docs/json-schema.md)"),
+        OutputFormat("full", FormatKind.TEXT, "text", "render_full", "a block per finding: location, rule, status, proof",
+                     statistics=StatisticsForm.TABLE, validation=ValidationPlacement.REPORT),
+        OutputFormat("concise", FormatKind.TEXT, "text", "render_concise", "one line per finding",
+                     statistics=StatisticsForm.TABLE, validation=ValidationPlacement.REPORT),
+        OutputFormat("json", FormatKind.MACHINE, "json_report", "render_json", "the JSON report (docs/json-schema.md)",
+                     statistics=StatisticsForm.JSON, validation=ValidationPlacement.DOCUMENT, renders_without_result=True),
         OutputFormat("sarif", FormatKind.MACHINE, "sarif", "render_sarif", "SARIF 2.1.0, for code scanning"),
         OutputFormat("github", FormatKind.MACHINE, "github", "render_github", "GitHub Actions workflow annotations"),
-        OutputFormat("markdown", FormatKind.MACHINE, "markdown", "render_markdown", "a pull-request comment body"),
+        OutputFormat("markdown", FormatKind.MACHINE, "markdown", "render_markdown", "a pull-request comment body",
+                     validation=ValidationPlacement.DOCUMENT),
     )
 }
 # Other names a format is accepted by. `text` was the name of `full`; `github-annotations` that of `github`,

@@ -105,7 +105,10 @@ def summary_of(result: RunResult, delivery: Delivery = NOTHING_WRITTEN) -> dict:
     }
 
 
-def render_json(result: RunResult, options: ReportOptions = ReportOptions()) -> str:
+def render_json(result: RunResult | None, options: ReportOptions = ReportOptions()) -> str:
+    """The JSON report; with no result (--validate's baseline failed), a document holding the validation alone."""
+    if result is None:
+        return json.dumps({"schema_version": SCHEMA_VERSION, "validation": options.validation.to_dict()}, indent=2) + "\n"
     return json.dumps(report_document(result, options), indent=2, sort_keys=False) + "\n"
 
 
@@ -128,5 +131,5 @@ def report_document(result: RunResult, options: ReportOptions = ReportOptions())
         ],
     }
     if options.validation is not None:
-        document["validation"] = options.validation
+        document["validation"] = options.validation.to_dict()
     return document

@@ -24,14 +24,19 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from optpatch.locations import rewritten_line
 from optpatch.model import CodeArea, Decided, Verdict
 from optpatch.patch import write_patch
+from optpatch.policy import fix_id
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.json_report import summary_of
 from optpatch.reporters.status import area_note
 from optpatch.results import RunResult
+
+if TYPE_CHECKING:
+    from optpatch.validation.tests import ValidationOutcome
 
 MARKER = "<!-- optpatch-report -->"
 COMMENT_LIMIT = 65_536
@@ -151,24 +156,24 @@ def errors_section(result: RunResult) -> list[str]:
     return lines + [""]
 
 
-def validation_section(validation: dict | None) -> list[str]:
+def validation_section(validation: ValidationOutcome | None) -> list[str]:
     if validation is None:
         return []
     lines = [
         "#### Validation",
         "",
         # No timing: a bot updates a pull request's body only when its content changes.
-        f"`{cell(validation['command'])}`, {validation['runs']} run(s): {cell(validation['message'])}",
+        f"`{cell(validation.command)}`, {len(validation.runs)} run(s): {cell(validation.message)}",
         "",
     ]
-    for dropped in validation["dropped"]:
-        failure = dropped["failure"]
-        why = "failed" if failure is None else f"{failure['label']} (poison {failure['poison']}) failed"
-        if failure and failure["failing_tests"]:
-            why += ": " + ", ".join(f"`{test}`" for test in failure["failing_tests"])
-        lines.append(f"- backed out `{dropped['fix']}`: {cell(why)}")
-    lines += [f"- passed, so applied (validate tier): `{fix}`" for fix in validation["validate_tier_passed"]]
-    return lines + [""] if validation["dropped"] or validation["validate_tier_passed"] else lines
+    for finding, failure in validation.dropped:
+        why = "failed" if failure is None else f"{failure.label} (poison {failure.mode}) failed"
+        if failure and failure.failing_tests:
+            why += ": " + ", ".join(f"`{test}`" for test in failure.failing_tests)
+        lines.append(f"- backed out `{fix_id(finding)}`: {cell(why)}")
+    passed = validation.validated_passed
+    lines += [f"- passed, so applied (validate tier): `{fix_id(finding)}`" for finding in passed]
+    return lines + [""] if validation.dropped or passed else lines
 
 
 def suggestions_section(findings: list[Decided]) -> list[str]:
