@@ -49,10 +49,11 @@ def test_deep_python_and_cpp_files_are_analysed_or_refused_without_killing_the_r
 COUNT_PARENS = """
 import sys
 from pathlib import Path
+from clang.cindex import CursorKind
 from optpatch.cpp_frontend import CppUnit
 from optpatch.source import read_source
 unit = CppUnit(read_source(Path(sys.argv[1]), "deep.cpp"))
-parens = [node for node in unit.nodes if node.kind == "PAREN_EXPR"]
+parens = [node for node in unit.nodes if node.kind is CursorKind.PAREN_EXPR]
 innermost = max(parens, key=lambda node: len(list(node.ancestors())))
 print(len(parens), unit.node_text(innermost))
 """

@@ -36,6 +36,8 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Iterator
 
+from clang.cindex import CursorKind, TypeKind
+
 from optpatch.formatter_config import CppStyle
 from optpatch.analysis_inputs import FileInput, record_header_set
 from optpatch.cpp_headers import CudaBuild, HeaderFlags, HeaderSetup
@@ -79,15 +81,18 @@ PREPROCESSOR_CATEGORY = "Lexical or Preprocessor Issue"  # an #include not found
 _INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*(?:include|include_next|import)[ \t]*([<"])([^>"]+)[>"]')
 
 FUNCTION_KINDS = frozenset({
-    "FUNCTION_DECL", "CXX_METHOD", "FUNCTION_TEMPLATE", "CONSTRUCTOR", "DESTRUCTOR", "CONVERSION_FUNCTION",
-    "LAMBDA_EXPR",
+    CursorKind.FUNCTION_DECL, CursorKind.CXX_METHOD, CursorKind.FUNCTION_TEMPLATE, CursorKind.CONSTRUCTOR,
+    CursorKind.DESTRUCTOR, CursorKind.CONVERSION_FUNCTION, CursorKind.LAMBDA_EXPR,
 })
-LOOP_KINDS = frozenset({"FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT"})
-_FUNCTION_CURSOR_KINDS = frozenset({"FUNCTION_DECL", "CXX_METHOD", "FUNCTION_TEMPLATE", "CONSTRUCTOR", "DESTRUCTOR"})
+LOOP_KINDS = frozenset({CursorKind.FOR_STMT, CursorKind.WHILE_STMT, CursorKind.DO_STMT, CursorKind.CXX_FOR_RANGE_STMT})
+_FUNCTION_CURSOR_KINDS = frozenset({
+    CursorKind.FUNCTION_DECL, CursorKind.CXX_METHOD, CursorKind.FUNCTION_TEMPLATE, CursorKind.CONSTRUCTOR,
+    CursorKind.DESTRUCTOR,
+})
 # Declarations a function may sit in: namespaces, classes, templates of them, `extern "C"` blocks.
 _SCOPE_KINDS = _FUNCTION_CURSOR_KINDS | frozenset({
-    "NAMESPACE", "CLASS_DECL", "STRUCT_DECL", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION",
-    "UNION_DECL", "LINKAGE_SPEC",
+    CursorKind.NAMESPACE, CursorKind.CLASS_DECL, CursorKind.STRUCT_DECL, CursorKind.CLASS_TEMPLATE,
+    CursorKind.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, CursorKind.UNION_DECL, CursorKind.LINKAGE_SPEC,
 })
 _DEVICE_WORDS = frozenset({"__device__", "__global__"})
 # Set-up code runs once per process or model: a saving there is noise.
@@ -142,7 +147,7 @@ class Node:
     """One cursor of the main file, with its parent and its position in characters."""
 
     cursor: object  # clang.cindex.Cursor
-    kind: str
+    kind: CursorKind
     spelling: str
     start: int
     end: int
@@ -150,8 +155,8 @@ class Node:
     children: list["Node"] = field(default_factory=list)
 
     @property
-    def type_kind(self) -> str:
-        return self.cursor.type.kind.name
+    def type_kind(self) -> TypeKind:
+        return self.cursor.type.kind
 
     def ancestors(self) -> Iterator["Node"]:
         node = self.parent
@@ -168,7 +173,7 @@ class Node:
 
     def body(self) -> "Node | None":
         """The compound statement of a function or lambda definition."""
-        bodies = [c for c in self.children if c.kind == "COMPOUND_STMT"]
+        bodies = [c for c in self.children if c.kind is CursorKind.COMPOUND_STMT]
         return bodies[-1] if bodies else None
 
     def expressions(self) -> list["Node"]:
@@ -176,20 +181,23 @@ class Node:
 
     def arguments(self) -> list["Node"]:
         """A call's argument expressions: not the callee, not a member call's object."""
-        return [c for c in self.expressions() if c.kind != "MEMBER_REF_EXPR" and not is_callee(c)]
+        return [c for c in self.expressions() if c.kind is not CursorKind.MEMBER_REF_EXPR and not is_callee(c)]
 
     def call_object(self) -> "Node | None":
         """The object of a member call (`t` in `t.to(d)`)."""
-        members = [c for c in self.children if c.kind == "MEMBER_REF_EXPR"]
+        members = [c for c in self.children if c.kind is CursorKind.MEMBER_REF_EXPR]
         objects = members[0].expressions() if members else []
         return objects[0] if objects else None
 
 
 def unwrap(node: Node) -> Node:
     """The expression behind implicit conversions, parentheses and copies, which keep its extent."""
-    while node.kind in ("UNEXPOSED_EXPR", "PAREN_EXPR", "CALL_EXPR") and len(node.expressions()) == 1:
+    while (
+        node.kind in (CursorKind.UNEXPOSED_EXPR, CursorKind.PAREN_EXPR, CursorKind.CALL_EXPR)
+        and len(node.expressions()) == 1
+    ):
         inner = node.expressions()[0]
-        if node.kind == "CALL_EXPR" and (inner.start, inner.end) != (node.start, node.end):
+        if node.kind is CursorKind.CALL_EXPR and (inner.start, inner.end) != (node.start, node.end):
             break  # a real call with one argument, not an implicit copy
         node = inner
     return node
@@ -197,10 +205,10 @@ def unwrap(node: Node) -> Node:
 
 def is_callee(node: Node) -> bool:
     """The function-name operand of a call (`f` in `f(x)`), possibly behind an implicit conversion."""
-    while node.kind == "UNEXPOSED_EXPR" and len(node.children) == 1:
+    while node.kind is CursorKind.UNEXPOSED_EXPR and len(node.children) == 1:
         node = node.children[0]
-    return node.kind in ("DECL_REF_EXPR", "OVERLOADED_DECL_REF") and node.cursor.type.kind.name in (
-        "FUNCTIONPROTO", "FUNCTIONNOPROTO", "OVERLOAD",
+    return node.kind in (CursorKind.DECL_REF_EXPR, CursorKind.OVERLOADED_DECL_REF) and node.cursor.type.kind in (
+        TypeKind.FUNCTIONPROTO, TypeKind.FUNCTIONNOPROTO, TypeKind.OVERLOAD,
     )
 
 
@@ -372,7 +380,7 @@ class CppUnit:
             start, end = self.char_offset(extent.start), self.char_offset(extent.end)
             if start is None or end is None:
                 continue
-            kind = cursor.kind.name
+            kind = cursor.kind
             key = (kind, cursor.spelling, start, end)
             # An implicit conversion wraps an expression with the same extent: only a
             # repeat outside the current chain of ancestors is a second expansion.
@@ -463,8 +471,8 @@ class CppUnit:
         if not self.with_headers or self.in_this_file(cursor):
             return False
         parent = cursor.semantic_parent
-        while parent is not None and parent.kind.name != "TRANSLATION_UNIT":
-            if parent.kind.name == "NAMESPACE" and parent.spelling in namespaces:
+        while parent is not None and parent.kind is not CursorKind.TRANSLATION_UNIT:
+            if parent.kind is CursorKind.NAMESPACE and parent.spelling in namespaces:
                 return True
             parent = parent.semantic_parent
         return False
@@ -473,7 +481,8 @@ class CppUnit:
         """DECL_REF_EXPR and lambda-capture references to `declaration`, in order."""
         found = []
         for node in self.nodes:
-            if node.kind in ("DECL_REF_EXPR", "VARIABLE_REF") and node.spelling == declaration.spelling:
+            reference = node.kind in (CursorKind.DECL_REF_EXPR, CursorKind.VARIABLE_REF)
+            if reference and node.spelling == declaration.spelling:
                 target = self.referenced(node)
                 if target is not None and target == declaration.cursor:
                     found.append(node)
@@ -680,24 +689,25 @@ class CppUnit:
                 if start is not None and end is not None and start <= offset < end:
                     inner = child
                     break
-            if inner is None or inner.kind.name not in _SCOPE_KINDS:
+            if inner is None or inner.kind not in _SCOPE_KINDS:
                 break
-            if inner.kind.name in _FUNCTION_CURSOR_KINDS:
+            if inner.kind in _FUNCTION_CURSOR_KINDS:
                 found = inner
                 break
             cursor = inner
         if found is None:
             return False
-        return any(child.kind.name in ("CUDAGLOBAL_ATTR", "CUDADEVICE_ATTR") for child in found.get_children())
+        attributes = (CursorKind.CUDAGLOBAL_ATTR, CursorKind.CUDADEVICE_ATTR)
+        return any(child.kind in attributes for child in found.get_children())
 
     def _device_reason(self, function: Node) -> str:
         name = function.spelling or "lambda"
         attributes = {child.kind for child in function.children}
-        if "CUDAGLOBAL_ATTR" in attributes:
+        if CursorKind.CUDAGLOBAL_ATTR in attributes:
             return f"inside `__global__` function `{name}`"
-        if "CUDADEVICE_ATTR" in attributes:
+        if CursorKind.CUDADEVICE_ATTR in attributes:
             return f"inside `__device__` function `{name}`"
-        if function.kind == "LAMBDA_EXPR":
+        if function.kind is CursorKind.LAMBDA_EXPR:
             head = self.tokens_in(function.start, _body_start(function))
             if any(token.spelling in _DEVICE_WORDS for token in head):
                 return "inside a `__device__` lambda"
@@ -710,9 +720,9 @@ class CppUnit:
         if self.errors_in(function.start, body_start):
             without = "" if self.with_headers else " without the project's headers"
             return f"the declaration of `{name}` does not parse{without}"
-        if self.with_headers and function.kind != "LAMBDA_EXPR":
+        if self.with_headers and function.kind is not CursorKind.LAMBDA_EXPR:
             return ""  # every macro in the head resolved: a __device__ or __global__ in it is an attribute above
-        if function.kind == "LAMBDA_EXPR":
+        if function.kind is CursorKind.LAMBDA_EXPR:
             head = self.tokens_in(function.start, body_start)
             macros = [t.spelling for t in head if t.kind == "identifier" and t.spelling in self.macro_names]
             if macros:
@@ -738,7 +748,7 @@ class CppUnit:
     @cached_property
     def macro_names(self) -> frozenset[str]:
         """Macros used in the main file (from the detailed preprocessing record)."""
-        return frozenset(n.spelling for n in self.nodes if n.kind == "MACRO_INSTANTIATION")
+        return frozenset(n.spelling for n in self.nodes if n.kind is CursorKind.MACRO_INSTANTIATION)
 
     def run_context(self, node: Node, function: Node | None) -> Context:
         """HOT inside a loop, ONCE in set-up functions, else CALL (the `context` of docs/json-schema.md)."""
@@ -754,7 +764,7 @@ class CppUnit:
 
     def runs_once(self, loop: Node) -> bool:
         """`do { ... } while (0)`: a macro's statement wrapper, not a loop."""
-        if loop.kind != "DO_STMT":
+        if loop.kind is not CursorKind.DO_STMT:
             return False
         condition = loop.expressions()
         return bool(condition) and _integer_value(condition[-1].cursor) == 0
@@ -811,7 +821,7 @@ def _implicit_instantiation(cursor) -> bool:
     """A function a template's use instantiated, which a parse that loads a precompiled header lists among the
     translation unit's children (after the file's own declarations): it spans the tail of its template, where an
     explicit specialization has a range of its own."""
-    if cursor.kind.name not in _FUNCTION_CURSOR_KINDS:
+    if cursor.kind not in _FUNCTION_CURSOR_KINDS:
         return False
     template = cursor.specialized_template
     if template is None:

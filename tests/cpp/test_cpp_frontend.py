@@ -4,6 +4,7 @@ import codecs
 from pathlib import Path
 
 import pytest
+from clang.cindex import CursorKind
 
 from cpp_fixtures import FIXTURES, analyse, golden_path
 from optpatch.cpp_frontend import CppUnit, Place, new_errors
@@ -63,7 +64,7 @@ def test_a_bom_and_crlf_line_endings_survive_the_rewrite(tmp_path):
 )
 def test_host_or_device_is_judged_from_the_declaration(head, place):
     unit = unit_of(f"{head} {{ float a[n]; a[0] = 1; }}\n")
-    (array,) = [n for n in unit.nodes if n.kind == "VAR_DECL" and n.spelling == "a"]
+    (array,) = [n for n in unit.nodes if n.kind is CursorKind.VAR_DECL and n.spelling == "a"]
     assert unit.where(array).place is place
 
 
@@ -73,7 +74,7 @@ def test_host_or_device_is_judged_from_the_declaration(head, place):
 )
 def test_lambdas_inherit_or_declare_their_side(lambda_head, place):
     unit = unit_of(f"#define HEADER_MACRO\nvoid h(int n) {{ auto l = {lambda_head} {{ float a[n]; a[0] = i; }}; }}\n")
-    (array,) = [n for n in unit.nodes if n.kind == "VAR_DECL" and n.spelling == "a"]
+    (array,) = [n for n in unit.nodes if n.kind is CursorKind.VAR_DECL and n.spelling == "a"]
     assert unit.where(array).place is place
 
 
@@ -143,7 +144,7 @@ def test_looking_without_the_tree_sees_what_the_tree_sees():
         assert lazy.tokens_in(start, end) == full.tokens_in(start, end), (start, end)
     name = code.index("a[k]")
     declaration = lazy.cursor_at(name)
-    assert declaration.kind.name == "VAR_DECL" and declaration.spelling == "a"
+    assert declaration.kind is CursorKind.VAR_DECL and declaration.spelling == "a"
     detached = lazy.detached(declaration)
     assert [(n.kind, n.start, n.end) for n in detached.walk()] == [(n.kind, n.start, n.end) for n in full.node_of(full.cursor_at(name)).walk()]
     assert not lazy.has_tree
@@ -212,7 +213,7 @@ def test_the_spare_is_not_reparsed_while_its_unit_is_alive():
     first = unit_of(DECLARES, "declares.cu")
     second = unit_of(USES, "uses.cu")
     assert first.tu is not second.tu
-    assert [n.spelling for n in first.nodes if n.kind == "VAR_DECL"] == ["n"]
+    assert [n.spelling for n in first.nodes if n.kind is CursorKind.VAR_DECL] == ["n"]
     assert "use of undeclared identifier 'n'" in {d.message for d in second.diagnostics}
 
 

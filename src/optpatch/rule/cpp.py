@@ -4,6 +4,8 @@ The frontend's modules stay free to change inside; a rule sees them only
 through these names (tests/architecture/test_rule_api.py).
 """
 
+from clang.cindex import CursorKind, TypeKind
+
 from optpatch.cpp_edits import statement_lines
 from optpatch.cpp_frontend import (
     FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node, Place, Token, is_callee, kernel_name, matching_bracket, split_top_level,
@@ -16,3 +18,5 @@ __all__ = [
     "FUNCTION_KINDS", "LINE_BREAK", "LOOP_KINDS", "CppUnit", "Node", "Place", "Token", "is_callee", "kernel_name",
     "matching_bracket", "preview", "split_top_level", "statement_lines", "unwrap",
 ]
+# A node's kind and type kind are libclang's enums: rules compare them by member (`node.kind is CursorKind.CALL_EXPR`).
+__all__ += ["CursorKind", "TypeKind"]
