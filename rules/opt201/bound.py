@@ -12,24 +12,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from optpatch.rule.cpp import CppUnit, Node, is_callee
+from optpatch.rule.cpp import CppUnit, CursorKind, Node, TypeKind, is_callee
 
 # The type kinds of an array whose size is not a constant of the language.
-ARRAY_KINDS = frozenset({"VARIABLEARRAY", "DEPENDENTSIZEDARRAY"})
+ARRAY_KINDS = frozenset({TypeKind.VARIABLEARRAY, TypeKind.DEPENDENTSIZEDARRAY})
 # An element type that is itself an array: `T a[n][4]`.
-NESTED_ARRAY_KINDS = frozenset({"CONSTANTARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY", "INCOMPLETEARRAY"})
-_LITERAL_KINDS = frozenset({"INTEGER_LITERAL", "CHARACTER_LITERAL", "CXX_BOOL_LITERAL_EXPR", "FLOATING_LITERAL"})
+NESTED_ARRAY_KINDS = frozenset({
+    TypeKind.CONSTANTARRAY, TypeKind.VARIABLEARRAY, TypeKind.DEPENDENTSIZEDARRAY, TypeKind.INCOMPLETEARRAY,
+})
+_LITERAL_KINDS = frozenset({
+    CursorKind.INTEGER_LITERAL, CursorKind.CHARACTER_LITERAL, CursorKind.CXX_BOOL_LITERAL_EXPR,
+    CursorKind.FLOATING_LITERAL,
+})
 # Expressions that evaluate all of their operands: a runtime operand makes them runtime.
 _TRANSPARENT_KINDS = frozenset({
-    "PAREN_EXPR", "UNEXPOSED_EXPR", "CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_FUNCTIONAL_CAST_EXPR",
-    "BINARY_OPERATOR", "UNARY_OPERATOR", "ARRAY_SUBSCRIPT_EXPR",
+    CursorKind.PAREN_EXPR, CursorKind.UNEXPOSED_EXPR, CursorKind.CSTYLE_CAST_EXPR, CursorKind.CXX_STATIC_CAST_EXPR,
+    CursorKind.CXX_FUNCTIONAL_CAST_EXPR, CursorKind.BINARY_OPERATOR, CursorKind.UNARY_OPERATOR,
+    CursorKind.ARRAY_SUBSCRIPT_EXPR,
 })
 _SHORT_CIRCUIT = frozenset({"&&", "||"})
 # Built-in operators that read both operands (not `,`, not assignments).
 _READING_OPERATORS = frozenset({
     "+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", ">", "<=", ">=", "==", "!=", "<=>",
 })
-_REFERENCE_KINDS = frozenset({"LVALUEREFERENCE", "RVALUEREFERENCE"})
+_REFERENCE_KINDS = frozenset({TypeKind.LVALUEREFERENCE, TypeKind.RVALUEREFERENCE})
 
 
 @dataclass
@@ -66,27 +72,28 @@ def prove_runtime(unit: CppUnit, node: Node, visiting: set[int]) -> BoundProof:
     """
     proof = BoundProof()
     kind = node.kind
-    canonical = node.cursor.type.get_canonical().kind.name
-    if canonical == "INVALID":
+    canonical = node.cursor.type.get_canonical().kind
+    if canonical is TypeKind.INVALID:
         proof.unresolved.append(f"`{unit.node_text(node)}` has no type")
         return proof
     if kind in _LITERAL_KINDS:
         return proof
-    if kind == "CXX_UNARY_EXPR":  # sizeof / alignof: never evaluated
+    if kind is CursorKind.CXX_UNARY_EXPR:  # sizeof / alignof: never evaluated
         if any(n.type_kind in ARRAY_KINDS for n in node.walk() if n is not node):
             proof.unresolved.append(f"`{unit.node_text(node)}` measures a variable-length array")
         return proof
-    if kind == "CXX_THIS_EXPR":
+    if kind is CursorKind.CXX_THIS_EXPR:
         proof.witnesses.append("`this`")
         return proof
-    if kind == "CONDITIONAL_OPERATOR":
+    if kind is CursorKind.CONDITIONAL_OPERATOR:
         return _prove_conditional(unit, node, visiting)
-    if kind == "BINARY_OPERATOR" and node.spelling in _SHORT_CIRCUIT:
+    if kind is CursorKind.BINARY_OPERATOR and node.spelling in _SHORT_CIRCUIT:
         left = prove_runtime(unit, node.expressions()[0], visiting)
         return left if left.witnesses or left.unresolved else left.merge(_unresolved(unit, node, "short-circuit operand"))
-    if kind == "UNARY_OPERATOR" and unit.node_text(node).startswith("&"):
+    if kind is CursorKind.UNARY_OPERATOR and unit.node_text(node).startswith("&"):
         return _unresolved(unit, node, "an address, not a value")
-    if kind in ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR") and node.spelling not in _READING_OPERATORS:
+    binary = kind in (CursorKind.BINARY_OPERATOR, CursorKind.COMPOUND_ASSIGNMENT_OPERATOR)
+    if binary and node.spelling not in _READING_OPERATORS:
         return _unresolved(unit, node, f"the operator `{node.spelling}`")
     if kind in _TRANSPARENT_KINDS:
         for child in node.expressions():
@@ -94,13 +101,13 @@ def prove_runtime(unit: CppUnit, node: Node, visiting: set[int]) -> BoundProof:
         if proof.witnesses:  # every operand is read: one run-time operand suffices
             proof.unresolved = []
         return proof
-    if kind == "DECL_REF_EXPR":
+    if kind is CursorKind.DECL_REF_EXPR:
         return _prove_reference(unit, node, visiting)
-    if kind == "MEMBER_REF_EXPR":
+    if kind is CursorKind.MEMBER_REF_EXPR:
         return _prove_member(unit, node, visiting)
-    if kind == "CALL_EXPR":
+    if kind is CursorKind.CALL_EXPR:
         return _prove_call(unit, node, visiting)
-    return _unresolved(unit, node, f"a {kind.lower().replace('_', ' ')}")
+    return _unresolved(unit, node, f"a {kind.name.lower().replace('_', ' ')}")
 
 
 def _unresolved(unit: CppUnit, node: Node, what: str) -> BoundProof:
@@ -129,19 +136,19 @@ def _prove_reference(unit: CppUnit, node: Node, visiting: set[int]) -> BoundProo
     target = unit.referenced(node)
     if target is None:
         return _unresolved(unit, node, "an unresolved name")
-    kind = target.kind.name
+    kind = target.kind
     name = node.spelling
-    if kind == "PARM_DECL":
+    if kind is CursorKind.PARM_DECL:
         return BoundProof(witnesses=[f"parameter `{name}`"])
-    if kind in ("ENUM_CONSTANT_DECL", "TEMPLATE_NON_TYPE_PARAMETER"):
+    if kind in (CursorKind.ENUM_CONSTANT_DECL, CursorKind.TEMPLATE_NON_TYPE_PARAMETER):
         return BoundProof()
-    if kind != "VAR_DECL" or unit.in_prelude(target):
+    if kind is not CursorKind.VAR_DECL or unit.in_prelude(target):
         return _unresolved(unit, node, "not a variable of this file")
     declaration = unit.node_of(target)
     if declaration is None:
         return _unresolved(unit, node, "declared outside this file")
     constexpr = any(t.spelling in ("constexpr", "constinit") for t in unit.tokens_in(declaration.start, declaration.end))
-    reference = target.type.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE")
+    reference = target.type.kind in (TypeKind.LVALUEREFERENCE, TypeKind.RVALUEREFERENCE)
     if not (constexpr or reference or target.type.is_const_qualified()):
         return BoundProof(witnesses=[f"the non-constant variable `{name}`"])
     initialiser = declaration.expressions()
@@ -162,15 +169,15 @@ def _prove_member(unit: CppUnit, node: Node, visiting: set[int]) -> BoundProof:
     target = unit.referenced(node)
     if target is None:
         return _unresolved(unit, node, "an unresolved member")
-    if target.kind.name == "VAR_DECL":  # a static data member: like any variable
+    if target.kind is CursorKind.VAR_DECL:  # a static data member: like any variable
         return _prove_reference(unit, node, visiting)
     base = node.expressions()
-    if target.kind.name == "FIELD_DECL" and not base:
+    if target.kind is CursorKind.FIELD_DECL and not base:
         return BoundProof(witnesses=[f"the member `{node.spelling}` of `this`"])
     proof = BoundProof()
     for child in base:
         proof.merge(prove_runtime(unit, child, visiting))
-    if target.kind.name == "FIELD_DECL" and proof.runtime:
+    if target.kind is CursorKind.FIELD_DECL and proof.runtime:
         proof.witnesses = [f"`{unit.node_text(node)}`"]
     return proof
 
@@ -191,14 +198,14 @@ def _prove_call(unit: CppUnit, node: Node, visiting: set[int]) -> BoundProof:
     proof = BoundProof()
     arguments = [child for child in node.expressions() if not is_callee(child)]
     for child in arguments:
-        if child.kind == "MEMBER_REF_EXPR":  # the object of a member call
+        if child.kind is CursorKind.MEMBER_REF_EXPR:  # the object of a member call
             for base in child.expressions():
                 inner = prove_runtime(unit, base, visiting)
                 proof.unresolved += inner.unresolved
                 if inner.witnesses and not constexpr:
                     proof.witnesses += inner.witnesses
             continue
-    values = [child for child in arguments if child.kind != "MEMBER_REF_EXPR"]
+    values = [child for child in arguments if child.kind is not CursorKind.MEMBER_REF_EXPR]
     for index, child in enumerate(values):
         inner = prove_runtime(unit, child, visiting)
         proof.unresolved += inner.unresolved
@@ -228,18 +235,19 @@ def _is_constexpr(callee) -> bool:
     return False
 
 
-def _parameter_kinds(callee) -> list[str] | None:
+def _parameter_kinds(callee) -> list[TypeKind] | None:
     """The canonical type kinds of the callee's parameters; None when its type has no prototype."""
-    if callee.type.kind.name != "FUNCTIONPROTO":
+    if callee.type.kind is not TypeKind.FUNCTIONPROTO:
         return None
-    return [argument.get_canonical().kind.name for argument in callee.type.argument_types()]
+    return [argument.get_canonical().kind for argument in callee.type.argument_types()]
 
 
 def undeclared_names(unit: CppUnit, bound: Node) -> list[str]:
     """The names in `bound` that resolve to nothing (declared, if anywhere, in a header the parse did not read)."""
     names = []
     for node in bound.walk():
-        if node.kind in ("DECL_REF_EXPR", "MEMBER_REF_EXPR", "OVERLOADED_DECL_REF") and unit.referenced(node) is None:
+        named = node.kind in (CursorKind.DECL_REF_EXPR, CursorKind.MEMBER_REF_EXPR, CursorKind.OVERLOADED_DECL_REF)
+        if named and unit.referenced(node) is None:
             names.append(node.spelling or unit.node_text(node))
     if not names:  # clang dropped the unresolved name from the tree: its tokens still spell it
         names = [t.spelling for t in unit.tokens_in(bound.start, bound.end) if t.kind == "identifier"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from optpatch.rule.cpp import CppUnit, Node
+from optpatch.rule.cpp import CppUnit, CursorKind, Node, TypeKind
 
 from .bound import ARRAY_KINDS, NESTED_ARRAY_KINDS, bound_of, prove_runtime
 from .uses import UNEVALUATED_WORDS
@@ -61,24 +61,24 @@ def array_declarations(unit: CppUnit) -> list[Node]:
         if _never_declared_here(text, match.start(1)) or _CONSTANT_BOUND.match(text, match.end()):
             continue
         cursor = unit.cursor_at(match.start(1))
-        if cursor is not None and cursor.kind.name == "MACRO_DEFINITION":
+        if cursor is not None and cursor.kind is CursorKind.MACRO_DEFINITION:
             return all_array_declarations(unit)  # a macro body may declare an array wherever it is used
-        if cursor is None or cursor.kind.name != "VAR_DECL" or cursor.type.kind.name not in ARRAY_KINDS:
+        if cursor is None or cursor.kind is not CursorKind.VAR_DECL or cursor.type.kind not in ARRAY_KINDS:
             continue
-        if cursor.type.kind.name != "DEPENDENTSIZEDARRAY" or _may_have_verdict(unit, unit.detached(cursor)):
+        if cursor.type.kind is not TypeKind.DEPENDENTSIZEDARRAY or _may_have_verdict(unit, unit.detached(cursor)):
             return all_array_declarations(unit)
     return []
 
 
 def all_array_declarations(unit: CppUnit) -> list[Node]:
-    return [node for node in unit.nodes if node.kind == "VAR_DECL" and node.type_kind in ARRAY_KINDS]
+    return [node for node in unit.nodes if node.kind is CursorKind.VAR_DECL and node.type_kind in ARRAY_KINDS]
 
 
 def _may_have_verdict(unit: CppUnit, declaration: Node | None) -> bool:
     """False when `examine` would say nothing of this dependent-size declaration (its first returns)."""
     if declaration is None:
         return True
-    if declaration.cursor.type.element_type.get_canonical().kind.name in NESTED_ARRAY_KINDS:
+    if declaration.cursor.type.element_type.get_canonical().kind in NESTED_ARRAY_KINDS:
         return False
     bound = bound_of(declaration)
     return bound is not None and prove_runtime(unit, bound, set()).runtime
@@ -119,7 +119,8 @@ _TYPE_KEYWORDS = frozenset({
     "bool", "char", "char8_t", "char16_t", "char32_t", "wchar_t", "short", "int", "long", "signed", "unsigned",
     "float", "double", "void", "auto", "const", "volatile",
 })
-_DECLARED_KINDS = frozenset({"VAR_DECL", "FIELD_DECL", "PARM_DECL"})
+_DECLARED_KINDS = frozenset({CursorKind.VAR_DECL, CursorKind.FIELD_DECL, CursorKind.PARM_DECL})
+_MACRO_KINDS = frozenset({CursorKind.MACRO_DEFINITION, CursorKind.MACRO_INSTANTIATION})
 
 
 # Right before the name of a local array's declarator these never stand (a parameter or an argument does).
@@ -146,13 +147,13 @@ def hidden_declaration(unit: CppUnit) -> bool:
         if text[:start].rstrip()[-1:] in _NOT_BEFORE_A_STATEMENT_DECLARATOR:
             continue  # `f(a[i])`, `g(x, a[i])`: an argument, or a parameter, never a local declaration
         cursor = unit.cursor_at(start)
-        if cursor is None or cursor.kind.name in _DECLARED_KINDS or cursor.kind.is_expression():
+        if cursor is None or cursor.kind in _DECLARED_KINDS or cursor.kind.is_expression():
             continue
         in_dropped_function = not cursor.kind.is_statement()
         # The statement's tokens up to the name, lexed alone (not the whole file's): back to a `;`, `{` or `}`.
         boundary = max(text.rfind(";", 0, start), text.rfind("{", 0, start), text.rfind("}", 0, start)) + 1
         before = unit.tokens_in(boundary, match.end(1))
-        if cursor.kind.name.startswith("MACRO_") or not before or before[-1].start != start:
+        if cursor.kind in _MACRO_KINDS or not before or before[-1].start != start:
             continue  # a macro, a comment or a string
         name, before = before[-1], before[:-1]
         if name.kind != "identifier":

@@ -6,7 +6,7 @@ attributes, a macro, `bool` elements).
 from __future__ import annotations
 
 from optpatch.rule import KeepCategory, Kept
-from optpatch.rule.cpp import CppUnit, Node
+from optpatch.rule.cpp import CppUnit, CursorKind, Node, TypeKind
 
 _DECLARATION_BLOCKERS = frozenset({
     "static", "extern", "thread_local", "register", "const", "volatile", "constexpr", "alignas", "__attribute__",
@@ -17,17 +17,20 @@ _DECLARATION_BLOCKERS = frozenset({
 def declaration_shape(unit: CppUnit, declaration: Node) -> Kept | tuple[str, str]:
     """(element type text, bound text) of `T name[bound]`, or the keep saying why it cannot be rewritten."""
     statement = declaration.parent
-    if statement is None or statement.kind != "DECL_STMT" or statement.parent is None or statement.parent.kind != "COMPOUND_STMT":
+    if (
+        statement is None or statement.kind is not CursorKind.DECL_STMT
+        or statement.parent is None or statement.parent.kind is not CursorKind.COMPOUND_STMT
+    ):
         return _cannot_spell("not a declaration statement of its own block")
-    if len([c for c in statement.children if c.kind == "VAR_DECL"]) != 1:
+    if len([c for c in statement.children if c.kind is CursorKind.VAR_DECL]) != 1:
         return _cannot_spell("declared together with other variables; split the declaration first")
     element_type = declaration.cursor.type.element_type
-    if element_type.get_canonical().kind.name == "BOOL":
+    if element_type.get_canonical().kind is TypeKind.BOOL:
         return _cannot_spell("`bool` elements: std::vector<bool> is a packed bitset without `.data()`")
-    if element_type.get_canonical().kind.name in ("UNEXPOSED", "DEPENDENT"):
+    if element_type.get_canonical().kind in (TypeKind.UNEXPOSED, TypeKind.DEPENDENT):
         return _cannot_spell(
             "the element type depends on a template parameter: std::vector<bool> would be a packed bitset")
-    if statement.start != declaration.start or any(child.kind.endswith("_ATTR") for child in declaration.children):
+    if statement.start != declaration.start or any(child.kind.is_attribute() for child in declaration.children):
         # `alignas(64)`, `[[gnu::aligned(64)]]`: std::vector's buffer would not keep them.
         return _cannot_spell("the declaration has attributes: only a plain `T name[n];` is rewritten")
     tokens = unit.tokens_in(declaration.start, declaration.end)
@@ -39,7 +42,7 @@ def declaration_shape(unit: CppUnit, declaration: Node) -> Kept | tuple[str, str
     if element_type.is_const_qualified() or element_type.is_volatile_qualified():
         return _cannot_spell("a const or volatile array of objects: std::vector cannot hold const elements")
     # `const float* ptrs[n]` is an ordinary array of pointers (to const): its qualifiers belong to the pointees.
-    qualifiers = {"const", "volatile"} if element_type.get_canonical().kind.name == "POINTER" else set()
+    qualifiers = {"const", "volatile"} if element_type.get_canonical().kind is TypeKind.POINTER else set()
     blocking = [t.spelling for t in type_tokens if t.spelling in _DECLARATION_BLOCKERS and t.spelling not in qualifiers]
     if blocking or not type_tokens:
         shown = blocking[0] if blocking else declaration.spelling

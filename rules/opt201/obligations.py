@@ -14,7 +14,7 @@ verdict, the rule asks for the file's headers (cpp_second_look.py).
 from __future__ import annotations
 
 from optpatch.rule import Advice, Context, Impact, KeepCategory, Kept, Proven, Tier
-from optpatch.rule.cpp import CppUnit, Node, Place
+from optpatch.rule.cpp import CppUnit, CursorKind, Node, Place, TypeKind
 
 from .bound import NESTED_ARRAY_KINDS, BoundProof, bound_of, prove_runtime, undeclared_names
 from .declaration import declaration_shape, element_text
@@ -23,11 +23,13 @@ from .repetition import repeated_call
 from .uses import Use, classify, unseen_use
 
 _INTEGER_KINDS = frozenset({
-    "BOOL", "CHAR_U", "UCHAR", "CHAR16", "CHAR32", "USHORT", "UINT", "ULONG", "ULONGLONG", "UINT128",
-    "CHAR_S", "SCHAR", "WCHAR", "SHORT", "INT", "LONG", "LONGLONG", "INT128", "ENUM",
+    TypeKind.BOOL, TypeKind.CHAR_U, TypeKind.UCHAR, TypeKind.CHAR16, TypeKind.CHAR32, TypeKind.USHORT, TypeKind.UINT,
+    TypeKind.ULONG, TypeKind.ULONGLONG, TypeKind.UINT128,
+    TypeKind.CHAR_S, TypeKind.SCHAR, TypeKind.WCHAR, TypeKind.SHORT, TypeKind.INT, TypeKind.LONG, TypeKind.LONGLONG,
+    TypeKind.INT128, TypeKind.ENUM,
 })
 # Device memory (`__shared__`, `__constant__`): never a host array, whatever its bound.
-_DEVICE_MEMORY_ATTRIBUTES = frozenset({"CUDASHARED_ATTR", "CUDACONSTANT_ATTR"})
+_DEVICE_MEMORY_ATTRIBUTES = frozenset({CursorKind.CUDASHARED_ATTR, CursorKind.CUDACONSTANT_ATTR})
 
 PORTABILITY_BASIS = (
     "portability: ISO C++ has no variable-length arrays (MSVC and -pedantic reject them); std::vector costs "
@@ -42,8 +44,8 @@ def examine(unit: CppUnit, declaration: Node) -> tuple[Context, Proven | Kept | 
     constant bound in code that may be device code, a template's constant per instantiation)."""
     if any(child.kind in _DEVICE_MEMORY_ATTRIBUTES for child in declaration.children):
         return None  # `__shared__`, `__constant__`: device memory, never a host array
-    dependent = declaration.type_kind == "DEPENDENTSIZEDARRAY"
-    nested = declaration.cursor.type.element_type.get_canonical().kind.name in NESTED_ARRAY_KINDS
+    dependent = declaration.type_kind is TypeKind.DEPENDENTSIZEDARRAY
+    nested = declaration.cursor.type.element_type.get_canonical().kind in NESTED_ARRAY_KINDS
     if nested and dependent:
         return None
     bound = bound_of(declaration)
@@ -52,7 +54,7 @@ def examine(unit: CppUnit, declaration: Node) -> tuple[Context, Proven | Kept | 
     if nested:  # `T a[n][4]`: a run-time value in any bound makes it variable-length
         bound = next((b for b in declaration.expressions() if prove_runtime(unit, b, set()).runtime), bound)
     proof = prove_runtime(unit, bound, set())
-    if bound.cursor.type.get_canonical().kind.name not in _INTEGER_KINDS:
+    if bound.cursor.type.get_canonical().kind not in _INTEGER_KINDS:
         proof.unresolved.insert(0, f"`{unit.node_text(bound)}` is not known to be an integer")
     if unit.errors_in(bound.start, bound.end):
         proof.unresolved.insert(0, f"`{unit.node_text(bound)}` has errors without the project's headers")

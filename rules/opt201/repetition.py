@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from optpatch.rule import Context
-from optpatch.rule.cpp import FUNCTION_KINDS, LOOP_KINDS, CppUnit, Node
+from optpatch.rule.cpp import FUNCTION_KINDS, LOOP_KINDS, CppUnit, CursorKind, Node
 
 # Calls known not to run their callback per element or tile: ATen's dtype dispatch (and the projects that copy
 # it) and call_once run it once; pybind11's `m.def`/`def_static` and the torch library's `m.impl`/`TORCH_FN`
@@ -25,7 +25,7 @@ def repeated_call(unit: CppUnit, declaration: Node, context: Context) -> str:
     if context is Context.HOT:
         return "it is declared inside a loop"
     for ancestor in declaration.ancestors():
-        if ancestor.kind == "LAMBDA_EXPR":
+        if ancestor.kind is CursorKind.LAMBDA_EXPR:
             caller = _caller_of_argument(unit, ancestor)
             if caller and not _ONCE_CALLERS.search(caller):
                 return f"it is in a lambda handed to `{caller}`, which may call it per element or per tile"
@@ -43,9 +43,12 @@ def repeated_call(unit: CppUnit, declaration: Node, context: Context) -> str:
 def _holder(lambda_expr: Node) -> Node | None:
     """The variable a lambda is stored in (`auto body = [&] {...};`), if any."""
     node = lambda_expr.parent
-    while node is not None and node.kind in ("UNEXPOSED_EXPR", "CALL_EXPR") and node.start == lambda_expr.start:
+    while (
+        node is not None and node.kind in (CursorKind.UNEXPOSED_EXPR, CursorKind.CALL_EXPR)
+        and node.start == lambda_expr.start
+    ):
         node = node.parent
-    return node if node is not None and node.kind == "VAR_DECL" else None
+    return node if node is not None and node.kind is CursorKind.VAR_DECL else None
 
 
 def _caller_of_argument(unit: CppUnit, node: Node) -> str | None:
@@ -78,14 +81,15 @@ def _called_repeatedly(unit: CppUnit, callable_: Node) -> str:
     """Where this file calls a function (or a variable holding a lambda) inside a loop, or hands it to another
     call as a callback; else ""."""
     name = callable_.spelling
-    if not name or callable_.kind == "LAMBDA_EXPR":
+    if not name or callable_.kind is CursorKind.LAMBDA_EXPR:
         return ""
-    if callable_.kind == "VAR_DECL":
+    if callable_.kind is CursorKind.VAR_DECL:
         references = unit.references_to(callable_)
     else:
         references = [
             node for node in unit.nodes
-            if node.kind == "DECL_REF_EXPR" and node.spelling == name and not callable_.start <= node.start < callable_.end
+            if node.kind is CursorKind.DECL_REF_EXPR and node.spelling == name
+            and not callable_.start <= node.start < callable_.end
             and (target := unit.referenced(node)) is not None and target.canonical == callable_.cursor.canonical
         ]
     for node in references:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optpatch.rule import Edit, KeepCategory, Kept
-from optpatch.rule.cpp import CppUnit, Node
+from optpatch.rule.cpp import CppUnit, CursorKind, Node, TypeKind
 
 # Words whose operand is never evaluated: `sizeof(name)` measures the array itself.
 UNEVALUATED_WORDS = frozenset({
@@ -38,7 +38,7 @@ def classify(unit: CppUnit, declaration: Node, reference: Node) -> Use:
     if token is None or token.spelling != name:
         return _blocked(reference, f"L{line}: `{name}` is used through a macro", KeepCategory.UNRESOLVED)
     before, after = unit.token_before(token.start), unit.token_after(token.end)
-    if reference.kind == "VARIABLE_REF":  # a lambda capture
+    if reference.kind is CursorKind.VARIABLE_REF:  # a lambda capture
         if before is not None and before.spelling == "&":
             return Use(reference)
         return _blocked(reference, f"L{line}: captured by copy")
@@ -49,16 +49,17 @@ def classify(unit: CppUnit, declaration: Node, reference: Node) -> Use:
     if before is not None and before.spelling == "&":
         return _blocked(reference, f"L{line}: `&{name}` takes the address of the whole array")
     parent = reference.parent
-    while parent is not None and parent.kind == "PAREN_EXPR":
+    while parent is not None and parent.kind is CursorKind.PAREN_EXPR:
         parent = parent.parent
     if parent is None:
         return _blocked(reference, f"L{line}: a use the parser did not place", KeepCategory.UNRESOLVED)
-    if parent.kind == "CXX_FOR_RANGE_STMT":
+    if parent.kind is CursorKind.CXX_FOR_RANGE_STMT:
         return Use(reference)  # a std::vector is a range with the same elements
     decay = Edit(token.start, token.end, f"{name}.data()")
-    if parent.kind == "UNEXPOSED_EXPR" and parent.cursor.type.get_canonical().kind.name == "POINTER":
+    if parent.kind is CursorKind.UNEXPOSED_EXPR and parent.cursor.type.get_canonical().kind is TypeKind.POINTER:
         user = parent.parent
-        if user is not None and user.kind == "UNEXPOSED_EXPR" and user.cursor.type.get_canonical().kind.name == "BOOL":
+        truth = user is not None and user.kind is CursorKind.UNEXPOSED_EXPR
+        if truth and user.cursor.type.get_canonical().kind is TypeKind.BOOL:
             return _blocked(reference, f"L{line}: `{name}` used as a truth value")
         return Use(reference, edit=decay)
     if _is_unresolved_call_argument(parent, before, after):
@@ -74,9 +75,9 @@ def _blocked(reference: Node, reason: str, category: KeepCategory = KeepCategory
 
 def _in_unevaluated_operand(unit: CppUnit, reference: Node) -> bool:
     for ancestor in reference.ancestors():
-        if ancestor.kind.endswith("_STMT"):
+        if ancestor.kind.is_statement():
             break
-        if ancestor.kind == "CXX_UNARY_EXPR":  # sizeof, alignof
+        if ancestor.kind is CursorKind.CXX_UNARY_EXPR:  # sizeof, alignof
             return True
     before = unit.token_before(reference.start)
     return before is not None and before.spelling in UNEVALUATED_WORDS
@@ -85,9 +86,9 @@ def _in_unevaluated_operand(unit: CppUnit, reference: Node) -> bool:
 def _is_unresolved_call_argument(parent: Node, before, after) -> bool:
     """An argument of a call clang could not resolve: the callee's parameter is unknown, but a VLA
     cannot bind to a deduced reference, so a call that compiles receives a pointer."""
-    dependent = parent.cursor.type.kind.name in ("DEPENDENT", "INVALID")
+    dependent = parent.cursor.type.kind in (TypeKind.DEPENDENT, TypeKind.INVALID)
     return (
-        dependent and parent.kind in ("UNEXPOSED_EXPR", "CALL_EXPR")
+        dependent and parent.kind in (CursorKind.UNEXPOSED_EXPR, CursorKind.CALL_EXPR)
         and before is not None and before.spelling in _BEFORE_CALL_ARGUMENT
         and after is not None and after.spelling in _AFTER_CALL_ARGUMENT
     )
