@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from optpatch.rule.cpp import CppUnit, Node
+from optpatch.rule.cpp import CppUnit, CursorKind, Node
 
 from .operands import NAMESPACE
 from .site import Site
@@ -31,7 +31,7 @@ def _device_spellings(unit: CppUnit, site: Site, function: Node) -> set[str]:
     if match:
         spellings.add(match.group(1))
     for node in function.walk():
-        if node.kind == "VAR_DECL" and node.spelling == site.device and node.expressions():
+        if node.kind is CursorKind.VAR_DECL and node.spelling == site.device and node.expressions():
             initialiser = unit.node_text(node.expressions()[-1]).replace(" ", "")
             inner = re.fullmatch(r"(.+)\.device\(\)", initialiser)
             if inner:
@@ -64,7 +64,7 @@ def guard_on(unit: CppUnit, device: str, function: Node, before: int) -> Node | 
     """A `CUDAGuard g(device)` / `OptionalCUDAGuard g(device)` declared before `before`, in a block around it."""
     wanted = device.replace(" ", "")
     for node in function.walk():
-        if node.kind != "VAR_DECL" or node.end > before:
+        if node.kind is not CursorKind.VAR_DECL or node.end > before:
             continue
         tokens = unit.tokens_in(node.start, node.end)
         if not any(t.spelling in _GUARDS for t in tokens):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from optpatch.rule import KeepCategory, Kept
-from optpatch.rule.cpp import CppUnit, Node, Token, split_top_level, unwrap
+from optpatch.rule.cpp import CppUnit, CursorKind, Node, Token, TypeKind, split_top_level, unwrap
 
 # The C++ element type of each dtype spelling (torch::kInt64, at::kLong, at::ScalarType::Long, ...).
 _ELEMENT_TYPES = {
@@ -36,7 +36,11 @@ _SIZE_TOKENS_ALLOWED = re.compile(r"^(\w+|::|\.|->|\(|\)|\[|\]|\+|-|\*|/|%|<<|>>
 _SIZE_METHODS = frozenset({"size", "numel", "dim", "stride", "sizes"})
 
 # What a `Device(...)` may be made of to be evaluated twice: names (a variable, `kCUDA`) and literals.
-_PURE_DEVICE_PARTS = frozenset({"DECL_REF_EXPR", "INTEGER_LITERAL", "STRING_LITERAL"})
+_PURE_DEVICE_PARTS = frozenset({CursorKind.DECL_REF_EXPR, CursorKind.INTEGER_LITERAL, CursorKind.STRING_LITERAL})
+_POINTER_CASTS = frozenset({
+    CursorKind.CSTYLE_CAST_EXPR, CursorKind.CXX_STATIC_CAST_EXPR, CursorKind.CXX_REINTERPRET_CAST_EXPR,
+})
+_ARRAY_TYPES = frozenset({TypeKind.CONSTANTARRAY, TypeKind.VARIABLEARRAY, TypeKind.DEPENDENTSIZEDARRAY})
 
 # TensorOptions' methods, all const: each returns new options and leaves the variable as it was.
 _OPTIONS_READERS = frozenset({
@@ -72,7 +76,7 @@ def _options_initialiser(unit: CppUnit, options: Node, function: Node) -> Node |
     from_blob): `torch::TensorOptions().dtype(torch::kInt64)` in `auto opts = ...;`. None otherwise."""
     node = _copied(options)
     variable = _local_variable(unit, node, function)
-    if variable is None or variable.kind != "VAR_DECL" or variable.start > node.start:
+    if variable is None or variable.kind is not CursorKind.VAR_DECL or variable.start > node.start:
         return None
     initialisers = variable.expressions()
     if len(initialisers) != 1 or not all(_reads_options(r) for r in unit.references_to(variable)):
@@ -91,7 +95,8 @@ def _copied(node: Node) -> Node:
 
 
 def _is_copy_of(outer: Node, inner: Node) -> bool:
-    return outer.kind in ("UNEXPOSED_EXPR", "CALL_EXPR") and (outer.start, outer.end) == (inner.start, inner.end)
+    wrapper = outer.kind in (CursorKind.UNEXPOSED_EXPR, CursorKind.CALL_EXPR)
+    return wrapper and (outer.start, outer.end) == (inner.start, inner.end)
 
 
 def _reads_options(reference: Node) -> bool:
@@ -102,9 +107,10 @@ def _reads_options(reference: Node) -> bool:
     parent = node.parent
     if parent is None:
         return False
-    if parent.kind == "MEMBER_REF_EXPR":
-        return parent.spelling in _OPTIONS_READERS and parent.parent is not None and parent.parent.kind == "CALL_EXPR"
-    return parent.kind == "CALL_EXPR" and parent.spelling == "from_blob"
+    if parent.kind is CursorKind.MEMBER_REF_EXPR:
+        called = parent.parent is not None and parent.parent.kind is CursorKind.CALL_EXPR
+        return parent.spelling in _OPTIONS_READERS and called
+    return parent.kind is CursorKind.CALL_EXPR and parent.spelling == "from_blob"
 
 
 def device_of(unit: CppUnit, to_call: Node) -> Kept | tuple[str, bool]:
@@ -149,39 +155,39 @@ def device_of(unit: CppUnit, to_call: Node) -> Kept | tuple[str, bool]:
 def _is_pure_device(node: Node) -> bool:
     """A variable, `x.device()` / `x[0].device()` on one, or a `Device(...)` made of names and literals
     (`torch::Device(torch::kCUDA, index)`): safe to evaluate a second time."""
-    if node.kind == "DECL_REF_EXPR":
+    if node.kind is CursorKind.DECL_REF_EXPR:
         return True
-    if node.kind in ("CALL_EXPR", "CXX_FUNCTIONAL_CAST_EXPR") and node.spelling == "Device":
+    if node.kind in (CursorKind.CALL_EXPR, CursorKind.CXX_FUNCTIONAL_CAST_EXPR) and node.spelling == "Device":
         arguments = [unwrap(argument) for argument in node.arguments()]
         return bool(arguments) and all(argument.kind in _PURE_DEVICE_PARTS for argument in arguments)
-    if node.kind != "CALL_EXPR" or node.spelling != "device" or node.arguments():
+    if node.kind is not CursorKind.CALL_EXPR or node.spelling != "device" or node.arguments():
         return False
     target = node.call_object()
     target = unwrap(target) if target is not None else None
-    if target is not None and target.kind == "CALL_EXPR" and target.spelling == "operator[]":
+    if target is not None and target.kind is CursorKind.CALL_EXPR and target.spelling == "operator[]":
         operands = [unwrap(c) for c in target.expressions() if c.spelling != "operator[]"]
-        if len(operands) != 2 or operands[1].kind != "INTEGER_LITERAL":
+        if len(operands) != 2 or operands[1].kind is not CursorKind.INTEGER_LITERAL:
             return False
         target = operands[0]
-    return target is not None and target.kind == "DECL_REF_EXPR"
+    return target is not None and target.kind is CursorKind.DECL_REF_EXPR
 
 
 def pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> Kept | tuple[str, str]:
     """Why `pointer` is pageable host memory of this function, and the variable behind it; or Kept."""
     node = unwrap(pointer)
-    while node.kind in ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR"):
+    while node.kind in _POINTER_CASTS:
         node = unwrap(node.expressions()[-1])
     text = unit.node_text(pointer)
-    if node.kind == "CALL_EXPR" and node.spelling == "data" and not node.arguments():
+    if node.kind is CursorKind.CALL_EXPR and node.spelling == "data" and not node.arguments():
         owner = node.call_object()
         variable = _local_variable(unit, unwrap(owner), function) if owner is not None else None
         if variable is not None and variable.cursor.type.get_canonical().spelling.startswith("std::vector<"):
-            if variable.kind == "PARM_DECL":
+            if variable.kind is CursorKind.PARM_DECL:
                 return f"`{variable.spelling}` is a std::vector taken by value (this function's own pageable heap memory)", variable.spelling
             return f"`{variable.spelling}` is a local std::vector (pageable heap memory)", variable.spelling
-    if node.kind == "DECL_REF_EXPR":
+    if node.kind is CursorKind.DECL_REF_EXPR:
         variable = _local_variable(unit, node, function)
-        if variable is not None and variable.kind == "VAR_DECL" and variable.type_kind in ("CONSTANTARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY"):
+        if variable is not None and variable.kind is CursorKind.VAR_DECL and variable.type_kind in _ARRAY_TYPES:
             return f"`{variable.spelling}` is a local array (pageable stack memory)", variable.spelling
     return Kept(
         f"`{text}` is not a local array or std::vector of this function: it may be pinned memory "
@@ -191,12 +197,14 @@ def pageable_buffer(unit: CppUnit, pointer: Node, function: Node) -> Kept | tupl
 
 def _local_variable(unit: CppUnit, node: Node, function: Node) -> Node | None:
     """The local variable (or by-value parameter) of `function` that `node` names; None for anything else."""
-    if node.kind != "DECL_REF_EXPR":
+    if node.kind is not CursorKind.DECL_REF_EXPR:
         return None
     target = unit.node_of(unit.referenced(node))
-    if target is None or target.kind not in ("VAR_DECL", "PARM_DECL") or not (function.start <= target.start < function.end):
+    if target is None or target.kind not in (CursorKind.VAR_DECL, CursorKind.PARM_DECL):
         return None
-    if target.type_kind in ("LVALUEREFERENCE", "RVALUEREFERENCE") or "static" in {
+    if not function.start <= target.start < function.end:
+        return None
+    if target.type_kind in (TypeKind.LVALUEREFERENCE, TypeKind.RVALUEREFERENCE) or "static" in {
         t.spelling for t in unit.tokens_in(target.start, target.end)
     }:
         return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 
 from optpatch.rule import KeepCategory, Kept
-from optpatch.rule.cpp import CppUnit, Node
+from optpatch.rule.cpp import CppUnit, CursorKind, Node
 
 
 class Placement(enum.Enum):
@@ -34,7 +34,7 @@ class Consumer(enum.Enum):
 
 # Between the copy and its statement, these would make the copy run conditionally or in another order.
 _ORDERING_OPERATORS = frozenset({"&&", "||", ","})
-_WRAPPERS = ("UNEXPOSED_EXPR", "CALL_EXPR", "PAREN_EXPR")
+_WRAPPERS = (CursorKind.UNEXPOSED_EXPR, CursorKind.CALL_EXPR, CursorKind.PAREN_EXPR)
 
 
 # (placement, consumer, consumer's name, statement, result variable, the whole copy expression)
@@ -50,7 +50,7 @@ def place(unit: CppUnit, to_call: Node, pointer_name: str) -> Kept | Placed:
     ):
         expression = expression.parent
     parent = expression.parent
-    if parent is not None and parent.kind == "VAR_DECL":
+    if parent is not None and parent.kind is CursorKind.VAR_DECL:
         declared = _declaration(unit, parent, expression)
         if isinstance(declared, Kept):
             return declared
@@ -70,8 +70,8 @@ def _declaration(unit: CppUnit, variable: Node, expression: Node) -> Kept | tupl
     """The declaration's statement and variable; Kept unless the copy is all the declaration holds."""
     statement = variable.parent
     if (
-        statement is None or statement.kind != "DECL_STMT" or statement.parent is None
-        or statement.parent.kind != "COMPOUND_STMT" or len(statement.children) != 1
+        statement is None or statement.kind is not CursorKind.DECL_STMT or statement.parent is None
+        or statement.parent.kind is not CursorKind.COMPOUND_STMT or len(statement.children) != 1
     ):
         return Kept("the declaration is not a statement of its own", KeepCategory.CANNOT_SPELL)
     after = unit.token_after(expression.end)
@@ -83,15 +83,15 @@ def _declaration(unit: CppUnit, variable: Node, expression: Node) -> Kept | tupl
 def _consumer(unit: CppUnit, expression: Node) -> Kept | tuple[Consumer, str]:
     """Who receives the copy: a `return`, a call's argument, a member initialiser."""
     parent = expression.parent
-    while parent is not None and parent.kind == "PAREN_EXPR":
+    while parent is not None and parent.kind is CursorKind.PAREN_EXPR:
         parent = parent.parent
-    if parent is not None and parent.kind == "RETURN_STMT":
+    if parent is not None and parent.kind is CursorKind.RETURN_STMT:
         return Consumer.RETURNED, ""
-    if parent is not None and parent.kind == "CONSTRUCTOR":
-        members = [c for c in parent.children if c.kind == "MEMBER_REF" and c.end <= expression.start]
+    if parent is not None and parent.kind is CursorKind.CONSTRUCTOR:
+        members = [c for c in parent.children if c.kind is CursorKind.MEMBER_REF and c.end <= expression.start]
         if members:
             return Consumer.MEMBER, members[-1].spelling
-    if parent is not None and parent.kind == "CALL_EXPR" and expression in parent.arguments():
+    if parent is not None and parent.kind is CursorKind.CALL_EXPR and expression in parent.arguments():
         callee = parent.spelling or unit.text(parent.start, expression.start).split("(")[0].strip()
         return Consumer.ARGUMENT, callee
     return Kept(
@@ -104,16 +104,18 @@ def _statement_before(unit: CppUnit, expression: Node, pointer_name: str) -> Nod
     """The statement of a block that the copy can run just before, with the same effect; None when there is none
     (a condition evaluated again and again, a branch, a lambda, a short circuit, another use of the buffer)."""
     node = expression
-    while node.parent is not None and node.parent.kind != "COMPOUND_STMT":
+    while node.parent is not None and node.parent.kind is not CursorKind.COMPOUND_STMT:
         node = node.parent
-        if node.kind in ("CONDITIONAL_OPERATOR", "LAMBDA_EXPR") or (
-            node.kind == "BINARY_OPERATOR" and node.spelling in _ORDERING_OPERATORS
+        if node.kind in (CursorKind.CONDITIONAL_OPERATOR, CursorKind.LAMBDA_EXPR) or (
+            node.kind is CursorKind.BINARY_OPERATOR and node.spelling in _ORDERING_OPERATORS
         ):
             return None
-        if node.parent.kind not in ("COMPOUND_STMT", "DECL_STMT") and not node.cursor.kind.is_expression():
+        in_block = node.parent.kind in (CursorKind.COMPOUND_STMT, CursorKind.DECL_STMT)
+        if not in_block and not node.cursor.kind.is_expression():
             return None  # inside an if, a loop, a switch: not every path, or not once
     statement = node
-    if node.parent is None or statement.kind not in ("RETURN_STMT", "DECL_STMT") and not statement.cursor.kind.is_expression():
+    whole = statement.kind in (CursorKind.RETURN_STMT, CursorKind.DECL_STMT) or statement.cursor.kind.is_expression()
+    if node.parent is None or not whole:
         return None
     outside = [t for t in unit.tokens_in(statement.start, statement.end) if not expression.start <= t.start < expression.end]
     if any(t.spelling == pointer_name for t in outside):

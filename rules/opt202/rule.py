@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from optpatch.rule import Context, Example, Finding, Impact, Judgement, KeepCategory, Kept, Proven, Rule, Tier
-from optpatch.rule.cpp import CppUnit, Node, Place, matching_bracket
+from optpatch.rule.cpp import CppUnit, CursorKind, Node, Place, matching_bracket
 
 from .edits import rewrite
 from .obligations import obligations
@@ -227,7 +227,7 @@ class FromBlobAsyncCopy(Rule):
             return  # neither path below could report: spared the tree and the whole file's tokens
         analysed: set[int] = set()
         for node in unit.nodes:
-            if node.kind == "CALL_EXPR" and node.spelling == "from_blob" and is_torch_from_blob(unit, node):
+            if node.kind is CursorKind.CALL_EXPR and node.spelling == "from_blob" and is_torch_from_blob(unit, node):
                 to_call = chained_copy(node)
                 if to_call is not None:
                     analysed.update(t.start for t in unit.tokens_in(node.start, node.end) if t.spelling == "from_blob")
@@ -255,7 +255,8 @@ class FromBlobAsyncCopy(Rule):
         """`from_blob(...).to(` that did not resolve to torch's from_blob: reported, never rewritten."""
         tokens = unit.tokens
         dependent = {
-            node.end for node in unit.nodes if node.kind == "OVERLOADED_DECL_REF" and node.spelling == "from_blob"
+            node.end for node in unit.nodes
+            if node.kind is CursorKind.OVERLOADED_DECL_REF and node.spelling == "from_blob"
         }
         for index, token in enumerate(tokens):
             if token.spelling != "from_blob" or token.start in analysed or index + 1 >= len(tokens):

@@ -11,10 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optpatch.rule import KeepCategory, Kept
-from optpatch.rule.cpp import CppUnit, Node
+from optpatch.rule.cpp import CppUnit, CursorKind, Node
 
 from .operands import device_of, element_type, pageable_buffer, sizes_of
 from .placement import Consumer, Placement, place
+
+# What a site's outermost function may be: a function, a method, a function template, a constructor or a lambda.
+_FUNCTIONS = frozenset({
+    CursorKind.FUNCTION_DECL, CursorKind.CXX_METHOD, CursorKind.FUNCTION_TEMPLATE, CursorKind.CONSTRUCTOR,
+    CursorKind.LAMBDA_EXPR,
+})
 
 
 @dataclass(frozen=True)
@@ -54,16 +60,16 @@ def is_torch_from_blob(unit: CppUnit, node: Node) -> bool:
 def chained_copy(from_blob: Node) -> Node | None:
     """The `.to(...)` or `.cuda()` call made directly on the from_blob result."""
     node = from_blob.parent
-    while node is not None and node.kind == "UNEXPOSED_EXPR":
+    while node is not None and node.kind is CursorKind.UNEXPOSED_EXPR:
         node = node.parent
-    if node is None or node.kind != "MEMBER_REF_EXPR" or node.spelling not in ("to", "cuda"):
+    if node is None or node.kind is not CursorKind.MEMBER_REF_EXPR or node.spelling not in ("to", "cuda"):
         return None
     call = node.parent
-    return call if call is not None and call.kind == "CALL_EXPR" else None
+    return call if call is not None and call.kind is CursorKind.CALL_EXPR else None
 
 
 def outermost_function(node: Node) -> Node:
-    functions = [a for a in node.ancestors() if a.kind in ("FUNCTION_DECL", "CXX_METHOD", "FUNCTION_TEMPLATE", "CONSTRUCTOR", "LAMBDA_EXPR")]
+    functions = [a for a in node.ancestors() if a.kind in _FUNCTIONS]
     return functions[-1]
 
 

@@ -10,7 +10,7 @@ shown to stay on the stream (metadata, torch ops, launches on
 from __future__ import annotations
 
 from optpatch.rule import KeepCategory, Kept
-from optpatch.rule.cpp import CppUnit, Node, Token, kernel_name, matching_bracket, split_top_level
+from optpatch.rule.cpp import CppUnit, CursorKind, Node, Token, kernel_name, matching_bracket, split_top_level
 
 from .cuda_device import guard_on
 from .site import Site
@@ -78,7 +78,7 @@ def torch_op_taking(unit: CppUnit, offset: int) -> str:
     list holds the expression at `offset`; "" when the innermost call around it is anything else."""
     calls = [
         node for node in unit.nodes
-        if node.kind == "CALL_EXPR" and node.start < offset < node.end
+        if node.kind is CursorKind.CALL_EXPR and node.start < offset < node.end
         and any(argument.start <= offset < argument.end for argument in node.arguments())
     ]
     if not calls:
@@ -170,7 +170,10 @@ def _stream_source(unit: CppUnit, stream: list[Token], function: Node) -> tuple[
     tokens = stream
     if len(stream) == 1 and stream[0].kind == "identifier":
         declaration = next(
-            (n for n in function.walk() if n.kind == "VAR_DECL" and n.spelling == stream[0].spelling and n.start < stream[0].start),
+            (
+                n for n in function.walk()
+                if n.kind is CursorKind.VAR_DECL and n.spelling == stream[0].spelling and n.start < stream[0].start
+            ),
             None,
         )
         if declaration is None:
