@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from optpatch.rule.cpp import CppUnit, Node, Token, matching_bracket
+from optpatch.rule.cpp import CppUnit, CursorKind, Node, Token, matching_bracket
 
 from .allocation import Allocation
 from .kernel import COMPOUND_ASSIGNMENTS
@@ -23,7 +23,7 @@ def element_loop(unit: CppUnit, allocation: Allocation, use: Node, statement: No
         return []
     block = allocation.block.children
     position = block.index(statement)
-    if position + 1 >= len(block) or block[position + 1].kind != "FOR_STMT":
+    if position + 1 >= len(block) or block[position + 1].kind is not CursorKind.FOR_STMT:
         return []
     loop = block[position + 1]
     tokens = unit.tokens_in(loop.start, loop.end)
@@ -63,7 +63,7 @@ def element_loop(unit: CppUnit, allocation: Allocation, use: Node, statement: No
 
 def _declared_handle(unit: CppUnit, statement: Node, use: Node) -> str | None:
     """The variable declared by `statement` as `out.accessor<T, 1>()` / `out.data_ptr<T>()` of a 1-D tensor."""
-    if statement.kind != "DECL_STMT" or len(statement.children) != 1:
+    if statement.kind is not CursorKind.DECL_STMT or len(statement.children) != 1:
         return None
     variable = statement.children[0]
     text = "".join(t.spelling for t in unit.tokens_in(use.start, statement.end))

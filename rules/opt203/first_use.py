@@ -6,15 +6,20 @@ first use keeps the site, with a `Kept` naming it.
 from __future__ import annotations
 
 from optpatch.rule import KeepCategory, Kept, Tier
-from optpatch.rule.cpp import LOOP_KINDS, CppUnit, Node, matching_bracket
+from optpatch.rule.cpp import LOOP_KINDS, CppUnit, CursorKind, Node, matching_bracket
 
-from .allocation import Allocation, padded_size, references
+from .allocation import WRAPPER_KINDS, Allocation, padded_size, references
 from .element_loop import element_loop
 from .kernel import ACCESSOR_METHODS, POINTER_METHODS, kernel_use, launch_of
 
 # Host calls that write every element of the tensor they are called on (`copy_` broadcasts its source to
 # the whole of it, or throws).
 _FULL_WRITES = frozenset({"fill_", "zero_", "copy_"})
+# Statements and operators under which a use need not run whenever the statement around them does.
+_BRANCH_KINDS = frozenset({
+    CursorKind.IF_STMT, CursorKind.SWITCH_STMT, CursorKind.CASE_STMT, CursorKind.DEFAULT_STMT,
+    CursorKind.CONDITIONAL_OPERATOR, CursorKind.CXX_TRY_STMT, CursorKind.CXX_CATCH_STMT,
+})
 _VIEWS = frozenset({
     "narrow", "slice", "select", "index", "index_put_", "view", "reshape", "transpose", "permute", "unsqueeze",
     "squeeze", "flatten", "chunk", "split", "unbind", "as_strided", "diagonal", "expand",
@@ -71,14 +76,13 @@ def _unconditional_statement(unit: CppUnit, use: Node, allocation: Allocation) -
         if in_dispatched_lambda and dispatch.start <= parent.start and parent.end <= dispatch.end:
             node = parent  # the macro's own expansion around the lambda
             continue
-        if parent.kind == "LAMBDA_EXPR":
+        if parent.kind is CursorKind.LAMBDA_EXPR:
             if dispatch is None or parent.start <= dispatch.start or parent.end > dispatch.end:
                 return None
             in_dispatched_lambda = True
-        elif parent.kind in ("IF_STMT", "SWITCH_STMT", "CASE_STMT", "DEFAULT_STMT", "CONDITIONAL_OPERATOR",
-                             "CXX_TRY_STMT", "CXX_CATCH_STMT") or parent.kind in LOOP_KINDS:
+        elif parent.kind in _BRANCH_KINDS or parent.kind in LOOP_KINDS:
             return None
-        elif parent.kind == "BINARY_OPERATOR" and parent.spelling in ("&&", "||"):
+        elif parent.kind is CursorKind.BINARY_OPERATOR and parent.spelling in ("&&", "||"):
             return None
         node = parent
     return node if node.parent is allocation.block else None
@@ -91,7 +95,7 @@ def _dispatch_around(unit: CppUnit, use: Node) -> Node | None:
     """The innermost `AT_DISPATCH_*` (or a project's `*DISPATCH*`) macro call around `use`."""
     around = [
         n for n in unit.nodes
-        if n.kind == "MACRO_INSTANTIATION" and DISPATCH_MARK in n.spelling and n.start <= use.start < n.end
+        if n.kind is CursorKind.MACRO_INSTANTIATION and DISPATCH_MARK in n.spelling and n.start <= use.start < n.end
     ]
     return max(around, key=lambda n: n.start) if around else None
 
@@ -128,10 +132,10 @@ def _blocking_use(unit: CppUnit, allocation: Allocation, use: Node, method: str,
     line, name = unit.line_of(use.start), allocation.name
     where = f"L{line}: `{name}`"
     parent = use.parent
-    while parent is not None and parent.kind in ("UNEXPOSED_EXPR", "PAREN_EXPR", "CALL_EXPR") and (
+    while parent is not None and parent.kind in WRAPPER_KINDS and (
             parent.start, parent.end) == (use.start, use.end):
         parent = parent.parent
-    if parent is not None and parent.kind == "RETURN_STMT":
+    if parent is not None and parent.kind is CursorKind.RETURN_STMT:
         return Kept(f"{where} is returned before anything writes it (an early return for an empty input?): the "
                     "caller reads the zeros", KeepCategory.RETURNED)
     if not unconditional:
@@ -155,4 +159,7 @@ def _blocking_use(unit: CppUnit, allocation: Allocation, use: Node, method: str,
 
 def _declares(unit: CppUnit, use: Node) -> bool:
     """`T* p = out.data_ptr<T>();`: the use initialises a local."""
-    return any(a.kind == "VAR_DECL" for a in use.ancestors() if a.kind not in ("DECL_STMT", "COMPOUND_STMT"))
+    return any(
+        a.kind is CursorKind.VAR_DECL for a in use.ancestors()
+        if a.kind not in (CursorKind.DECL_STMT, CursorKind.COMPOUND_STMT)
+    )

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from optpatch.rule import KeepCategory, Kept, Tier
-from optpatch.rule.cpp import CppUnit, Node, Token, kernel_name, matching_bracket, split_top_level
+from optpatch.rule.cpp import CppUnit, CursorKind, Node, Token, kernel_name, matching_bracket, split_top_level
 
 from .allocation import Allocation, padded_size
 
@@ -75,7 +75,7 @@ def kernel_use(unit: CppUnit, allocation: Allocation, use: Node, launch: Launch,
         proof.append(f"kernel `{launch.kernel}` is not defined in this file: whether it writes every element is left "
                      "to --validate (with --build, under poisoned memory)")
         return Tier.VALIDATE, proof
-    parameters = [c for c in kernel.children if c.kind == "PARM_DECL"]
+    parameters = [c for c in kernel.children if c.kind is CursorKind.PARM_DECL]
     if launch.position >= len(parameters):
         return Kept(f"kernel `{launch.kernel}`'s parameters do not match its launch", KeepCategory.UNRESOLVED)
     parameter = parameters[launch.position].spelling
@@ -114,8 +114,9 @@ def _whole_tensor_argument(argument: list[str], name: str) -> bool:
 def _kernel_definition(unit: CppUnit, name: str) -> Node | None:
     found = [
         n for n in unit.nodes
-        if n.kind in ("FUNCTION_DECL", "FUNCTION_TEMPLATE") and n.spelling == name and n.body() is not None
-        and any(c.kind == "CUDAGLOBAL_ATTR" for c in n.children)
+        if n.kind in (CursorKind.FUNCTION_DECL, CursorKind.FUNCTION_TEMPLATE) and n.spelling == name
+        and n.body() is not None
+        and any(c.kind is CursorKind.CUDAGLOBAL_ATTR for c in n.children)
     ]
     return found[0] if len(found) == 1 else None
 
@@ -178,7 +179,7 @@ def _early_returns(unit: CppUnit, launch: Launch, body: Node, parameters: list[N
     proof = []
     guards: list[Node] = []
     for statement in body.children:
-        if statement.kind != "IF_STMT":
+        if statement.kind is not CursorKind.IF_STMT:
             continue
         spelled = [t.spelling for t in unit.tokens_in(statement.start, statement.end)]
         if spelled[-1:] != ["return"] or "else" in spelled or spelled.count("return") != 1:
@@ -190,7 +191,7 @@ def _early_returns(unit: CppUnit, launch: Launch, body: Node, parameters: list[N
             return bounded
         proof += bounded
     for node in body.walk():
-        if node.kind == "RETURN_STMT" and not any(guard.start <= node.start < guard.end for guard in guards):
+        if node.kind is CursorKind.RETURN_STMT and not any(guard.start <= node.start < guard.end for guard in guards):
             return Kept(f"L{unit.line_of(node.start)}: kernel `{launch.kernel}` returns early: threads that leave may "
                         "not write their elements", KeepCategory.PARTIAL_WRITE)
     return proof

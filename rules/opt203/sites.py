@@ -8,7 +8,7 @@ import re
 from typing import Iterator
 
 from optpatch.rule import KeepCategory, Kept
-from optpatch.rule.cpp import CppUnit, Node
+from optpatch.rule.cpp import CppUnit, CursorKind, Node
 
 # The factory each zero-filling factory becomes: same arguments, same result but for the values.
 EMPTY_OF = {"zeros": "empty", "zeros_like": "empty_like"}
@@ -18,13 +18,14 @@ MENTION = re.compile(r"\bzeros(?:_like)?\b")
 def factory_calls(unit: CppUnit) -> Iterator[Node]:
     """Every call of torch's `zeros` or `zeros_like` (`torch::` or `at::`), in the order of the tree."""
     for node in unit.nodes:
-        if node.kind == "CALL_EXPR" and node.spelling in EMPTY_OF and _is_torch_factory(unit, node):
+        if node.kind is CursorKind.CALL_EXPR and node.spelling in EMPTY_OF and _is_torch_factory(unit, node):
             yield node
 
 
 def _is_torch_factory(unit: CppUnit, call: Node) -> bool:
     callee = unit.referenced(call)
-    return callee is not None and callee.kind.name == "FUNCTION_DECL" and unit.declared_by_library(callee, ("at", "torch"))
+    function = callee is not None and callee.kind is CursorKind.FUNCTION_DECL
+    return function and unit.declared_by_library(callee, ("at", "torch"))
 
 
 def unparsed(unit: CppUnit, analysed: set[int]) -> Iterator[tuple[tuple[int, int], Kept]]:
