@@ -77,6 +77,7 @@ _KEEP_GOING = 0x200  # CXTranslationUnit_KeepGoing: go on after a missing #inclu
 # Diagnostics are told apart by clang's structure, never by their text: the warning option that controls one,
 # its category, its severity and where it points (tests/cpp/test_cpp_frontend.py rewords every message).
 VLA_OPTION = "-Wvla-cxx-extension"  # clang's warning that a declaration is a variable-length array
+ERROR = 3  # CXDiagnostic_Error: a diagnostic of this severity or above (Fatal, 4) is an error
 PREPROCESSOR_CATEGORY = "Lexical or Preprocessor Issue"  # an #include not found is an error of this category
 _INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*(?:include|include_next|import)[ \t]*([<"])([^>"]+)[>"]')
 
@@ -612,7 +613,7 @@ class CppUnit:
 
     @cached_property
     def _error_offsets(self) -> list[int]:
-        return [d.offset for d in self.diagnostics if d.severity >= 3]
+        return [d.offset for d in self.diagnostics if d.severity >= ERROR]
 
     def errors_in(self, start: int, end: int) -> int:
         """How many errors clang reported in [start, end)."""
@@ -655,7 +656,7 @@ class CppUnit:
         """
         return Counter(
             d.spelling for d in self.tu.diagnostics
-            if d.severity >= 3 and (self.with_headers or self.missing_include(d) is None)
+            if d.severity >= ERROR and (self.with_headers or self.missing_include(d) is None)
         )
 
     # -- host or device ---------------------------------------------------------------------
@@ -1162,7 +1163,7 @@ def missing_include(diagnostic) -> str | None:
 
 
 def _not_found(diagnostic, line: str) -> str | None:
-    if diagnostic.severity < 3 or diagnostic.category_name != PREPROCESSOR_CATEGORY:
+    if diagnostic.severity < ERROR or diagnostic.category_name != PREPROCESSOR_CATEGORY:
         return None
     match = _INCLUDE_LINE.match(line)
     return match.group(2).strip() if match else None
@@ -1213,7 +1214,7 @@ def first_missing_include(source: SourceFile, flags: HeaderFlags) -> MissingHead
             unit = call_with_large_stack(parse)
     except _clang().TranslationUnitLoadError:
         return None  # the parse with headers will say what is wrong
-    failed = sorted({d.location.line for d in unit.diagnostics if d.severity >= 3 and d.location.line % 3 == 2})
+    failed = sorted({d.location.line for d in unit.diagnostics if d.severity >= ERROR and d.location.line % 3 == 2})
     if not failed:
         return None
     _bracket, name, includer = asked[(failed[0] - 2) // 3]
@@ -1336,7 +1337,7 @@ def _precompile(arguments: list[str]):
                 unit = call_with_large_stack(parse)
         except _clang().TranslationUnitLoadError as error:
             raise PrecompileError(f"libclang could not parse the file's includes: {error}") from None
-        errors = [d for d in unit.diagnostics if d.severity >= 3]
+        errors = [d for d in unit.diagnostics if d.severity >= ERROR]
         if errors:
             raise _precompile_error(unit, errors[0], source_name, text)
         try:
