@@ -61,6 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scan import machine, timed  # noqa: E402
 
 from optpatch.cpp_frontend import CppUnit  # noqa: E402
+from optpatch.rule.cpp import CursorKind, TypeKind  # noqa: E402
 from optpatch.cpp_headers import HeaderOutcome, HeaderSetup  # noqa: E402
 from optpatch.passes import analyse_text  # noqa: E402
 from optpatch.rule import Rule, load_rules, select_rules  # noqa: E402
@@ -208,7 +209,7 @@ def _answers(analysis) -> list:
 
 
 def _variable_arrays(unit: CppUnit) -> list[int]:
-    return [n.start for n in unit.nodes if n.kind == "VAR_DECL" and n.type_kind == "VARIABLEARRAY"]
+    return [n.start for n in unit.nodes if n.kind is CursorKind.VAR_DECL and n.type_kind is TypeKind.VARIABLEARRAY]
 
 
 def _count_with_headers(source: SourceFile, analysis) -> int:

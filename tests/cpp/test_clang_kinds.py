@@ -20,7 +20,7 @@ from optpatch.source import SourceFile
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [
     *sorted((ROOT / "src" / "optpatch").glob("cpp_*.py")), *sorted((ROOT / "src" / "optpatch" / "rule").glob("*.py")),
-    *sorted((ROOT / "rules").glob("opt2*/*.py")),
+    *sorted((ROOT / "rules").glob("opt2*/*.py")), *sorted((ROOT / "benchmarks").glob("*.py")),
 ]
 KIND_NAMES = {kind.name for kind in cindex.CursorKind} | {kind.name for kind in cindex.TypeKind}
 KIND_ATTRIBUTES = {"kind", "type_kind"}
@@ -51,8 +51,8 @@ def _kinds_by_name(name: str, code: str) -> list[str]:
     return found
 
 
-def test_no_kind_is_named_by_a_string_in_the_frontend_or_the_rules():
-    assert {path.parent.name for path in FILES} >= {"optpatch", "rule", "opt201", "opt202", "opt203"}
+def test_no_kind_is_named_by_a_string_in_the_frontend_the_rules_or_the_benchmarks():
+    assert {path.parent.name for path in FILES} >= {"optpatch", "rule", "opt201", "opt202", "opt203", "benchmarks"}
     found = [where for path in FILES for where in _kinds_by_name(path.name, path.read_text())]
     assert not found, "compare kinds by CursorKind/TypeKind member:\n" + "\n".join(found)
 

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from clang.cindex import CursorKind
 
 from conftest import REPO_ROOT, run_cli
 from optpatch import cpp_headers, cpp_second_look
@@ -284,9 +285,7 @@ def test_a_parse_that_loads_a_precompiled_header_sees_the_files_own_nodes(tmp_pa
     monkeypatch.setattr(cpp_frontend, "_local_index", cpp_frontend._index)
     every = cpp_frontend.CppUnit(source, flags, setup)
     assert seen(local) == seen(every)
-    assert [(kind, name) for kind, name, _, _ in seen(local) if kind == "FUNCTION_DECL"] == [
-        ("FUNCTION_DECL", "twice"), ("FUNCTION_DECL", "use"),
-    ]
+    assert [name for kind, name, _, _ in seen(local) if kind is CursorKind.FUNCTION_DECL] == ["twice", "use"]
 
 
 # -- the command line --------------------------------------------------------------------------------------------
