@@ -199,6 +199,12 @@ def test_a_precompiled_header_no_fix_rests_on_is_put_off_to_the_next_run(tmp_pat
     assert first.headers.outcome is same_run.headers.outcome is HeaderOutcome.PUT_OFF, first.headers
     assert first.findings == header_free.findings
     assert counted("parse") == counted("build") == 0
+
+    class Result:
+        header_reports = [("csrc/kept.cpp", first.headers), ("csrc/other.cpp", same_run.headers)]
+
+    (said,) = missing_header_lines(Result)  # the summary says why a second run may find more, without -v
+    assert said.startswith("headers: 2 C++/CUDA file(s) analysed header-free this run") and "next run" in said
     assert not all(item.unchanged() for item in first.inputs)  # not taken from the result cache next run
     second = analysed(root, "csrc/kept.cpp")
     assert second.headers.outcome is HeaderOutcome.USED, second.headers

@@ -204,10 +204,16 @@ def _header_lines(result: RunResult) -> list[str]:
 
 
 def missing_header_lines(result: RunResult) -> list[str]:
-    """One line per header the run's include folders lack, with the files analysed header-free for it."""
+    """One line per header the run's include folders lack, with the files analysed header-free for it; one line for
+    the files whose parse with headers was put off until their precompiled header is built (cpp_second_look.py)."""
     missing = Counter(report.missing for _, report in result.header_reports if report.missing)
-    return [f"{header} not found: {count} file(s) analysed header-free; pass -I or a compile_commands.json"
-            for header, count in sorted(missing.items(), key=lambda item: (-item[1], item[0]))]
+    lines = [f"{header} not found: {count} file(s) analysed header-free; pass -I or a compile_commands.json"
+             for header, count in sorted(missing.items(), key=lambda item: (-item[1], item[0]))]
+    put_off = sum(report.outcome is HeaderOutcome.PUT_OFF for _, report in result.header_reports)
+    if put_off:
+        lines.append(f"headers: {put_off} C++/CUDA file(s) analysed header-free this run, no fix resting on their "
+                     "headers; the next run builds their precompiled headers and may find more (-v lists them)")
+    return lines
 
 
 def _keep_label(finding: Finding) -> str:
