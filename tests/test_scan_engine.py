@@ -9,7 +9,7 @@ from conftest import REPO_ROOT, run_cli
 from optpatch.config import Settings
 from optpatch.passes import analyse_file
 from optpatch.policy import FixPolicy
-from optpatch.rule import Rule, load_rules
+from optpatch.rule import Context, Edit, Impact, Judgement, KeepCategory, Kept, Proven, Rule, Tier, load_rules
 from optpatch.rule_facts import RuleFacts, rule_facts
 from optpatch.source import SourceFile
 
@@ -74,10 +74,8 @@ class _ScreenedRule(Rule):
         return bool(calls.named("zeros"))
 
     def check(self, module):
-        from optpatch.model import Context, KeepCategory
-
         for call in module.calls():
-            yield self.keep(module, module.start(call), reason="seen", category=KeepCategory.OTHER, context=Context.ONCE)
+            yield Judgement(module.start(call), Context.ONCE, Kept("seen", KeepCategory.OTHER))
 
 
 def _python(code: str) -> SourceFile:
@@ -114,11 +112,8 @@ class _BreakingRule(Rule):
     default_tier = "safe"
 
     def check(self, unit):
-        from optpatch.model import Context, Edit, Impact, Tier
-
         end = unit.source.text.rindex(";")
-        yield self.fix(unit, (1, 1), reason="deletes a ;", tier=Tier.SAFE, edits=[Edit(end, end + 1, "")],
-                       context=Context.ONCE, impact=Impact.LOW, basis="test")
+        yield Judgement((1, 1), Context.ONCE, Proven("deletes a ;", Tier.SAFE, (Edit(end, end + 1, ""),), Impact.LOW, "test"))
 
 
 @pytest.mark.parametrize(
@@ -139,11 +134,9 @@ class _TabRule(_BreakingRule):
     language = "python"
 
     def check(self, unit):
-        from optpatch.model import Context, Edit, Impact, Tier
-
         start = unit.source.text.index("        g = 1")
-        yield self.fix(unit, (4, 1), reason="re-indents", tier=Tier.SAFE, edits=[Edit(start, start + 8, "   \t     ")],
-                       context=Context.ONCE, impact=Impact.LOW, basis="test")
+        edit = Edit(start, start + 8, "   \t     ")
+        yield Judgement((4, 1), Context.ONCE, Proven("re-indents", Tier.SAFE, (edit,), Impact.LOW, "test"))
 
 
 def test_a_fix_only_libcst_cannot_parse_is_withheld_too():

@@ -355,6 +355,11 @@ def _stop_workers(pool) -> None:
         if worker.is_alive():
             worker.kill()
             worker.join()
+    # The executor's own thread notices the dead workers and closes its wake-up pipe; until it has, the
+    # interpreter's exit hook may write to that pipe as it closes and print a traceback (EBADF, seen under load).
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(timeout=2)
 
 
 @dataclass(frozen=True)
