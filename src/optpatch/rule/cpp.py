@@ -14,9 +14,8 @@ from optpatch.cpp_frontend import (
 from optpatch.planner import preview
 from optpatch.source import LINE_BREAK
 
-__all__ = [
-    "FUNCTION_KINDS", "LINE_BREAK", "LOOP_KINDS", "CppUnit", "Node", "Place", "Token", "is_callee", "kernel_name",
-    "matching_bracket", "preview", "split_top_level", "statement_lines", "unwrap",
-]
 # A node's kind and type kind are libclang's enums: rules compare them by member (`node.kind is CursorKind.CALL_EXPR`).
-__all__ += ["CursorKind", "TypeKind"]
+__all__ = [
+    "FUNCTION_KINDS", "LINE_BREAK", "LOOP_KINDS", "CppUnit", "CursorKind", "Node", "Place", "Token", "TypeKind",
+    "is_callee", "kernel_name", "matching_bracket", "preview", "split_top_level", "statement_lines", "unwrap",
+]
