@@ -344,9 +344,14 @@ def _stop_workers(pool) -> None:
 
     `shutdown(wait=False)` would leave each worker finishing its files, or
     waiting forever for more once this process is gone; so each is
-    terminated, and killed if it does not end at once.
+    terminated, and killed if it does not end at once. Then the executor's
+    own thread, which notices the dead workers and closes its wake-up pipe,
+    is waited for: until it has, this process's exit hook for process pools
+    may write to that pipe as it closes, and print a traceback (EBADF, seen
+    under load). `shutdown` forgets that thread, so it is taken first.
     """
     workers = list((pool._processes or {}).values())  # the executor has no public handle on its processes
+    manager = pool._executor_manager_thread  # nor on its thread
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:
         worker.terminate()
@@ -355,11 +360,8 @@ def _stop_workers(pool) -> None:
         if worker.is_alive():
             worker.kill()
             worker.join()
-    # The executor's own thread notices the dead workers and closes its wake-up pipe; until it has, the
-    # interpreter's exit hook may write to that pipe as it closes and print a traceback (EBADF, seen under load).
-    manager = getattr(pool, "_executor_manager_thread", None)
     if manager is not None:
-        manager.join(timeout=2)
+        manager.join(timeout=5)
 
 
 @dataclass(frozen=True)
