@@ -3,7 +3,6 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from optpatch.analysis.torch_api import LEGACY_TENSOR_TYPES
 from optpatch.rule import Example, Judgement, Rule
 from optpatch.rule.python import CallIndex, PythonModule
 
@@ -200,7 +199,13 @@ class PinnedAsyncH2D(Rule):
     tags = ("performance", "transfer")
     # Every site is a move (`.to(`, `.cuda(`), `torch.tensor(..., device=d)` ("tensor(" is in three times as many
     # files of NeMo) or a legacy CUDA constructor (`torch.cuda.LongTensor(`).
-    trigger_words = (".to(", ".cuda(", "device=", *(f"cuda.{name.rsplit('.', 1)[1]}(" for name in LEGACY_TENSOR_TYPES))
+    # Literal, so that a run reads them without importing the rule (rule_facts.py): test_scan_engine checks that
+    # they are the legacy constructors of analysis.torch_api.
+    trigger_words = (
+        ".to(", ".cuda(", "device=", "cuda.FloatTensor(", "cuda.DoubleTensor(", "cuda.HalfTensor(",
+        "cuda.BFloat16Tensor(", "cuda.ByteTensor(", "cuda.CharTensor(", "cuda.ShortTensor(", "cuda.IntTensor(",
+        "cuda.LongTensor(", "cuda.BoolTensor(",
+    )
     profiled_ops = ("aten::to", "aten::_to_copy", "aten::copy_", "cudaMemcpy", "cudaMemcpyAsync", "cudaStreamSynchronize")
 
     VALID = [
