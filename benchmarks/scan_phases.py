@@ -2,11 +2,12 @@
 
     PYTHONPATH=src python benchmarks/scan_phases.py TREE...
 
-Reads the call graph's index of every Python file (as the engine does first,
-in its main process), then runs the engine's per-file task over every file
-of each TREE (no pool, no cache) with the phases timed: reading and the
-trigger-word check, the `ast` screens, CPython's nesting check, the libcst parse, the frontend's index, the
-libclang parse, and each rule's `check`. CPU seconds (`time.process_time`,
+Runs the engine's per-file task (step 1 of engine.run: a worker's) over
+every file of each TREE (no pool, no cache) with the phases timed: reading
+and the trigger-word check, the one `ast` parse of a Python file, the call
+graph's index, the `ast` screens, CPython's nesting check, the libcst
+parse, the frontend's index, the libclang parse, and each rule's `check`.
+The call graph's resolution across files (step 2) is not in it. CPU seconds (`time.process_time`,
 all threads). A profile summary for docs/benchmarks.md; nothing here is a test.
 """
 
@@ -17,18 +18,17 @@ import gc
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import libcst
 
 from optpatch import engine, passes
 from optpatch import python_frontend as frontend
-from optpatch.call_graph import index_file
+from optpatch.call_graph import index_tree
 from optpatch.config import Settings
 from optpatch.discovery import discover
-from optpatch.model import FileError, Language
 from optpatch.policy import FixPolicy
 from optpatch.rule import load_rules
-from optpatch.source import language_of, read_source
 
 SPENT: Counter = Counter()
 
@@ -54,6 +54,8 @@ def install_timers() -> None:
 
     frontend._parse_and_index = parse_and_index
     passes._screened = timed("ast screens", passes._screened)
+    engine.parse_module = timed("ast parse (one per Python file)", engine.parse_module)
+    engine.call_graph = SimpleNamespace(index_tree=timed("call-graph index (a walk of that ast)", index_tree))
     parse = passes.parse
 
     def make_unit_timed(source, *args):
@@ -79,13 +81,8 @@ def main() -> None:
         SPENT.clear()
         files = discover(tree).files
         start = time.process_time()
-        for path, rel in files:  # the call graph's index, read in the main process before the analyses
-            if language_of(rel) is Language.PYTHON:
-                source = read_source(path, rel)
-                if not isinstance(source, FileError):
-                    timed("call-graph index (its own ast parse)", index_file)(rel, source.text)
-        for path, rel in files:
-            task((path, rel, None, None))
+        for path, rel in files:  # step 1 of engine.run, as a worker runs it
+            task((path, rel))
         total = time.process_time() - start
         SPENT["everything else (reading, trigger words, findings, planning)"] = total - sum(SPENT.values())
         print(f"\n{tree.name}: {len(files)} files, {total:.2f} s CPU in one process\n")

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import ast
 import enum
-import warnings
 from dataclasses import dataclass, field
 from typing import Iterator
+
+from optpatch.python_screen import parse_module
 
 MODULE = "<module>"  # the qualified name of a file's module-level code
 MAX_HOPS = 8  # re-exports and base classes followed at most this deep (cycles end here too)
@@ -137,12 +138,13 @@ def module_name(rel: str) -> str:
 
 def index_file(rel: str, text: str) -> FileCalls | None:
     """The file's definitions, imports and calls; None when Python's parser refuses it."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a SyntaxWarning about the user's code is not ours to print
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    tree = parse_module(text)
+    return index_tree(rel, tree) if tree is not None else None
+
+
+def index_tree(rel: str, tree: ast.Module) -> FileCalls | None:
+    """The definitions, imports and calls of a file's `ast` (the engine parses each file once, for this and the
+    rules' screens); None when it nests too deeply to walk."""
     indexer = _Indexer()
     try:
         indexer.visit_body(tree.body, MODULE, None, Edge.CALL)

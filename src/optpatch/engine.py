@@ -1,12 +1,22 @@
-"""The run: discover files, analyse each (from the cache when its bytes are known), settle, merge.
+"""The run: discover files, analyse each (from the cache when its bytes are known), build the call graph, settle, merge.
 
 Each file goes through passes.py: a policy-free analysis, then `settle`,
 which applies this run's fix policy. Analyses are what the result cache
 keeps, so the cache never carries a decision from one run to another.
-Files whose analysis is cached are settled here; the others are analysed
-and settled in a process pool when there are enough of them. Results are
-merged in path order whatever the number of workers, so the patch is
-byte-identical for any --jobs.
+
+1. Analyse: the files the cache does not hold are read, in a process pool
+   when there are enough of them. Each Python file's `ast` is parsed once,
+   for both its part of the call graph and the rules' screens; the worker
+   also settles the file once without frequencies, so that the texts this
+   policy leads to and their safety-net verdicts are in its record.
+2. The call graph: every Python file's part (the cache's, or step 1's) is
+   resolved across files, and each function's frequency classified.
+3. Settle: every file, cached or just analysed, is settled here with its
+   frequencies, from its record (a filter that reads the weighed impact,
+   as --min-impact does, may ask for a text the record lacks).
+
+Results are merged in path order whatever the number of workers, so the
+patch is byte-identical for any --jobs.
 
 Cost, cheapest first: a file whose bytes are in the result cache is not
 read further (cache.py); a file that holds none of a rule's trigger words
@@ -27,13 +37,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
+from optpatch import call_graph
 from optpatch.config import ConfigResolver, Settings
 from optpatch.cpp_headers import HeaderSetup
 from optpatch.discovery import discover, is_generated
 from optpatch.formatter_config import FormatterConfig, read_formatter_config
-from optpatch.model import FileError, Tier
+from optpatch.model import FileError, Language, Tier
 from optpatch.passes import Analysis, FileRecord, FindingFilter, analyse_text, rules_for, settle, suppression_lines, text_digest
 from optpatch.policy import FixPolicy
+from optpatch.python_screen import parse_module
 from optpatch.results import FileResult, RunResult
 from optpatch.rule import Rule, builtin_rules_dir, load_rules, select_rules
 from optpatch.rule_facts import RuleFacts, rule_facts
@@ -80,13 +92,14 @@ def run(
         found.warnings.extend(too_large)
         oversized.extend(rel for rel, _ in too_large)
         groups.append(_Group.open(root, group_settings, group_policy, files, use_cache, filters))
-    calls, fresh = _project_calls(root, configs, groups, paths, use_cache)
-    weights = _frequencies(calls, profile, [facts for group in groups for facts in group.rules])
     counter = _Counter(progress, len(found.files))
     jobs = max(1, jobs or os.cpu_count() or 1)
+    analysed = [group.analyse(jobs, counter) for group in groups]
+    calls = _project_calls(root, configs, groups, analysed, paths, use_cache)
+    weights = _frequencies(calls, profile, [facts for group in groups for facts in group.rules])
     results: list[FileResult] = []
-    for group in groups:
-        results.extend(group.finish(fresh, weights, jobs, counter))
+    for group, fresh in zip(groups, analysed):
+        results.extend(group.finish(fresh, weights, counter))
     results.sort(key=lambda r: r.rel)
     found.skipped.sort()
     return RunResult(root.resolve(), results, found.errors, found.skipped, time.perf_counter() - started,
@@ -100,6 +113,16 @@ def _settings_of(configs: ConfigResolver, path: Path) -> Settings:
     return settings
 
 
+@dataclass(frozen=True)
+class _Read:
+    """One file's bytes and record, before this run's settling: from the cache, or analysed by step 1."""
+
+    path: Path
+    rel: str
+    raw: bytes
+    record: FileRecord
+
+
 @dataclass
 class _Group:
     """The files that share one configuration: their rules, task and cache pack, and which the cache holds."""
@@ -108,7 +131,7 @@ class _Group:
     rules: list[RuleFacts]
     task: "_FileTask"
     store: object  # the ResultCache of this group's pack, or None
-    cached: list  # (path, rel, bytes, record)
+    cached: list[_Read]
     todo: list[tuple[Path, str]]
 
     @classmethod
@@ -123,24 +146,35 @@ class _Group:
         cached, todo = _cached(store, files, settings.max_file_size) if store is not None else ([], files)
         return cls(settings, rules, task, store, cached, todo)
 
-    def finish(self, fresh: dict, weights, jobs: int, counter: "_Counter") -> list[FileResult]:
-        """Settle the cached files, analyse the others (in a process pool when many), and save the pack."""
+    def analyse(self, jobs: int, counter: "_Counter") -> list["_Read | FileResult"]:
+        """Step 1: the files the cache does not hold, analysed (in a process pool when many); a file that cannot
+        be read is its result already."""
+        analysed = list(_map(self.task, self.todo, jobs, counter.offset()))
+        counter.done += len(self.todo)
+        return analysed
+
+    def finish(self, analysed: list["_Read | FileResult"], weights, counter: "_Counter") -> list[FileResult]:
+        """Step 3: settle the cached files and the analysed ones with their frequencies, and save the pack."""
         results: list[FileResult] = []
-        for path, rel, raw, record in self.cached:
-            with _collections_paused():
-                results.append(self.task.settle(record, path, rel, raw, weights(rel)))
-            if record.changed:  # this policy led to a text, or a rewrite, the cache had not seen
-                self.store.put(rel, record)
+        for read in self.cached:
+            results.append(self._settled(read, weights))
+            if read.record.changed:  # this policy led to a text, or a rewrite, the cache had not seen
+                self.store.put(read.rel, read.record)
         counter.add(len(results))
-        todo = [(path, rel, fresh.get(rel), weights(rel)) for path, rel in self.todo]
-        for result, record in _map(self.task, todo, jobs, counter.offset()):
-            results.append(result)
-            if self.store is not None and record is not None:
-                self.store.put(result.rel, record)
-        counter.done += len(todo)
+        for read in analysed:
+            if isinstance(read, FileResult):
+                results.append(read)
+                continue
+            results.append(self._settled(read, weights))
+            if self.store is not None:
+                self.store.put(read.rel, read.record)
         if self.store is not None:
             self.store.save()
         return results
+
+    def _settled(self, read: _Read, weights) -> FileResult:
+        with _collections_paused():
+            return self.task.settle(read.record, read.path, read.rel, read.raw, weights(read.rel))
 
 
 def _within_size(files: list[tuple[Path, str]], limit: int) -> tuple[list[tuple[Path, str]], list[tuple[str, str]]]:
@@ -187,8 +221,8 @@ def _open_cache(root: Path, rules: list[RuleFacts], settings: Settings, formatte
     return ResultCache.open(pack_key(root.resolve(), rules, settings, code, formatters.sources))
 
 
-def _cached(store, files: list[tuple[Path, str]], max_bytes: int):
-    """Split the files into those whose analysis the cache holds, as (path, rel, bytes, record), and those to analyse."""
+def _cached(store, files: list[tuple[Path, str]], max_bytes: int) -> tuple[list[_Read], list[tuple[Path, str]]]:
+    """Split the files into those whose analysis the cache holds and those to analyse."""
     hits, misses = [], []
     for path, rel in files:
         record = raw = None
@@ -202,7 +236,7 @@ def _cached(store, files: list[tuple[Path, str]], max_bytes: int):
         if record is None or not record.analyses:  # none, or the call-graph index alone (a narrowed run's)
             misses.append((path, rel))
         else:
-            hits.append((path, rel, raw, record))
+            hits.append(_Read(path, rel, raw, record))
     return hits, misses
 
 
@@ -214,23 +248,20 @@ def _policy_with(policy: FixPolicy, settings: Settings) -> FixPolicy:
                    tiers=tuple(sorted(set(policy.tiers) | set(own.tiers))), fix_areas=own.fix_areas)
 
 
-def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group], paths, use_cache: bool):
-    """Every Python file's part of the call graph, by path; and those of the files to analyse, for their records.
+def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group], analysed: list[list], paths,
+                   use_cache: bool) -> dict:
+    """Step 2's input: every Python file's part of the call graph, by path.
 
-    A cached record carries its file's; the others are read from their
-    `ast` here. A run narrowed to some paths still needs the whole
-    project's, since callers live anywhere: each such file is indexed with
-    its own configuration's settings and kept in its own pack.
+    Each record carries its file's: the cache's, or step 1's. A run
+    narrowed to some paths still needs the whole project's, since callers
+    live anywhere: each other file is indexed here with its own
+    configuration's settings and kept in its own pack.
     """
     from optpatch.model import Language
     from optpatch.source import language_of
 
-    calls = {rel: record.calls for group in groups for _, rel, _, record in group.cached if record.calls is not None}
-    fresh = {}
-    for group in groups:
-        for path, rel in group.todo:
-            if language_of(rel) is Language.PYTHON and (index := _indexed(path, rel, group.settings, group.store)) is not None:
-                calls[rel] = fresh[rel] = index
+    reads = [read for group, fresh in zip(groups, analysed) for read in (*group.cached, *fresh) if isinstance(read, _Read)]
+    calls = {read.rel: read.record.calls for read in reads if read.record.calls is not None}
     if paths is not None:
         others: dict[Settings, list[tuple[Path, str]]] = {}
         for path, rel in discover(root, configs, None).files:
@@ -246,12 +277,12 @@ def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group], pa
                     calls[rel] = index
             if store is not None and settings not in stores:
                 store.save()
-    return calls, fresh
+    return calls
 
 
 def _indexed(path: Path, rel: str, settings: Settings, store, keep: bool = False):
-    """A file's part of the call graph: the cache's, else read from its `ast` (and kept, for a file this run does
-    not analyse: a narrowed run, such as pre-commit's, would otherwise read the whole project's every time)."""
+    """A file this run does not analyse: its part of the call graph, the cache's, else read from its `ast` (and
+    kept: a narrowed run, such as pre-commit's, would otherwise read the whole project's every time)."""
     from optpatch.call_graph import index_file
 
     source = read_source(path, rel, settings.max_file_size)
@@ -303,7 +334,7 @@ class _Counter:
         return lambda index, _: self.progress(before + index, self.total)
 
 
-def _map(task, files, jobs, progress) -> Iterator[tuple[FileResult, FileRecord | None]]:
+def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
     total = len(files)
     if jobs == 1 or total < PARALLEL_THRESHOLD:
         for index, item in enumerate(files, start=1):
@@ -384,34 +415,42 @@ class _FileTask:
         chosen = [rule for rule in load_rules() if rule.code in self.codes]
         return rules_for(self.settings.pattern_path(path, rel) or rel, chosen, self.settings)
 
-    def __call__(self, item: tuple) -> tuple[FileResult, FileRecord | None]:
-        """Analyse and settle one file: its result, and the record the cache keeps (None: not cacheable).
+    def __call__(self, item: tuple[Path, str]) -> _Read | FileResult:
+        """Step 1 for one file (PATH, its name in the root): its record, or its result when it cannot be read.
 
-        ITEM: the path, its name in the root, its part of the call graph and how often its functions run.
+        The file is settled once here, without frequencies, for what that
+        leaves in its record: the texts this policy's fixes lead to, their
+        analyses and safety-net verdicts. Step 3 settles it again from the
+        record, weighed; the frequencies change no text unless a filter
+        reads them.
         """
-        path, rel, calls, frequencies = item
+        path, rel = item
         source = read_source(path, rel, self.settings.max_file_size, self.settings.area_of(path, rel))
         if isinstance(source, FileError):
-            return FileResult(rel, error=source), None
+            return FileResult(rel, error=source)
         with _collections_paused():
             record = self.analyse(source)
-            record.calls = calls
-            result = self.settle(record, path, rel, source.raw, frequencies, source)
-        self.anticipate_the_flip(record, path, rel, source, frequencies)
-        return result, record
+            self.settle(record, path, rel, source.raw, None, source)
+        self.anticipate_the_flip(record, path, rel, source)
+        return _Read(path, rel, source.raw, record)
 
     def analyse(self, source: SourceFile) -> FileRecord:
+        """The file's record: its analysis, and a Python file's part of the call graph, from one `ast` parse."""
         record = FileRecord(text_digest(source.raw), style=self.formatters.style_of(source.rel, source.language))
+        tree = None
+        if source.language is Language.PYTHON and (tree := parse_module(source.text)) is not None:
+            record.calls = call_graph.index_tree(source.rel, tree)
         if is_generated(source.text):
             record.analyses[record.digest] = Analysis(skipped="generated file")
         elif not any(facts.wants(source) for facts in self.facts):
             # no rule can have a site here: no import, no parse, and any suppression in it silences nothing
             record.analyses[record.digest] = Analysis(unused_suppressions=tuple(suppression_lines(source)))
         else:
-            record.analyses[record.digest] = analyse_text(source, self.rules(source.path, source.rel), record.style, self.headers)
+            record.analyses[record.digest] = analyse_text(source, self.rules(source.path, source.rel), record.style,
+                                                          self.headers, tree)
         return record
 
-    def anticipate_the_flip(self, record: FileRecord, path: Path, rel: str, source: SourceFile, frequencies=None) -> None:
+    def anticipate_the_flip(self, record: FileRecord, path: Path, rel: str, source: SourceFile) -> None:
         """Settle once more with --unsafe-fixes flipped, when that changes what applies, so the record holds its
         later passes and safety-net verdict too.
 
@@ -425,7 +464,7 @@ class _FileTask:
         if not any(f.fix is not None and f.fix.tier is Tier.UNSAFE for f in first.findings):
             return
         flipped = replace(self.policy, unsafe_fixes=not self.policy.unsafe_fixes)
-        settle(record, lambda: source, lambda: self.rules(path, rel), flipped, self.filters, rel, self.headers, frequencies)
+        settle(record, lambda: source, lambda: self.rules(path, rel), flipped, self.filters, rel, self.headers)
 
     def settle(self, record: FileRecord, path: Path, rel: str, raw: bytes, frequencies=None,
                source: SourceFile | None = None) -> FileResult:

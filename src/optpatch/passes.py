@@ -45,6 +45,8 @@ from optpatch.source import SourceFile
 from optpatch.suppression import apply_suppressions, find_suppressions
 
 if TYPE_CHECKING:
+    import ast
+
     from optpatch.call_graph import FileCalls
     from optpatch.formatter_config import FileStyle
     from optpatch.frequency import FileFrequencies
@@ -130,7 +132,7 @@ def text_digest(data: bytes) -> str:
 
 
 def analyse_text(source: SourceFile, rules: Iterable[type[Rule]], style: "FileStyle | None" = None,
-                 headers: HeaderSetup | None = None) -> Analysis:
+                 headers: HeaderSetup | None = None, tree: "ast.Module | None" = None) -> Analysis:
     """Every finding the rules make in this text, with suppressions honoured; no fix policy.
 
     `style`: how the project's formatter lays the file out; the rules shape their edits by it.
@@ -138,8 +140,10 @@ def analyse_text(source: SourceFile, rules: Iterable[type[Rule]], style: "FileSt
     the header-free parse; where their findings there may change with the
     headers, they see the file parsed with them (cpp_second_look.py).
     Without it, C++ is analysed header-free only.
+    `tree`: a Python text's `ast`, when the caller has parsed it (the engine
+    does, for the call graph): the screens read it instead of parsing again.
     """
-    wanted, calls = _screened([rule for rule in rules if rule.wants(source)], source)
+    wanted, calls = _screened([rule for rule in rules if rule.wants(source)], source, tree)
     if not wanted:
         return Analysis(unused_suppressions=tuple(suppression_lines(source)))
     try:
@@ -193,7 +197,8 @@ def _pattern(pattern: str) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
-def _screened(rules: list[type[Rule]], source: SourceFile) -> tuple[list[type[Rule]], "CallIndex | None"]:
+def _screened(rules: list[type[Rule]], source: SourceFile, tree: "ast.Module | None" = None,
+              ) -> tuple[list[type[Rule]], "CallIndex | None"]:
     """Drop the rules whose `screen` rejects the file's `ast` (parsed once, only if some rule screens or needs).
 
     Also returns the `ast`'s call index, when Python's own parser took the
@@ -206,7 +211,7 @@ def _screened(rules: list[type[Rule]], source: SourceFile) -> tuple[list[type[Ru
         return rules, None
     from optpatch.python_screen import CallIndex
 
-    calls = CallIndex.of(source.text)
+    calls = CallIndex.of(source.text, tree)
     if calls is None:
         return rules, None  # `ast` refused the file: libcst reports the syntax error properly
     return [rule for rule in rules if rule.screen(calls)], calls

@@ -70,14 +70,16 @@ class CallIndex:
                 self.outer_bindings.append(node)
 
     @classmethod
-    def of(cls, text: str) -> "CallIndex | None":
-        """The index of `text`, or None when `ast` cannot parse it."""
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escape sequences and the like are not ours to report
-                return cls(ast.parse(text))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+    def of(cls, text: str, tree: ast.Module | None = None) -> "CallIndex | None":
+        """The index of `text`, or None when `ast` cannot parse it. TREE: its `ast`, when the caller parsed it."""
+        tree = tree if tree is not None else parse_module(text)
+        if tree is None:
             return None
+        try:
+            return cls(tree)
+        except RecursionError:
+            return None
+
 
     def named(self, *names: str) -> list[ast.Call]:
         """The calls whose callee is `name(...)` or `<anything>.name(...)`, in no particular order."""
@@ -147,6 +149,21 @@ class CallIndex:
         if facts is None:
             facts = self._functions_around[id(function)] = _FunctionFacts.of(function)
         return facts
+
+
+
+def parse_module(text: str) -> ast.Module | None:
+    """The `ast` of a Python text, or None when Python's parser refuses it.
+
+    The one parse a file's first look needs: the engine parses each file
+    once, and hands the tree to both the call graph's index and the screens.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like are not ours to report
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _outermost_functions(functions: dict[str, list]) -> tuple[list[int], list[tuple]]:
