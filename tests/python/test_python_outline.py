@@ -233,8 +233,8 @@ def test_each_need_is_needed(case, monkeypatch):
     if owner == "outer":
         index = CallIndex.of
 
-        def without_outer_bindings(source_text):
-            calls = index(source_text)
+        def without_outer_bindings(source_text, tree=None):
+            calls = index(source_text, tree)
             calls.outer_bindings = [node for node in calls.outer_bindings if not dropped(node)]
             return calls
 
@@ -288,8 +288,8 @@ def test_sites_whose_callee_their_function_decides_are_not_judged_alone(case, mo
     else:
         index = CallIndex.of
 
-        def forgetting(source_text):
-            calls = index(source_text)
+        def forgetting(source_text, tree=None):
+            calls = index(source_text, tree)
             setattr(calls, check, set() if check == "imported_names" else False)
             return calls
 
