@@ -79,6 +79,8 @@ def run(
     """
     started = time.perf_counter()
     configs = settings if isinstance(settings, ConfigResolver) else ConfigResolver.fixed(settings)
+    if paths and all(_is_the_root(path, root) for path in paths):
+        paths = None  # `optpatch check .`: the whole tree, so its call graph needs no second walk
     found = discover(root, configs, paths)
     by_settings: dict[Settings, list[tuple[Path, str]]] = {}
     for path, rel in found.files:
@@ -104,6 +106,12 @@ def run(
     found.skipped.sort()
     return RunResult(root.resolve(), results, found.errors, found.skipped, time.perf_counter() - started,
                      oversized=sorted(oversized), warnings=sorted(found.warnings))
+
+
+def _is_the_root(path: Path, root: Path) -> bool:
+    """PATH names ROOT's folder itself, as discovery walks it (a link to it is classified instead)."""
+    path = path if path.is_absolute() else Path.cwd() / path
+    return not path.is_symlink() and path.is_dir() and path.resolve() == root.resolve()
 
 
 def _settings_of(configs: ConfigResolver, path: Path) -> Settings:

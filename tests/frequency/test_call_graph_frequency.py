@@ -16,6 +16,7 @@ import pytest
 from conftest import FIXTURES, run_cli
 from optpatch import call_graph, engine
 from optpatch.config import Settings
+from optpatch.discovery import discover
 from optpatch.model import Frequency, Impact
 from optpatch.policy import FixPolicy
 
@@ -96,6 +97,18 @@ def test_a_narrowed_run_still_reads_the_callers_in_the_rest_of_the_project(proje
     assert frequencies(again)["model.py", 20] is Frequency.ONE_TIME
     full = engine.run(project, Settings(), FixPolicy(), jobs=1)
     assert frequencies(full) == expected(project)  # a record holding only the index is analysed when its file is
+
+
+def test_a_run_named_for_the_root_itself_walks_the_tree_once(project, monkeypatch):
+    """`optpatch check .` names the root: not a narrowed run, whose call graph walks the project again."""
+    walks = []
+    monkeypatch.setattr(engine, "discover", lambda *args: walks.append(args[2]) or discover(*args))
+    result = engine.run(project, Settings(), FixPolicy(), paths=[project], jobs=1, use_cache=False)
+    assert walks == [None]
+    assert frequencies(result) == expected(project)
+    walks.clear()
+    engine.run(project, Settings(), FixPolicy(), paths=[project / "rope.py"], jobs=1, use_cache=False)
+    assert walks == [[project / "rope.py"], None]  # narrowed: the rest of the project is walked for its callers
 
 
 def test_min_impact_hides_and_leaves_unfixed_the_lower_impacts_and_the_report_ranks_them(project):
