@@ -15,7 +15,7 @@ from optpatch.rule import Context, Example, Judgement, Rule
 from optpatch.rule.cpp import CppUnit
 
 from .obligations import examine
-from .sites import MENTION, factory_calls, unparsed
+from .sites import factory_calls, may_call_a_factory, unparsed
 
 
 class ZerosToEmptyCpp(Rule):
@@ -157,7 +157,7 @@ class ZerosToEmptyCpp(Rule):
     ]
 
     def check(self, unit: CppUnit) -> Iterator[Judgement]:
-        if not MENTION.search(unit.source.text):
+        if not may_call_a_factory(unit.source.text):
             return
         analysed: set[int] = set()
         for call in factory_calls(unit):
