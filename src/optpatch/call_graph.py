@@ -456,9 +456,10 @@ class _Resolver:
             self.top[rel] = names
         self.unique_methods = {name: nodes[0] for name, nodes in by_name.items()
                                if len(nodes) == 1 and name not in _COMMON and not name.startswith("__")}
+        self._bases: dict[Node, tuple[Node, ...]] = {}
         self.subclasses: dict[Node, list[Node]] = {}
         for cls in self.class_info:
-            for base in list(self.bases(cls))[1:2 + MAX_HOPS]:
+            for base in self.bases(cls)[1:2 + MAX_HOPS]:
                 self.subclasses.setdefault(base, []).append(cls)
 
     # -- names --
@@ -526,8 +527,16 @@ class _Resolver:
 
     # -- classes --
 
-    def bases(self, cls: Node) -> Iterator[Node]:
-        """CLS and its bases defined in the project, nearest first, at most MAX_HOPS deep."""
+    def bases(self, cls: Node) -> tuple[Node, ...]:
+        """CLS and its bases defined in the project, nearest first, at most MAX_HOPS deep.
+
+        Resolved once per class: every `self.m` in the project asks for them (DeepSpeed: 90,000 look-ups)."""
+        found = self._bases.get(cls)
+        if found is None:
+            found = self._bases[cls] = tuple(self._resolved_bases(cls))
+        return found
+
+    def _resolved_bases(self, cls: Node) -> Iterator[Node]:
         seen, queue = set(), [cls]
         while queue and len(seen) < MAX_HOPS:
             current = queue.pop(0)
@@ -587,8 +596,7 @@ class _Resolver:
             return []
         start = cls
         if parts[0] == "super":
-            bases = list(self.bases(cls))[1:]
-            for base in bases:
+            for base in self.bases(cls)[1:]:
                 definition = self.methods.get(base, {}).get(parts[1])
                 if definition is not None:
                     return [Node(base.rel, definition.qualname)] if len(parts) == 2 else []
