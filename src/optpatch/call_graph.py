@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import ast
 import enum
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from optpatch.python_screen import parse_module
+from optpatch.python_screen import child_fields, parse_module
 
 MODULE = "<module>"  # the qualified name of a file's module-level code
 MAX_HOPS = 8  # re-exports and base classes followed at most this deep (cycles end here too)
@@ -271,9 +272,8 @@ class _Indexer:
 
     def expression(self, node: ast.expr, scope: str, cls: str | None, edge: Edge) -> None:
         """Every call in an expression (lambdas and comprehensions included: they run as part of their function)."""
-        for sub in ast.walk(node):
-            if type(sub) is ast.Call:
-                self.call(sub, scope, edge)
+        for call in _calls_in(node):
+            self.call(call, scope, edge)
 
     def call(self, node: ast.Call, scope: str, edge: Edge) -> None:
         callee = dotted(node.func)
@@ -288,6 +288,28 @@ class _Indexer:
             name = dotted(argument)
             if name is not None and name not in ("self", "cls"):
                 self.calls.append(CallSite(scope, name, node.lineno, handed, handed=True))
+
+
+def _calls_in(node: ast.expr) -> list[ast.Call]:
+    """The calls in an expression, in `ast.walk`'s order (breadth first), at about twice its speed: only the
+    fields that may hold nodes are read (the index walks every expression of the project: DeepSpeed, 690,000)."""
+    found = []
+    todo = deque((node,))
+    pop, push = todo.popleft, todo.append
+    while todo:
+        node = pop()
+        kind = type(node)
+        if kind is ast.Call:
+            found.append(node)
+        for name in child_fields(kind):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push(item)
+            elif isinstance(value, ast.AST):
+                push(value)
+    return found
 
 
 def _outermost_loops(body: list[ast.stmt]) -> Iterator[ast.stmt]:

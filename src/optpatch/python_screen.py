@@ -234,11 +234,7 @@ def _walk(tree: ast.AST, parents: dict[int, ast.AST] | None = None):
         if not isinstance(node, ast.AST):
             continue  # `None` in a dict's keys, or a name in `global a, b`
         yield node
-        kind = type(node)
-        fields = _NODE_FIELDS.get(kind)
-        if fields is None:
-            fields = _NODE_FIELDS[kind] = () if kind is ast.Constant else tuple(n for n in kind._fields if n not in _NOT_NODES)
-        for name in fields:
+        for name in child_fields(type(node)):
             value = getattr(node, name, None)
             if type(value) is list:
                 extend(value)
@@ -249,6 +245,14 @@ def _walk(tree: ast.AST, parents: dict[int, ast.AST] | None = None):
                 push(value)
                 if parents is not None:
                     parents[id(value)] = node
+
+
+def child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of an `ast` node type that may hold nodes, in `_fields` order (so `ast.iter_child_nodes`'s)."""
+    fields = _NODE_FIELDS.get(kind)
+    if fields is None:
+        fields = _NODE_FIELDS[kind] = () if kind is ast.Constant else tuple(n for n in kind._fields if n not in _NOT_NODES)
+    return fields
 
 
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
