@@ -1,6 +1,7 @@
 """OPT201, vla-to-vector: the rule's declarations, manual and examples.
 
-The analyses beside it, in the order `check` runs them: candidates.py
+The analyses beside it, in the order `check` runs them: screen.py (whether
+the text may declare an array at all, before the parse), candidates.py
 (which declarations to judge), obligations.py (the proof obligations, in
 order), bound.py (a run-time bound), declaration.py (a plain `T name[n];`),
 uses.py (every use understood), repetition.py (how often it runs: the
@@ -16,6 +17,7 @@ from optpatch.rule.cpp import CppUnit
 
 from . import candidates  # through the module: tests/cpp/test_opt201_fast_path.py swaps in the plain walk
 from .obligations import examine
+from .screen import may_declare_an_array
 
 
 class VlaToVector(Rule):
@@ -181,6 +183,11 @@ class VlaToVector(Rule):
             tier="validate",
         ),
     ]
+
+    @classmethod
+    def screen_text(cls, text: str) -> bool:
+        """Only a file whose text may declare an array of non-literal size is parsed for this rule (screen.py)."""
+        return may_declare_an_array(text)
 
     @classmethod
     def needs_headers(cls, unit: CppUnit, findings: list[Finding]) -> bool:

@@ -8,14 +8,14 @@ import re
 from typing import Iterator
 
 from optpatch.rule import KeepCategory, Kept
-from optpatch.rule.cpp import CppUnit, CursorKind, Node
+from optpatch.rule.cpp import BETWEEN_TOKENS, CppUnit, CursorKind, Node
 
 # The factory each zero-filling factory becomes: same arguments, same result but for the values.
 EMPTY_OF = {"zeros": "empty", "zeros_like": "empty_like"}
 _MENTION = re.compile(r"\bzeros(?:_like)?\b")
 # A call names the factory and opens its arguments: `at::zeros(`, `torch::zeros_like (`, with comments or a line
 # continuation between. A macro may name it alone (`#define Z torch::zeros`), to be called where it expands.
-_CALL_SHAPED = re.compile(r"\bzeros(?:_like)?\b(?:\s|\\\n|/\*.*?\*/|//[^\n]*)*\(", re.S)
+_CALL_SHAPED = re.compile(rf"\bzeros(?:_like)?\b{BETWEEN_TOKENS}\(")
 _MACRO = re.compile(r"#\s*define\b")
 
 

@@ -79,6 +79,10 @@ _KEEP_GOING = 0x200  # CXTranslationUnit_KeepGoing: go on after a missing #inclu
 VLA_OPTION = "-Wvla-cxx-extension"  # clang's warning that a declaration is a variable-length array
 ERROR = 3  # CXDiagnostic_Error: a diagnostic of this severity or above (Fatal, 4) is an error
 PREPROCESSOR_CATEGORY = "Lexical or Preprocessor Issue"  # an #include not found is an error of this category
+# What may stand between two tokens of C++ text: blanks, comments and line continuations, as a regular expression
+# to build others with (`rf"\bzeros{BETWEEN_TOKENS}\("`). Atomic: nothing in a comment reads as code, and a
+# `//////` banner cannot make a search try every way of splitting it (exponential before it was).
+BETWEEN_TOKENS = r"(?>(?:\s|\\\r?\n|/\*(?s:.*?)\*/|//[^\n]*)*)"
 _INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*(?:include|include_next|import)[ \t]*([<"])([^>"]+)[>"]')
 
 FUNCTION_KINDS = frozenset({

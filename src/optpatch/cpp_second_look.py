@@ -111,6 +111,17 @@ def _why(unit: CppUnit, detail: str) -> str:
     return f"wanted for {asked}{more}" + (f"; {detail}" if detail else "")
 
 
+def unparsed(source: SourceFile, setup: HeaderSetup) -> HeaderReport:
+    """The report of a file no rule's screen let through (`Rule.screen_text`): no parse ran, with or without headers."""
+    flags = setup.flags_for(Path(source.path))
+    if isinstance(flags, HeaderReport):  # --no-headers, or no flags to be found
+        return flags
+    return HeaderReport(flags.mode, HeaderOutcome.NOT_NEEDED, NOT_PARSED)
+
+
+NOT_PARSED = "no candidate in its text: not parsed"
+
+
 def _not_needed(analysis: Analysis) -> str:
     """Why no parse with headers started: no finding, or only findings no header can change."""
     if not analysis.findings:

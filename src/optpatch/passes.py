@@ -143,7 +143,13 @@ def analyse_text(source: SourceFile, rules: Iterable[type[Rule]], style: "FileSt
     `tree`: a Python text's `ast`, when the caller has parsed it (the engine
     does, for the call graph): the screens read it instead of parsing again.
     """
-    wanted, calls = _screened([rule for rule in rules if rule.wants(source)], source, tree)
+    wanted = [rule for rule in rules if rule.wants(source)]
+    screened = [rule for rule in wanted if rule.screen_text(source.text)]
+    if wanted and not screened and headers is not None and source.language is Language.CPP:
+        from optpatch.cpp_second_look import unparsed
+
+        return Analysis(unused_suppressions=tuple(suppression_lines(source)), headers=unparsed(source, headers))
+    wanted, calls = _screened(screened, source, tree)
     if not wanted:
         return Analysis(unused_suppressions=tuple(suppression_lines(source)))
     try:

@@ -100,6 +100,20 @@ class Rule:
         return not cls.trigger_words or any(w in source.text for w in cls.trigger_words)
 
     @classmethod
+    def screen_text(cls, text: str) -> bool:
+        """False when the file's text already shows it holds no site: runs after `trigger_words`, before any parser.
+
+        For a rule whose trigger words are in nearly every file (OPT201's
+        `[`) and whose sites a look at the text can rule out (a C++ file,
+        whose parse is most of its cost, has no use for `screen`). Not one of
+        the facts a run reads without importing the rule (rule_facts.py), so
+        `trigger_words` stay the cheap first filter. Like `screen`, it must
+        accept every file where `check` could find a site or `needs_headers`
+        ask for headers. The default accepts every file.
+        """
+        return True
+
+    @classmethod
     def screen(cls, calls: "CallIndex") -> bool:
         """False when the file's Python `ast` already shows it holds no site (Python rules only).
 

@@ -1,0 +1,81 @@
+"""OPT201's screen (whether the text may declare an array of non-literal size) may skip a file only where the full
+check on its parse finds nothing, and must spare the parse where it can: that is all it is for.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from optpatch import passes
+from optpatch.config import Settings
+from optpatch.passes import analyse_file
+from optpatch.policy import FixPolicy
+from optpatch.rule import load_rules, select_rules
+from optpatch.source import SourceFile
+
+from cpp_fixtures import corpus
+
+RULE = select_rules(load_rules(), ["OPT201"])[0]
+SCREEN = sys.modules[RULE.__module__.rsplit(".", 1)[0] + ".screen"]
+
+USED = "  consume(a, n);\n}\n"  # no `a[i]`: each case below is found by its own spelling alone
+CASES = {
+    # Skipped: no `[` opens a declarator of non-literal size.
+    "subscripts-only.cpp": "void f(float* a, int i) {\n  a[i] = a[i + 1];\n  g(a[0]);\n  return a[i];\n}\n",
+    "literal-bounds.cpp": "void f() {\n  float a[16][0x4];\n  a[1][2] = 0;\n}\n",
+    "operator.cpp": "struct S {\n  float& operator[](int i);\n};\n",
+    "new-array.cpp": "void f(int n) {\n  float* p = new float[n];\n  delete[] p;\n}\n",
+    "lambda-and-attribute.cpp": "void f(int n) {\n  [[maybe_unused]] int k = n;\n  auto g = [&](int i) { return i; };\n}\n",
+    # Checked in full: a declarator of non-literal size, however spelt.
+    "plain.cpp": "void f(int n) {\n  float a[n];\n" + USED,
+    "comment-before-the-bracket.cpp": "void f(int n) {\n  float a /* rows */ [n];\n" + USED,
+    "comment-line-before-the-bracket.cpp": "void f(int n) {\n  float a  // = b\n    [n];\n" + USED,
+    "continued-line.cpp": "void f(int n) {\n  float a \\\n    [n];\n" + USED,
+    "second-dimension.cpp": "void f(int n) {\n  float a[4][n];\n" + USED,
+    "parenthesised.cpp": "void f(int n) {\n  float (a)[n];\n" + USED,
+    # (A file with no `[` at all is not OPT201's: its trigger word. This one has a subscript the screen skips.)
+    "digraph.cpp": "void f(int n, float* x) {\n  float a<:n:>;\n  consume(a, x[0]);\n}\n",
+    "pasted.cpp": "#define CAT(x, y) x##y\nvoid f(int n) {\n  float CAT(a, b)[n];\n  consume(ab, n);\n}\n",
+    "macro-body.cpp": "#define BUFFER(n) float a[n]\nvoid f(int n) {\n  BUFFER(n);\n" + USED,
+    "after-a-call.cpp": "void f(int n) {\n  g(n); float a[n];\n" + USED,
+}
+SKIPPED = ("subscripts-only.cpp", "literal-bounds.cpp", "operator.cpp", "new-array.cpp", "lambda-and-attribute.cpp")
+
+
+def _sources() -> list[tuple[str, str]]:
+    return [(name, text) for name, text in corpus(RULE) if "[" in text] + sorted(CASES.items())
+
+
+def _source(name: str, text: str) -> SourceFile:
+    return SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "cpp")
+
+
+def _findings(name: str, text: str) -> list[tuple]:
+    result = analyse_file(_source(name, text), [RULE], Settings(), FixPolicy(unsafe_fixes=True))
+    assert result.error is None, result.error
+    return [(f.line, f.col, f.verdict, f.fix, f.reason) for f in result.findings]
+
+
+@pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
+def test_the_screen_changes_no_finding(name, text, monkeypatch):
+    screened = _findings(name, text)
+    monkeypatch.setattr(RULE, "screen_text", classmethod(lambda cls, text: True))
+    assert _findings(name, text) == screened
+
+
+def test_every_checked_case_has_a_finding():
+    """Else the cases above would pass with a screen that skips everything."""
+    for name, text in CASES.items():
+        if name not in SKIPPED:
+            assert SCREEN.may_declare_an_array(text), name
+            assert _findings(name, text), name
+
+
+@pytest.mark.parametrize("name", SKIPPED)
+def test_files_that_declare_no_such_array_are_not_parsed(name, monkeypatch):
+    monkeypatch.setattr(passes, "parse", lambda *args: pytest.fail("parsed"))
+    assert not SCREEN.may_declare_an_array(CASES[name])
+    assert _findings(name, CASES[name]) == []
