@@ -5,13 +5,14 @@ what a file costs (CUTLASS: 4.5 s of 14 s). But every declaration OPT201
 judges spells its bound in this file: a declarator `name[bound]` (after
 comments or line continuations, or as `(name)[bound]`), in the code or in a
 macro body defined here. So a file may be skipped when each `[` that follows
-a name has an integer literal for a bound, every dimension of it, or reads
-as an expression: after `=`, `+`, `[`, `;`, `.`, `(` and the like, as
-candidates._never_declared_here decides, or after `new`, `return` and the
-like. (A variable of a `typedef` or `using` of a variable-length type is
-not one OPT201 judges.) Digraphs (`a<:n:>`), trigraphs and token pasting
-(`CAT(a, b)[n]`) spell declarators no such look can see: a file with any
-is parsed.
+a name is in a comment, has no bound or an integer literal for one, every
+dimension of it, or reads as an expression: after `=`, `+`, `[`, `;`, `.`,
+`(`, `<` and the like, as candidates._never_declared_here decides, or after
+`new`, `return` and the like. (A variable of a `typedef` or `using` of a
+variable-length type is not one OPT201 judges.) Digraphs (`a<:n:>`),
+trigraphs and token pasting (`CAT(a, b)[n]`) spell declarators no such look
+can see: a file with any is parsed. Where a string or another comment could
+hide a comment mark, the `[` is read as code.
 
 What it cannot see, nor could the check on a header-free parse: an array
 declared by a macro of a header. OPT201 asks for headers only where this
@@ -28,9 +29,17 @@ from optpatch.rule.cpp import BETWEEN_TOKENS
 
 from .candidates import _CONSTANT_BOUND, _never_declared_here
 
-# A bracket after one of these opens no declarator: `operator[]`, `new T[n]`, `delete[] p`, `return a[i]`.
+# A bracket after one of these opens no declarator: `operator[]`, `new T[n]`, `delete[] p`, `return a[i]`,
+# `auto [x, y] = ...` (a structured binding), `struct [[deprecated]] S`.
 _NOT_A_DECLARATOR = frozenset({"operator", "new", "delete", "return", "case", "throw", "sizeof", "alignof", "co_return",
-                               "co_yield"})
+                               "co_yield", "auto", "struct", "class", "union", "enum", "else", "do"})
+# What before a name says it is read, not declared, beyond candidates._never_declared_here: `(` (`f(a[i])`; a
+# parenthesised declarator is seen at its `)`), `<` (`x < a[i]`, `out << a[i]`), `&` (`&a[i]`: no array of references).
+_BEFORE_A_READ = frozenset("(<&")
+_EMPTY_BOUND = re.compile(r"\s*\]")  # `T a[] = {...}`, `extern T a[];`, a parameter `T a[]`: never variable-length
+# On the line before a `//`, or before a `/*`: a quote or another comment mark may hide it, so nothing is concluded.
+_UNSURE_BEFORE_A_COMMENT = re.compile(r"[\"']|/\*|\*/")
+_UNSURE_BEFORE_A_BLOCK = re.compile(r"[\"']|//")
 _NEXT_BRACKET = re.compile(rf"{BETWEEN_TOKENS}\[")
 _UNSEEN_SPELLINGS = ("<:", "??(", "##")  # a digraph or trigraph `[`, token pasting
 _COMMENTED = -2  # what `_last_token_end` says when a comment ends right before: nothing is read through it
@@ -52,7 +61,7 @@ def may_declare_an_array(text: str) -> bool:
 
 
 def _may_open_a_declarator(text: str, bracket: int) -> bool:
-    if _literal_dimensions(text, bracket + 1):
+    if _EMPTY_BOUND.match(text, bracket + 1) or _literal_dimensions(text, bracket + 1) or _in_a_comment(text, bracket):
         return False
     end = _last_token_end(text, bracket)
     if end == _COMMENTED:
@@ -115,12 +124,25 @@ def _word_start(text: str, end: int) -> int:
 
 
 def _an_expression(text: str, start: int) -> bool:
-    """The `name[` at START is a subscript: candidates._never_declared_here says so, or the name follows `(`
-    (`f(a[i])`, `sizeof(a[0])`: no declarator starts there but a parenthesised one, `T (a)[n]`, seen at its `)`)."""
+    """The `name[` at START is a subscript: candidates._never_declared_here says so, or what comes before the
+    name does (`_BEFORE_A_READ`)."""
     at = start - 1
     while at >= 0 and text[at] in " \t\r\n":
         at -= 1
-    return (at >= 0 and text[at] == "(") or _never_declared_here(text, start)
+    return (at >= 0 and text[at] in _BEFORE_A_READ) or _never_declared_here(text, start)
+
+
+def _in_a_comment(text: str, at: int) -> bool:
+    """AT is inside a `//` comment on its line, or a `/* */` comment, as far as the text around says for certain:
+    False wherever a string or another comment before the mark could hold it (`"http://..."`, `// see /*`)."""
+    line_start = text.rfind("\n", 0, at) + 1
+    slashes = text.find("//", line_start, at)
+    if slashes >= 0 and not _UNSURE_BEFORE_A_COMMENT.search(text, line_start, slashes):
+        return True
+    opened = text.rfind("/*", 0, at)
+    if opened < 0 or text.find("*/", opened + 2, at) >= 0 or 'R"' in text:  # closed, or a raw string may hold it
+        return False
+    return not _UNSURE_BEFORE_A_BLOCK.search(text, text.rfind("\n", 0, opened) + 1, opened)
 
 
 def _literal_dimensions(text: str, after_bracket: int) -> bool:

@@ -29,6 +29,14 @@ CASES = {
     "operator.cpp": "struct S {\n  float& operator[](int i);\n};\n",
     "new-array.cpp": "void f(int n) {\n  float* p = new float[n];\n  delete[] p;\n}\n",
     "lambda-and-attribute.cpp": "void f(int n) {\n  [[maybe_unused]] int k = n;\n  auto g = [&](int i) { return i; };\n}\n",
+    "reads.cpp": (
+        "void f(int n, float* a, int* s) {\n  auto [x, y] = pair(n);\n  std::cout << a[n] << &a[n];\n  if (n < a[n]) g();\n"
+        "  int b[] = {1, 2};\n  extern float c[];\n}\nstruct [[nodiscard]] S {};\n"
+    ),
+    "in-comments.cpp": (
+        "// a[n] is the row\n/*\n * A[i] is compatible with B[i]\n */\nvoid f(float* a, int n) {\n"
+        "  g(a); /* b[n] */\n  g(a); // c[n]\n}\n"
+    ),
     # Checked in full: a declarator of non-literal size, however spelt.
     "plain.cpp": "void f(int n) {\n  float a[n];\n" + USED,
     "comment-before-the-bracket.cpp": "void f(int n) {\n  float a /* rows */ [n];\n" + USED,
@@ -41,8 +49,12 @@ CASES = {
     "pasted.cpp": "#define CAT(x, y) x##y\nvoid f(int n) {\n  float CAT(a, b)[n];\n  consume(ab, n);\n}\n",
     "macro-body.cpp": "#define BUFFER(n) float a[n]\nvoid f(int n) {\n  BUFFER(n);\n" + USED,
     "after-a-call.cpp": "void f(int n) {\n  g(n); float a[n];\n" + USED,
+    "after-a-url.cpp": 'void f(int n) {\n  log("http://x"); float a[n];\n' + USED,
+    "after-a-closed-comment.cpp": "void f(int n) {\n  /* // */ float a[n];\n" + USED,
+    "after-a-string-that-opens-no-comment.cpp": 'const char* open = "/*";\nvoid f(int n) {\n  float a[n];\n' + USED,
 }
-SKIPPED = ("subscripts-only.cpp", "literal-bounds.cpp", "operator.cpp", "new-array.cpp", "lambda-and-attribute.cpp")
+SKIPPED = ("subscripts-only.cpp", "literal-bounds.cpp", "operator.cpp", "new-array.cpp", "lambda-and-attribute.cpp",
+           "reads.cpp", "in-comments.cpp")
 
 
 def _sources() -> list[tuple[str, str]]:
