@@ -40,6 +40,18 @@ GXX_FLAGS = ("-std=c++17", "-Wvla", "-Wno-address")
 NVCC_FLAGS = ("-std=c++17",)
 
 
+def text_source(name: str, text: str) -> SourceFile:
+    """A C++ source of TEXT, named NAME, read from nowhere."""
+    return SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "cpp")
+
+
+def screened_findings(rule, name: str, text: str) -> list[tuple]:
+    """What RULE alone reports on TEXT, every tier accepted: what a rule's screen must leave unchanged."""
+    result = analyse_file(text_source(name, text), [rule], Settings(), FixPolicy(unsafe_fixes=True))
+    assert result.error is None, result.error
+    return [(f.line, f.col, f.verdict, f.fix, f.reason) for f in result.findings]
+
+
 def corpus(rule) -> list[tuple[str, str]]:
     """(name, text) of every C++/CUDA fixture, example and bundled kernel file, and `rule`'s VALID and INVALID code:
     what a test that holds two ways of judging a file to the same answer runs them on."""

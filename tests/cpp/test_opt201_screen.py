@@ -5,18 +5,13 @@ check on its parse finds nothing, and must spare the parse where it can: that is
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
 from optpatch import passes
-from optpatch.config import Settings
-from optpatch.passes import analyse_file
-from optpatch.policy import FixPolicy
 from optpatch.rule import load_rules, select_rules
-from optpatch.source import SourceFile
 
-from cpp_fixtures import corpus
+from cpp_fixtures import corpus, screened_findings
 
 RULE = select_rules(load_rules(), ["OPT201"])[0]
 SCREEN = sys.modules[RULE.__module__.rsplit(".", 1)[0] + ".screen"]
@@ -61,21 +56,11 @@ def _sources() -> list[tuple[str, str]]:
     return [(name, text) for name, text in corpus(RULE) if "[" in text] + sorted(CASES.items())
 
 
-def _source(name: str, text: str) -> SourceFile:
-    return SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "cpp")
-
-
-def _findings(name: str, text: str) -> list[tuple]:
-    result = analyse_file(_source(name, text), [RULE], Settings(), FixPolicy(unsafe_fixes=True))
-    assert result.error is None, result.error
-    return [(f.line, f.col, f.verdict, f.fix, f.reason) for f in result.findings]
-
-
 @pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
 def test_the_screen_changes_no_finding(name, text, monkeypatch):
-    screened = _findings(name, text)
+    screened = screened_findings(RULE, name, text)
     monkeypatch.setattr(RULE, "screen_text", classmethod(lambda cls, text: True))
-    assert _findings(name, text) == screened
+    assert screened_findings(RULE, name, text) == screened
 
 
 def test_every_checked_case_has_a_finding():
@@ -83,11 +68,11 @@ def test_every_checked_case_has_a_finding():
     for name, text in CASES.items():
         if name not in SKIPPED:
             assert SCREEN.may_declare_an_array(text), name
-            assert _findings(name, text), name
+            assert screened_findings(RULE, name, text), name
 
 
 @pytest.mark.parametrize("name", SKIPPED)
 def test_files_that_declare_no_such_array_are_not_parsed(name, monkeypatch):
     monkeypatch.setattr(passes, "parse", lambda *args: pytest.fail("parsed"))
     assert not SCREEN.may_declare_an_array(CASES[name])
-    assert _findings(name, CASES[name]) == []
+    assert screened_findings(RULE, name, CASES[name]) == []

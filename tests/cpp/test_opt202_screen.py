@@ -5,18 +5,13 @@ and must skip the tree where it can: that is all it is for.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-from optpatch.config import Settings
 from optpatch.cpp_frontend import CppUnit
-from optpatch.passes import analyse_file
-from optpatch.policy import FixPolicy
 from optpatch.rule import load_rules, select_rules
-from optpatch.source import SourceFile
 
-from cpp_fixtures import corpus
+from cpp_fixtures import corpus, screened_findings, text_source
 
 RULE = select_rules(load_rules(), ["OPT202"])[0]
 MODULE = sys.modules[RULE.__module__]
@@ -77,32 +72,22 @@ def _sources() -> list[tuple[str, str]]:
     return [(name, text) for name, text in corpus(RULE) if "from_blob" in text] + sorted(CASES.items())
 
 
-def _source(name: str, text: str) -> SourceFile:
-    return SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "cpp")
-
-
-def _findings(name: str, text: str) -> list[tuple]:
-    result = analyse_file(_source(name, text), [RULE], Settings(), FixPolicy(unsafe_fixes=True))
-    assert result.error is None, result.error
-    return [(f.line, f.col, f.verdict, f.fix, f.reason) for f in result.findings]
-
-
 @pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
 def test_the_screen_changes_no_finding(name, text, monkeypatch):
-    screened = _findings(name, text)
+    screened = screened_findings(RULE, name, text)
     monkeypatch.setattr(MODULE, "may_chain_a_copy", lambda unit: True)
-    assert _findings(name, text) == screened
+    assert screened_findings(RULE, name, text) == screened
 
 
 def test_every_checked_case_has_a_finding():
     """Else the cases above would pass with a screen that skips everything."""
     for name, text in CASES.items():
         if name not in SKIPPED:
-            assert _findings(name, text), name
+            assert screened_findings(RULE, name, text), name
 
 
 @pytest.mark.parametrize("name", SKIPPED)
 def test_files_that_never_chain_a_copy_are_skipped_without_the_tree(name):
-    unit = CppUnit(_source(name, CASES[name]))
+    unit = CppUnit(text_source(name, CASES[name]))
     assert list(RULE().check(unit)) == []
     assert not unit.has_tree and "tokens" not in unit.__dict__
