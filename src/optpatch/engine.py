@@ -256,8 +256,8 @@ def _policy_with(policy: FixPolicy, settings: Settings) -> FixPolicy:
                    tiers=tuple(sorted(set(policy.tiers) | set(own.tiers))), fix_areas=own.fix_areas)
 
 
-def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group], analysed: list[list], paths,
-                   use_cache: bool) -> dict:
+def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group],
+                   analysed: list[list["_Read | FileResult"]], paths, use_cache: bool) -> dict:
     """Step 2's input: every Python file's part of the call graph, by path.
 
     Each record carries its file's: the cache's, or step 1's. A run
@@ -265,7 +265,6 @@ def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group], an
     live anywhere: each other file is indexed here with its own
     configuration's settings and kept in its own pack.
     """
-    from optpatch.model import Language
     from optpatch.source import language_of
 
     reads = [read for group, fresh in zip(groups, analysed) for read in (*group.cached, *fresh) if isinstance(read, _Read)]
@@ -291,8 +290,6 @@ def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group], an
 def _indexed(path: Path, rel: str, settings: Settings, store, keep: bool = False):
     """A file this run does not analyse: its part of the call graph, the cache's, else read from its `ast` (and
     kept: a narrowed run, such as pre-commit's, would otherwise read the whole project's every time)."""
-    from optpatch.call_graph import index_file
-
     source = read_source(path, rel, settings.max_file_size)
     if isinstance(source, FileError):
         return None
@@ -300,7 +297,7 @@ def _indexed(path: Path, rel: str, settings: Settings, store, keep: bool = False
     record = store.get(rel, digest) if store is not None else None
     if record is not None and record.calls is not None:
         return record.calls
-    index = index_file(rel, source.text)
+    index = call_graph.index_file(rel, source.text)
     if keep and store is not None and index is not None:
         store.put(rel, FileRecord(digest, calls=index))
     return index

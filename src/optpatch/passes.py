@@ -143,15 +143,11 @@ def analyse_text(source: SourceFile, rules: Iterable[type[Rule]], style: "FileSt
     `tree`: a Python text's `ast`, when the caller has parsed it (the engine
     does, for the call graph): the screens read it instead of parsing again.
     """
-    wanted = [rule for rule in rules if rule.wants(source)]
-    screened = [rule for rule in wanted if rule.screen_text(source.text)]
-    if wanted and not screened and headers is not None and source.language is Language.CPP:
-        from optpatch.cpp_second_look import unparsed
-
-        return Analysis(unused_suppressions=tuple(suppression_lines(source)), headers=unparsed(source, headers))
-    wanted, calls = _screened(screened, source, tree)
+    triggered = [rule for rule in rules if rule.wants(source)]
+    wanted, calls = _screened([rule for rule in triggered if rule.screen_text(source.text)], source, tree)
     if not wanted:
-        return Analysis(unused_suppressions=tuple(suppression_lines(source)))
+        unparsed = _unparsed_headers(source, headers) if triggered else None
+        return Analysis(unused_suppressions=tuple(suppression_lines(source)), headers=unparsed)
     try:
         unit = parse(source, calls, _outline(wanted, calls, source), style, headers)
     except FrontendError as error:
@@ -162,6 +158,16 @@ def analyse_text(source: SourceFile, rules: Iterable[type[Rule]], style: "FileSt
     from optpatch.cpp_second_look import with_headers
 
     return with_headers(source, wanted, unit, analysis, headers, lambda better: _checked(source, wanted, better))
+
+
+def _unparsed_headers(source: SourceFile, headers: HeaderSetup | None) -> HeaderReport | None:
+    """A C++ file whose trigger words some rule found but whose text every screen rejected: its header report says
+    that no parse ran (the report has a line for every file a rule looked at)."""
+    if headers is None or source.language is not Language.CPP:
+        return None
+    from optpatch.cpp_second_look import unparsed
+
+    return unparsed(source, headers)
 
 
 def _checked(source: SourceFile, wanted: list[type[Rule]], unit) -> Analysis:

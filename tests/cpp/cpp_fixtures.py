@@ -40,6 +40,9 @@ GXX_FLAGS = ("-std=c++17", "-Wvla", "-Wno-address")
 NVCC_FLAGS = ("-std=c++17",)
 
 
+_SOURCE_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh"})
+
+
 def text_source(name: str, text: str) -> SourceFile:
     """A C++ source of TEXT, named NAME, read from nowhere."""
     return SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "cpp")
@@ -58,7 +61,8 @@ def corpus(rule) -> list[tuple[str, str]]:
     root = FIXTURES.parents[2]
     found = []
     for folder in ("tests/fixtures/cpp", "examples", "kernels"):
-        found += [(p.name, p.read_text(encoding="utf-8")) for p in sorted((root / folder).rglob("*.c*"))]
+        found += [(p.name, p.read_text(encoding="utf-8")) for p in sorted((root / folder).rglob("*.c*"))
+                  if p.suffix in _SOURCE_SUFFIXES]  # not kernels/__pycache__/*.cpython-311.pyc
     found += [(f"valid-{i}.cpp", text) for i, text in enumerate(rule.VALID)]
     return found + [(f"invalid-{i}.cpp", example.code) for i, example in enumerate(rule.INVALID)]
 
