@@ -212,15 +212,15 @@ class _Indexer:
                 self.exports = _literal_names(node.value)
             if kind in (ast.Assign, ast.AnnAssign) and cls is not None:
                 self.attribute_types(node, cls)
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.stmt):
-                    self.visit_statement(child, scope, cls, edge)
-                elif isinstance(child, ast.excepthandler):
-                    self.visit_body(child.body, scope, cls, edge)
-                elif isinstance(child, ast.match_case):
-                    self.visit_body(child.body, scope, cls, edge)
-                elif isinstance(child, ast.expr):
-                    self.expression(child, scope, cls, edge)
+            for name in child_fields(kind):  # `ast.iter_child_nodes`, in its order, without its two generators
+                value = getattr(node, name, None)
+                for child in value if type(value) is list else (value,):
+                    if isinstance(child, ast.stmt):
+                        self.visit_statement(child, scope, cls, edge)
+                    elif isinstance(child, (ast.excepthandler, ast.match_case)):
+                        self.visit_body(child.body, scope, cls, edge)
+                    elif isinstance(child, ast.expr):
+                        self.expression(child, scope, cls, edge)
 
     def function(self, node, scope: str, cls: str | None, edge: Edge) -> None:
         qualname = node.name if scope == MODULE else f"{scope}.{node.name}"
@@ -319,7 +319,7 @@ def _outermost_loops(body: list[ast.stmt]) -> Iterator[ast.stmt]:
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             yield node
         elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            pending.extend(_child_statements(node))
             for handler in getattr(node, "handlers", ()):
                 pending.extend(handler.body)
             for case in getattr(node, "cases", ()):
@@ -335,7 +335,16 @@ def _serving_loops(body: list[ast.stmt]) -> Iterator[ast.While]:
             continue
         if isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value:
             yield node
-        pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+        pending.extend(_child_statements(node))
+
+
+# Every field of a statement that holds statements, in `_fields` order (a handler's or a case's body aside).
+_BLOCKS = ("body", "orelse", "finalbody")
+
+
+def _child_statements(node: ast.stmt) -> list[ast.stmt]:
+    """The statements of NODE's own blocks: `ast.iter_child_nodes` kept to statements, without walking the rest."""
+    return [child for name in _BLOCKS if type(block := getattr(node, name, None)) is list for child in block]
 
 
 def _is_graph_capture(node: ast.expr) -> bool:
