@@ -156,9 +156,12 @@ class ZerosToEmptyCpp(Rule):
         ),
     ]
 
+    @classmethod
+    def screen_text(cls, text: str) -> bool:
+        """Only a file where a call of `zeros` or `zeros_like` can be is parsed for this rule (sites.py)."""
+        return may_call_a_factory(text)
+
     def check(self, unit: CppUnit) -> Iterator[Judgement]:
-        if not may_call_a_factory(unit.source.text):
-            return
         analysed: set[int] = set()
         for call in factory_calls(unit):
             analysed.update(t.start for t in unit.tokens_in(call.start, call.end) if t.spelling == call.spelling)

@@ -1,0 +1,67 @@
+"""Cold scans against `ruff check --select ALL`, repeated: the median of each, and their ratio.
+
+    PYTHONPATH=src python benchmarks/ruff_ratio.py TREE... [--rounds 3] [--jobs N] [--ruff PATH]
+
+Each round, per tree, alternates: ruff (`--no-cache`), optpatch header-free
+(`check TREE --no-headers`), optpatch in header mode on an empty cache (a
+machine's first run), each optpatch run with a fresh OPTPATCH_CACHE_DIR and
+the default jobs unless --jobs. Medians of wall and CPU seconds (children's
+CPU, as `time` reports it). The single runs of cpp_headers.py's acceptance
+move by 10% between two runs on a small tree; the median of a few does not.
+Prints a markdown table; nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def timed(command: list[str], env: dict | None = None) -> tuple[float, float]:
+    before = os.times()
+    start = time.perf_counter()
+    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+    wall = time.perf_counter() - start
+    after = os.times()
+    return wall, (after.children_user - before.children_user) + (after.children_system - before.children_system)
+
+
+def optpatch(tree: Path, jobs: int | None, *options: str) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory(prefix="optpatch-ratio-") as cache:
+        env = {**os.environ, "OPTPATCH_CACHE_DIR": cache}
+        command = [sys.executable, "-m", "optpatch", "check", str(tree), "--no-cache", "--format", "json", *options]
+        return timed(command + (["--jobs", str(jobs)] if jobs else []), env)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trees", nargs="+", type=Path)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", type=int)
+    parser.add_argument("--ruff", default="ruff")
+    args = parser.parse_args()
+    runs: dict[Path, dict[str, list[tuple[float, float]]]] = {tree: {"ruff": [], "free": [], "first": []} for tree in args.trees}
+    load = os.getloadavg()[0]
+    for _ in range(args.rounds):
+        for tree in args.trees:
+            runs[tree]["ruff"].append(timed([args.ruff, "check", "--select", "ALL", "--no-cache", "--quiet", str(tree)]))
+            runs[tree]["free"].append(optpatch(tree, args.jobs, "--no-headers"))
+            runs[tree]["first"].append(optpatch(tree, args.jobs))
+    print(f"{args.rounds} rounds, load {load:.1f} -> {os.getloadavg()[0]:.1f}, jobs {args.jobs or 'default'}\n")
+    print("| tree | ruff | header-free | headers, first run | header-free / ruff | first run / ruff |")
+    print("|---|---|---|---|---|---|")
+    for tree, kinds in runs.items():
+        median = {kind: (statistics.median(w for w, _ in r), statistics.median(c for _, c in r)) for kind, r in kinds.items()}
+        (rw, rc), (fw, fc), (hw, hc) = median["ruff"], median["free"], median["first"]
+        print(f"| {tree.name} | {rw:.2f} s ({rc:.2f} s CPU) | {fw:.2f} s ({fc:.2f} s CPU) | {hw:.2f} s ({hc:.2f} s CPU) "
+              f"| {fw / rw:.2f}x wall, {fc / rc:.2f}x CPU | {hw / rw:.2f}x wall, {hc / rc:.2f}x CPU |")
+
+
+if __name__ == "__main__":
+    main()
