@@ -55,6 +55,17 @@ def screened_findings(rule, name: str, text: str) -> list[tuple]:
     return [(f.line, f.col, f.verdict, f.fix, f.reason) for f in result.findings]
 
 
+def screen_corpus(rule, word: str, cases: dict[str, str]) -> list[tuple[str, str]]:
+    """What a rule's screen is held to the full check on: the corpus texts holding WORD, then CASES by name."""
+    return [(name, text) for name, text in corpus(rule) if word in text] + sorted(cases.items())
+
+
+def cases_without_findings(rule, cases: dict[str, str], skipped: tuple[str, ...]) -> list[str]:
+    """The CASES outside SKIPPED that RULE reports nothing in: each must report something, or a screen test would
+    pass with a screen that skips everything."""
+    return [name for name, text in cases.items() if name not in skipped and not screened_findings(rule, name, text)]
+
+
 def corpus(rule) -> list[tuple[str, str]]:
     """(name, text) of every C++/CUDA fixture, example and bundled kernel file, and `rule`'s VALID and INVALID code:
     what a test that holds two ways of judging a file to the same answer runs them on."""

@@ -11,7 +11,7 @@ import pytest
 from optpatch import passes
 from optpatch.rule import load_rules, select_rules
 
-from cpp_fixtures import corpus, screened_findings
+from cpp_fixtures import cases_without_findings, screen_corpus, screened_findings
 
 RULE = select_rules(load_rules(), ["OPT201"])[0]
 SCREEN = sys.modules[RULE.__module__.rsplit(".", 1)[0] + ".screen"]
@@ -52,11 +52,10 @@ SKIPPED = ("subscripts-only.cpp", "literal-bounds.cpp", "operator.cpp", "new-arr
            "reads.cpp", "in-comments.cpp")
 
 
-def _sources() -> list[tuple[str, str]]:
-    return [(name, text) for name, text in corpus(RULE) if "[" in text] + sorted(CASES.items())
+SOURCES = screen_corpus(RULE, "[", CASES)
 
 
-@pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
+@pytest.mark.parametrize("name,text", SOURCES, ids=[name for name, _ in SOURCES])
 def test_the_screen_changes_no_finding(name, text, monkeypatch):
     screened = screened_findings(RULE, name, text)
     monkeypatch.setattr(RULE, "screen_text", classmethod(lambda cls, text: True))
@@ -64,11 +63,8 @@ def test_the_screen_changes_no_finding(name, text, monkeypatch):
 
 
 def test_every_checked_case_has_a_finding():
-    """Else the cases above would pass with a screen that skips everything."""
-    for name, text in CASES.items():
-        if name not in SKIPPED:
-            assert SCREEN.may_declare_an_array(text), name
-            assert screened_findings(RULE, name, text), name
+    assert [name for name in CASES if name not in SKIPPED and not SCREEN.may_declare_an_array(CASES[name])] == []
+    assert cases_without_findings(RULE, CASES, SKIPPED) == []
 
 
 @pytest.mark.parametrize("name", SKIPPED)

@@ -11,7 +11,7 @@ import pytest
 from optpatch.cpp_frontend import CppUnit
 from optpatch.rule import load_rules, select_rules
 
-from cpp_fixtures import corpus, screened_findings, text_source
+from cpp_fixtures import cases_without_findings, screen_corpus, screened_findings, text_source
 
 RULE = select_rules(load_rules(), ["OPT202"])[0]
 MODULE = sys.modules[RULE.__module__]
@@ -68,11 +68,10 @@ CASES["long-call.cpp"] = (
 )
 
 
-def _sources() -> list[tuple[str, str]]:
-    return [(name, text) for name, text in corpus(RULE) if "from_blob" in text] + sorted(CASES.items())
+SOURCES = screen_corpus(RULE, "from_blob", CASES)
 
 
-@pytest.mark.parametrize("name,text", _sources(), ids=[name for name, _ in _sources()])
+@pytest.mark.parametrize("name,text", SOURCES, ids=[name for name, _ in SOURCES])
 def test_the_screen_changes_no_finding(name, text, monkeypatch):
     screened = screened_findings(RULE, name, text)
     monkeypatch.setattr(MODULE, "may_chain_a_copy", lambda unit: True)
@@ -80,10 +79,7 @@ def test_the_screen_changes_no_finding(name, text, monkeypatch):
 
 
 def test_every_checked_case_has_a_finding():
-    """Else the cases above would pass with a screen that skips everything."""
-    for name, text in CASES.items():
-        if name not in SKIPPED:
-            assert screened_findings(RULE, name, text), name
+    assert cases_without_findings(RULE, CASES, SKIPPED) == []
 
 
 @pytest.mark.parametrize("name", SKIPPED)
