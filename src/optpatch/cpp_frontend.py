@@ -298,6 +298,7 @@ class CppUnit:
             self._main_name = str(Path(source.path).absolute())
             self.tu, self._header_inputs = _parse_with_headers(source, self._main_name, flags, preamble)
         self._main_file_address = _address(_clang().conf.lib.clang_getFile(self.tu, self._main_name.encode()))
+        self._offsets = _MainFileOffsets(self._main_file_address)
         self._char_of, self._byte_of = _offset_maps(source.text, self._data)
 
     @property
@@ -326,12 +327,7 @@ class CppUnit:
 
     def _file_offset(self, location) -> int | None:
         """Byte offset of a location in the main file (macro arguments resolved), or None."""
-        clang = _clang()
-        file, line, column, offset = clang.c_object_p(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
-        _get_file_location()(location, ctypes.byref(file), ctypes.byref(line), ctypes.byref(column), ctypes.byref(offset))
-        if not file or _address(file) != self._main_file_address:
-            return None
-        return offset.value
+        return self._offsets.of(location, _get_file_location())
 
     def char_offset(self, location) -> int | None:
         offset = self._file_offset(location)
@@ -362,9 +358,14 @@ class CppUnit:
         """
         roots: list[Node] = []
         seen: set[tuple] = set()
-        for cursor in self.tu.cursor.get_children():
-            location = cursor.location
-            if location.file is None or location.file.name != self._main_name or _implicit_instantiation(cursor):
+        # The translation unit's declarations are mostly the prelude's and the builtin headers' (about a thousand
+        # a file): each is told apart by two calls to libclang, not through cindex's location objects.
+        location_of, expansion = _clang().conf.lib.clang_getCursorLocation, _get_expansion_location()
+        for cursor in _children(self.tu.cursor):
+            if self._offsets.of(location_of(cursor), expansion) is None:
+                continue
+            cursor._tu = self.tu
+            if _implicit_instantiation(cursor):
                 continue
             node = self._build(cursor, seen)
             if node is not None:
@@ -372,7 +373,28 @@ class CppUnit:
         return [node for root in roots for node in root.walk()]
 
     def _build(self, top, seen: set[tuple]) -> Node | None:
-        """The tree of nodes under cursor `top`, depth first without recursion: code can nest thousands deep."""
+        """The tree of nodes under cursor `top`, depth first without recursion: code can nest thousands deep.
+
+        It runs for every cursor of the file, so it calls libclang itself
+        rather than through cindex's properties, each of which first asks
+        libclang whether the cursor is null (these come from
+        clang_visitChildren and never are): a third less time for OPT203's
+        files (docs/benchmarks.md). The keys hold kind ids, not CursorKind
+        members, whose hash runs in Python.
+        """
+        clang = _clang()
+        lib = clang.conf.lib
+        extent_of, range_start, range_end = lib.clang_getCursorExtent, lib.clang_getRangeStart, lib.clang_getRangeEnd
+        spelling_of, text_of, kind_of = lib.clang_getCursorSpelling, clang._CXString.from_result, _cursor_kind
+        visit_children, tu = lib.clang_visitChildren, self.tu
+        file_offset, file_location, char_of = self._offsets.of, _get_file_location(), self._char_of
+
+        def offset_of(location) -> int | None:
+            offset = file_offset(location, file_location)
+            return None if offset is None else char_of(offset)
+
+        children: list = []
+        visit = _visitor(children)
         root = None
         on_path: Counter = Counter()  # keys of the nodes whose subtrees are being built
         stack: list = [(top, None)]
@@ -381,25 +403,28 @@ class CppUnit:
             if cursor is _LEAVE:
                 on_path[parent] -= 1
                 continue
-            extent = cursor.extent
-            start, end = self.char_offset(extent.start), self.char_offset(extent.end)
+            extent = extent_of(cursor)
+            start, end = offset_of(range_start(extent)), offset_of(range_end(extent))
             if start is None or end is None:
                 continue
-            kind = cursor.kind
-            key = (kind, cursor.spelling, start, end)
+            kind_id, spelling = cursor._kind_id, text_of(spelling_of(cursor))
+            key = (kind_id, spelling, start, end)
             # An implicit conversion wraps an expression with the same extent: only a
             # repeat outside the current chain of ancestors is a second expansion.
             if key in seen and not on_path[key]:
                 continue
             seen.add(key)
-            node = Node(cursor, kind, cursor.spelling, start, end, parent)
+            cursor._tu, cursor._extent, cursor._spelling = tu, extent, spelling  # what cindex would cache
+            node = Node(cursor, kind_of(kind_id), spelling, start, end, parent)
             if parent is None:
                 root = node
             else:
                 parent.children.append(node)
             on_path[key] += 1
             stack.append((_LEAVE, key))
-            stack.extend((child, node) for child in reversed(list(cursor.get_children())))
+            visit_children(cursor, visit, None)
+            stack.extend((child, node) for child in reversed(children))
+            children.clear()
         return root
 
     @cached_property
@@ -980,14 +1005,68 @@ def _evaluation_functions() -> _Evaluation:
 
 @cache
 def _get_file_location():
+    """clang_getFileLocation, this module's own copy of it: its file comes back as a plain address (c_void_p),
+    compared as an int, where cindex's pointer type needs a cast per call."""
     clang = _clang()
-    function = clang.conf.lib.clang_getFileLocation
+    function = clang.conf.lib["clang_getFileLocation"]  # a new function object, not cindex's
     function.argtypes = [
-        clang.SourceLocation, ctypes.POINTER(clang.c_object_p), ctypes.POINTER(ctypes.c_uint),
+        clang.SourceLocation, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_uint),
         ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint),
     ]
     function.restype = None
     return function
+
+
+@cache
+def _get_expansion_location():
+    """clang_getExpansionLocation (cindex's `location.file`), with the file as a plain address like
+    `_get_file_location`'s."""
+    clang = _clang()
+    function = clang.conf.lib["clang_getExpansionLocation"]
+    function.argtypes = _get_file_location().argtypes
+    function.restype = None
+    return function
+
+
+class _MainFileOffsets:
+    """Where a location falls in the main file, asked of libclang into out-parameters made once per unit
+    (the tree asks it twice for every cursor)."""
+
+    def __init__(self, main_file: int | None):
+        self.main_file = main_file
+        self._file, self._offset = ctypes.c_void_p(), ctypes.c_uint()
+        # byref keeps the line and column it points to alive
+        self._out = (ctypes.byref(self._file), ctypes.byref(ctypes.c_uint()), ctypes.byref(ctypes.c_uint()),
+                     ctypes.byref(self._offset))
+
+    def of(self, location, function) -> int | None:
+        """The byte offset of `location` in the main file as `function` resolves it, or None if elsewhere."""
+        function(location, *self._out)
+        file = self._file.value
+        return self._offset.value if file is not None and file == self.main_file else None
+
+
+@cache
+def _cursor_kind(kind_id: int) -> CursorKind:
+    return CursorKind.from_id(kind_id)
+
+
+def _visitor(into: list):
+    """A clang_visitChildren callback that appends each child cursor to `into` and does not descend: cindex's
+    `get_children` without its per-child null check (the cursors it is given never are)."""
+
+    def visit(child, _parent, _data) -> int:
+        into.append(child)
+        return 1  # CXChildVisit_Continue
+
+    return _clang().cursor_visit_callback(visit)
+
+
+def _children(cursor) -> list:
+    """The child cursors of `cursor` (their `_tu` is for the caller to set on the ones it keeps)."""
+    children: list = []
+    _clang().conf.lib.clang_visitChildren(cursor, _visitor(children), None)
+    return children
 
 
 @cache
