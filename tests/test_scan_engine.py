@@ -178,3 +178,35 @@ def test_the_lines_a_rewrite_wrote_follow_every_pass():
     source = SourceFile("f.py", Path("f.py"), final.encode(), final, "utf-8", False, "python")
     # z (up to where a starts), F1 and F2 (moved down a line by z), g and the end (either side of the deleted h)
     assert written_lines(source, [first, second]) == {1, 2, 7, 8, 9, 10}
+
+
+def _collector_state(_item) -> bool:
+    import gc
+
+    return gc.isenabled()
+
+
+def test_workers_collect_garbage_though_the_main_process_pauses_while_it_gathers():
+    # A worker is forked while the main process has paused collection (engine._map); a C++ file's tree is a web
+    # of cycles, so a worker that never collected would grow with every kernel file it reads.
+    import gc
+
+    from optpatch import engine
+
+    states = list(engine._map(_collector_state, list(range(engine.PARALLEL_THRESHOLD * 2)), 2, None))
+    assert states and all(states)
+    assert gc.isenabled()
+
+
+def test_a_run_leaves_the_collector_as_it_found_it(tmp_path):
+    import gc
+
+    from optpatch.config import ConfigResolver
+    from optpatch.engine import PARALLEL_THRESHOLD as engine_threshold, run
+
+    tree = tmp_path / "repo"
+    write_tree(tree, files=40, seed=3)
+    frozen = gc.get_freeze_count()
+    result = run(tree, ConfigResolver.fixed(Settings()), FixPolicy(), jobs=2, use_cache=False)
+    assert len(result.files) >= engine_threshold
+    assert gc.isenabled() and gc.get_freeze_count() == frozen

@@ -97,11 +97,13 @@ def run(
     counter = _Counter(progress, len(found.files))
     jobs = max(1, jobs or os.cpu_count() or 1)
     analysed = [group.analyse(jobs, counter) for group in groups]
-    calls = _project_calls(root, configs, groups, analysed, paths, use_cache)
-    weights = _frequencies(calls, profile, [facts for group in groups for facts in group.rules])
+    with _collections_paused():  # records and the graph's arcs and nodes: values, no cycles to collect
+        calls = _project_calls(root, configs, groups, analysed, paths, use_cache)
+        weights = _frequencies(calls, profile, [facts for group in groups for facts in group.rules])
     results: list[FileResult] = []
-    for group, fresh in zip(groups, analysed):
-        results.extend(group.finish(fresh, weights, counter))
+    with _heap_frozen():
+        for group, fresh in zip(groups, analysed):
+            results.extend(group.finish(fresh, weights, counter))
     results.sort(key=lambda r: r.rel)
     found.skipped.sort()
     return RunResult(root.resolve(), results, found.errors, found.skipped, time.perf_counter() - started,
@@ -220,6 +222,24 @@ def _collections_paused():
         yield
     finally:
         gc.enable()
+
+
+@contextmanager
+def _heap_frozen():
+    """Step 3's collections look only at what settling each file allocates, not at every record and the graph.
+
+    By step 3 the main process holds the whole run: each file's bytes and
+    record, the call graph. A full collection walks all of it, and CPython
+    runs one whenever a quarter more objects have survived since the last:
+    in the main process of a CUTLASS scan, eight such walks cost 1.1 s of
+    its 8.7 (docs/benchmarks.md). Frozen, what exists now is left out of
+    every collection until the run is done; then it is collectable again.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _open_cache(root: Path, rules: list[RuleFacts], settings: Settings, formatters: FormatterConfig):
@@ -352,13 +372,16 @@ def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
 
     load_rules()  # imported once here, inherited by every forked worker
     chunk = max(1, min(32, total // (jobs * 8)))
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_worker_signals)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_worker_start)
     finished = False
     try:
-        for index, result in enumerate(pool.map(task, files, chunksize=chunk), start=1):
-            yield result
-            if progress:
-                progress(index, total)
+        # Meanwhile this process only gathers records, values whose number grows to the whole run's: collecting
+        # would walk them again and again (each worker collects its own, _worker_start).
+        with _collections_paused():
+            for index, result in enumerate(pool.map(task, files, chunksize=chunk), start=1):
+                yield result
+                if progress:
+                    progress(index, total)
         finished = True
     finally:
         if finished:
@@ -367,12 +390,15 @@ def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
             _stop_workers(pool)
 
 
-def _worker_signals() -> None:
-    """Workers leave interrupts to the main process, and die of SIGTERM: it is how the main process stops them."""
+def _worker_start() -> None:
+    """A worker leaves interrupts to the main process and dies of SIGTERM (it is how the main process stops it),
+    and collects garbage between files (it was forked while the main process had paused collection; a C++ file's
+    tree is a web of cycles)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    gc.enable()
 
 
 def _stop_workers(pool) -> None:
