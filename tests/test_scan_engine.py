@@ -193,7 +193,8 @@ def test_workers_collect_garbage_though_the_main_process_pauses_while_it_gathers
 
     from optpatch import engine
 
-    states = list(engine._map(_collector_state, list(range(engine.PARALLEL_THRESHOLD * 2)), 2, None))
+    files = [(Path(__file__), f"file{index}.py") for index in range(engine.PARALLEL_THRESHOLD * 2)]
+    states = list(engine._map(_collector_state, files, 2, None))
     assert states and all(states)
     assert gc.isenabled()
 
@@ -210,3 +211,19 @@ def test_a_run_leaves_the_collector_as_it_found_it(tmp_path):
     result = run(tree, ConfigResolver.fixed(Settings()), FixPolicy(), jobs=2, use_cache=False)
     assert len(result.files) >= engine_threshold
     assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+def test_workers_take_the_costliest_files_first_and_every_file_once(tmp_path):
+    from optpatch import engine
+
+    files = []
+    for index, size in enumerate([10, 50_000, 30, 200_000, 5, 10_000] + [100] * 200):
+        path = tmp_path / f"f{index}.cu"
+        path.write_bytes(b"x" * size)
+        files.append((path, path.name))
+    batches = engine._batches(files, 2)
+    flat = [index for batch in batches for index in batch]
+    assert sorted(flat) == list(range(len(files)))
+    assert batches[0] == [3] and batches[1] == [1]  # 200 KB, then 50 KB, each alone
+    assert all(len(batch) <= engine.BATCH_FILES for batch in batches)
+    assert len(batches[-1]) > 1  # the cheap ones share batches

@@ -360,6 +360,8 @@ class _Counter:
 
 
 def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
+    """TASK over FILES ((path, rel) pairs), in their order: in this process, or in a pool of JOBS forked workers,
+    which take the files in batches, the costliest first (`_batches`)."""
     total = len(files)
     if jobs == 1 or total < PARALLEL_THRESHOLD:
         for index, item in enumerate(files, start=1):
@@ -368,26 +370,75 @@ def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
                 progress(index, total)
         return
     from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
     from multiprocessing import get_context
 
     load_rules()  # imported once here, inherited by every forked worker
-    chunk = max(1, min(32, total // (jobs * 8)))
+    batches = _batches(files, jobs)
+    results: list = [None] * total
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_worker_start)
     finished = False
     try:
         # Meanwhile this process only gathers records, values whose number grows to the whole run's: collecting
         # would walk them again and again (each worker collects its own, _worker_start).
         with _collections_paused():
-            for index, result in enumerate(pool.map(task, files, chunksize=chunk), start=1):
-                yield result
+            done = 0
+            work = ([files[index] for index in batch] for batch in batches)
+            for batch, outcomes in zip(batches, pool.map(partial(_each, task), work)):
+                for index, outcome in zip(batch, outcomes):
+                    results[index] = outcome
+                done += len(batch)
                 if progress:
-                    progress(index, total)
+                    progress(done, total)
         finished = True
     finally:
         if finished:
             pool.shutdown()
         else:
             _stop_workers(pool)
+    yield from results
+
+
+def _each(task, items: list) -> list:
+    return [task(item) for item in items]
+
+
+BATCH_FILES = 32  # the most files a worker takes at once
+
+
+def _batches(files: list[tuple[Path, str]], jobs: int) -> list[list[int]]:
+    """The files' indexes in batches for a pool of JOBS workers: the costliest files first, alone or nearly, then
+    ever larger batches of cheap ones, so that no worker is left with a large file while the others are idle.
+
+    A batch holds up to BATCH_FILES files and about 1/(8 JOBS) of the
+    estimated work. The estimate is the file's size, a Python file's counted
+    four times: libcst and the call graph read all of one, while most C++
+    files are never parsed (flash-attention: in file order one of two
+    workers finished 0.4 s before the other; docs/benchmarks.md).
+    """
+    costs = [_estimated_cost(path, rel) for path, rel in files]
+    order = sorted(range(len(files)), key=lambda index: -costs[index])
+    share = max(1, sum(costs) // (jobs * 8))
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    spent = 0
+    for index in order:
+        batch.append(index)
+        spent += costs[index]
+        if spent >= share or len(batch) == BATCH_FILES:
+            batches.append(batch)
+            batch, spent = [], 0
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def _estimated_cost(path: Path, rel: str) -> int:
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return 1
+    return 1 + size * (4 if rel.endswith((".py", ".pyi")) else 1)
 
 
 def _worker_start() -> None:
