@@ -358,19 +358,28 @@ class CppUnit:
         """
         roots: list[Node] = []
         seen: set[tuple] = set()
-        # The translation unit's declarations are mostly the prelude's and the builtin headers' (about a thousand
-        # a file): each is told apart by two calls to libclang, not through cindex's location objects.
-        location_of, expansion = _clang().conf.lib.clang_getCursorLocation, _get_expansion_location()
-        for cursor in _children(self.tu.cursor):
-            if self._offsets.of(location_of(cursor), expansion) is None:
-                continue
-            cursor._tu = self.tu
+        for cursor in self._declarations_here:
             if _implicit_instantiation(cursor):
                 continue
             node = self._build(cursor, seen)
             if node is not None:
                 roots.append(node)
         return [node for root in roots for node in root.walk()]
+
+    @cached_property
+    def _declarations_here(self) -> list:
+        """The translation unit's top-level cursors that this file expands."""
+        return self._children_here(self.tu.cursor)
+
+    def _children_here(self, cursor) -> list:
+        """The child cursors of `cursor` that this file expands. Most of the translation unit's are the prelude's
+        and the builtin headers' (about a thousand a file): each is told apart by two calls to libclang, not
+        through cindex's location objects."""
+        location_of, expansion, offsets = _clang().conf.lib.clang_getCursorLocation, _get_expansion_location(), self._offsets
+        here = [child for child in _children(cursor) if offsets.of(location_of(child), expansion) is not None]
+        for child in here:
+            child._tu = self.tu
+        return here
 
     def _build(self, top, seen: set[tuple]) -> Node | None:
         """The tree of nodes under cursor `top`, depth first without recursion: code can nest thousands deep.
@@ -708,13 +717,10 @@ class CppUnit:
     def in_device_function(self, offset: int) -> bool:
         """Whether the innermost function declaration clang built around `offset` is `__global__` or `__device__`,
         looked up from the top-level declarations, without the tree (for places the tree has no node for)."""
-        cursor, found = self.tu.cursor, None
-        while cursor is not None:
+        children, found = self._declarations_here, None
+        while True:
             inner = None
-            for child in cursor.get_children():
-                location = child.location
-                if location.file is None or location.file.name != self._main_name:
-                    continue
+            for child in children:
                 start, end = self.char_offset(child.extent.start), self.char_offset(child.extent.end)
                 if start is not None and end is not None and start <= offset < end:
                     inner = child
@@ -724,7 +730,7 @@ class CppUnit:
             if inner.kind in _FUNCTION_CURSOR_KINDS:
                 found = inner
                 break
-            cursor = inner
+            children = self._children_here(inner)
         if found is None:
             return False
         attributes = (CursorKind.CUDAGLOBAL_ATTR, CursorKind.CUDADEVICE_ATTR)
