@@ -194,9 +194,10 @@ def test_workers_collect_garbage_though_the_main_process_pauses_while_it_gathers
     from optpatch import engine
 
     files = [(Path(__file__), f"file{index}.py") for index in range(engine.PARALLEL_THRESHOLD * 2)]
+    frozen = gc.get_freeze_count()
     states = list(engine._map(_collector_state, files, 2, None))
     assert states and all(states)
-    assert gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen  # only a run freezes what it gathers, and unfreezes it
 
 
 def test_a_run_leaves_the_collector_as_it_found_it(tmp_path):

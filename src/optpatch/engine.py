@@ -96,12 +96,12 @@ def run(
         groups.append(_Group.open(root, group_settings, group_policy, files, use_cache, filters))
     counter = _Counter(progress, len(found.files))
     jobs = max(1, jobs or os.cpu_count() or 1)
-    analysed = [group.analyse(jobs, counter) for group in groups]
-    with _collections_paused():  # records and the graph's arcs and nodes: values, no cycles to collect
-        calls = _project_calls(root, configs, groups, analysed, paths, use_cache)
-        weights = _frequencies(calls, profile, [facts for group in groups for facts in group.rules])
     results: list[FileResult] = []
-    with _heap_frozen():
+    with _run_heap():
+        analysed = [group.analyse(jobs, counter) for group in groups]
+        with _gathering():  # records, and the graph's arcs and nodes
+            calls = _project_calls(root, configs, groups, analysed, paths, use_cache)
+            weights = _frequencies(calls, profile, [facts for group in groups for facts in group.rules])
         for group, fresh in zip(groups, analysed):
             results.extend(group.finish(fresh, weights, counter))
     results.sort(key=lambda r: r.rel)
@@ -224,22 +224,48 @@ def _collections_paused():
         gc.enable()
 
 
+class _RunHeap:
+    """Whether `run` holds the main process's heap: only then does `_gathering` freeze what it gathered."""
+
+    held = 0
+
+
 @contextmanager
-def _heap_frozen():
-    """Step 3's collections look only at what settling each file allocates, not at every record and the graph.
+def _gathering():
+    """While the main process gathers values (the workers' records, the call graph), collection is paused; then,
+    within a run, what it gathered is frozen: left out of every later collection until `_run_heap` ends.
 
     By step 3 the main process holds the whole run: each file's bytes and
-    record, the call graph. A full collection walks all of it, and CPython
-    runs one whenever a quarter more objects have survived since the last:
-    in the main process of a CUTLASS scan, eight such walks cost 1.1 s of
-    its 8.7 (docs/benchmarks.md). Frozen, what exists now is left out of
-    every collection until the run is done; then it is collectable again.
+    record, the call graph. Collected as usual, CPython walks all of it
+    whenever a quarter more objects have survived since the last full
+    collection, and the first collection after a pause walks everything
+    allocated during it: in a CUTLASS scan, 1.2 s of the main process's
+    8.7 s (docs/benchmarks.md). Values hold no cycles to collect.
     """
-    gc.freeze()
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if _RunHeap.held:
+            gc.freeze()
+        gc.enable()
+
+
+@contextmanager
+def _run_heap():
+    """A run leaves the collector as it found it: what it froze (`_gathering`) is collectable again when it ends
+    (unless the caller had frozen objects itself: CPython unfreezes only all at once)."""
+    frozen = gc.get_freeze_count()
+    _RunHeap.held += 1
+    try:
+        yield
+    finally:
+        _RunHeap.held -= 1
+        if not frozen and not _RunHeap.held:
+            gc.unfreeze()
 
 
 def _open_cache(root: Path, rules: list[RuleFacts], settings: Settings, formatters: FormatterConfig):
@@ -381,7 +407,7 @@ def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
     try:
         # Meanwhile this process only gathers records, values whose number grows to the whole run's: collecting
         # would walk them again and again (each worker collects its own, _worker_start).
-        with _collections_paused():
+        with _gathering():
             done = 0
             work = ([files[index] for index in batch] for batch in batches)
             for batch, outcomes in zip(batches, pool.map(partial(_each, task), work)):
