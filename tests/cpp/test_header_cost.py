@@ -217,3 +217,20 @@ def test_a_precompiled_header_no_fix_rests_on_is_put_off_to_the_next_run(tmp_pat
     write(root, {"csrc/fix.cpp": f"#include <cutlass/widget.h>\n{HOST_VLA}"})
     assert analysed(root, "csrc/fix.cpp").headers.outcome is HeaderOutcome.USED
     assert counted("build") == 1  # the same includes: the same precompiled header
+
+
+def test_a_put_off_parse_says_which_rule_wanted_it_and_for_which_lines(tmp_path, counted):
+    # OPT203 asks for the headers by the default `needs_headers` (any finding): the report names it and its sites,
+    # not "a rule asked".
+    root = write(tmp_path / "repo", {
+        "include/cutlass/widget.h": "#pragma once\nconstexpr int kWidth = 4;\n",
+        "csrc/acc.cpp": "#include <cutlass/widget.h>\nvoid f(torch::Tensor x) {\n  auto out = torch::zeros_like(x);\n"
+                        "  out.add_(x);\n}\n",
+    })
+    rules = [rule for rule in load_rules() if rule.code == "OPT203"]
+    run = HeaderSetup.for_run(root, None, True)
+    analysis = analyse_text(read_source(root / "csrc/acc.cpp", "csrc/acc.cpp"), rules, headers=run)
+    assert [(f.code, f.line, f.verdict.value) for f in analysis.findings] == [("OPT203", 3, "keep")]
+    assert analysis.headers.outcome is HeaderOutcome.PUT_OFF, analysis.headers
+    assert analysis.headers.detail.startswith("wanted for OPT203 L3: judged without the project's headers; ")
+    assert counted("build") == 0

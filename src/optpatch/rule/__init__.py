@@ -170,8 +170,12 @@ class Rule:
         any finding, since a site examined without its headers (a bound, a
         type, a callee) may resolve otherwise with them. A rule that can
         miss a site without headers (a declaration the parse dropped) says
-        so here too.
+        so here too, and names its question (`unit.ask_headers`) for the
+        report's `cpp_headers` line; the default names the sites.
         """
+        if findings:
+            lines = ", ".join(f"L{finding.line}" for finding in findings[:3]) + (", ..." if len(findings) > 3 else "")
+            unit.ask_headers(f"{cls.code} {lines}: judged without the project's headers")
         return bool(findings)
 
     @classmethod
