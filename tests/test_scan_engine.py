@@ -227,4 +227,5 @@ def test_workers_take_the_costliest_files_first_and_every_file_once(tmp_path):
     assert sorted(flat) == list(range(len(files)))
     assert batches[0] == [3] and batches[1] == [1]  # 200 KB, then 50 KB, each alone
     assert all(len(batch) <= engine.BATCH_FILES for batch in batches)
-    assert len(batches[-1]) > 1  # the cheap ones share batches
+    sizes = [len(batch) for batch in batches]
+    assert max(sizes) > 1 and sizes[-1] == 1  # the cheap ones share batches, fewer as the work runs out

@@ -434,25 +434,29 @@ BATCH_FILES = 32  # the most files a worker takes at once
 
 def _batches(files: list[tuple[Path, str]], jobs: int) -> list[list[int]]:
     """The files' indexes in batches for a pool of JOBS workers: the costliest files first, alone or nearly, then
-    ever larger batches of cheap ones, so that no worker is left with a large file while the others are idle.
+    batches of cheaper ones that shrink as the work left does, so the workers finish together.
 
-    A batch holds up to BATCH_FILES files and about 1/(8 JOBS) of the
-    estimated work. The estimate is the file's size, a Python file's counted
-    four times: libcst and the call graph read all of one, while most C++
-    files are never parsed (flash-attention: in file order one of two
-    workers finished 0.4 s before the other; docs/benchmarks.md).
+    A batch holds up to BATCH_FILES files and about a quarter of each
+    worker's share of the work still to hand out. The estimate is the
+    file's size, a Python file's counted four times: libcst and the call
+    graph read all of one, while most C++ files are never parsed
+    (flash-attention: in file order one of two workers finished 0.4 s
+    before the other; docs/benchmarks.md).
     """
     costs = [_estimated_cost(path, rel) for path, rel in files]
     order = sorted(range(len(files)), key=lambda index: -costs[index])
-    share = max(1, sum(costs) // (jobs * 8))
+    remaining = sum(costs)
     batches: list[list[int]] = []
     batch: list[int] = []
-    spent = 0
+    spent = share = 0
     for index in order:
+        if not batch:
+            share = max(1, remaining // (jobs * 4))
         batch.append(index)
         spent += costs[index]
         if spent >= share or len(batch) == BATCH_FILES:
             batches.append(batch)
+            remaining -= spent
             batch, spent = [], 0
     if batch:
         batches.append(batch)
