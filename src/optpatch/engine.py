@@ -242,16 +242,12 @@ def _gathering():
     allocated during it: in a CUTLASS scan, 1.2 s of the main process's
     8.7 s (docs/benchmarks.md). Values hold no cycles to collect.
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        if _RunHeap.held:
-            gc.freeze()
-        gc.enable()
+    with _collections_paused():
+        try:
+            yield
+        finally:
+            if _RunHeap.held:
+                gc.freeze()  # before collection resumes, so that its first round does not walk them either
 
 
 @contextmanager
