@@ -387,9 +387,9 @@ class CppUnit:
         It runs for every cursor of the file, so it calls libclang itself
         rather than through cindex's properties, each of which first asks
         libclang whether the cursor is null (these come from
-        clang_visitChildren and never are): a third less time for OPT203's
-        files (docs/benchmarks.md). The keys hold kind ids, not CursorKind
-        members, whose hash runs in Python.
+        clang_visitChildren and never are): the trees of the 45 field files
+        OPT203 reads in 1.26 s, against 2.13 s (docs/benchmarks.md). The
+        keys hold kind ids, not CursorKind members, whose hash runs in Python.
         """
         clang = _clang()
         lib = clang.conf.lib
