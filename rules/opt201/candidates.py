@@ -17,7 +17,10 @@ from .bound import ARRAY_KINDS, NESTED_ARRAY_KINDS, bound_of, prove_runtime
 from .uses import UNEVALUATED_WORDS
 
 # A name right before `[`: every array declarator spells one (`float a[n]`, `T a[2][n]`).
-_NAME_BEFORE_BRACKET = re.compile(r"\b([A-Za-z_]\w*)\s*\[")
+# `name[` read backwards, in the reversed text: `[`, blanks, then the name's characters, the last of them (its first)
+# a letter or `_`. Backwards, the search starts only at a `[`; forwards (`\b([A-Za-z_]\w*)\s*\[`) it started at every
+# word: CUTLASS's 18 MB of headers in 0.02 s against 0.48 s, the same matches.
+_BRACKET_AFTER_NAME_REVERSED = re.compile(r"\[\s*+(\w++)(?<=[A-Za-z_])")
 # `[16]`, `[0x10u]`: a declarator with such a bound declares a constant-size array, whatever its element type,
 # in the text or in a macro body (`#define HOST char hostname[1024]`), so it is never a candidate.
 _CONSTANT_BOUND = re.compile(r"[ \t]*(?:0[xX][0-9a-fA-F]+|[0-9]+)[uUlLzZ]*[ \t]*\]")
@@ -39,6 +42,15 @@ def _may_silence_the_vla_warning(text: str) -> bool:
     return any("diagnostic" in line or "/*" in line for line in _PRAGMA_LINE.findall(text))
 
 
+def _names_before_brackets(text: str) -> list[tuple[int, int, int]]:
+    """Each `name[` of the text, in order: where the name starts and ends, and where the bound starts."""
+    size = len(text)
+    found = [(size - match.end(1), size - match.start(1), size - match.start())
+             for match in _BRACKET_AFTER_NAME_REVERSED.finditer(text[::-1])]
+    found.reverse()
+    return found
+
+
 def array_declarations(unit: CppUnit) -> list[Node]:
     """Every VAR_DECL of variable or template-dependent size that `examine` may have a verdict on.
 
@@ -57,10 +69,10 @@ def array_declarations(unit: CppUnit) -> list[Node]:
     text = unit.source.text
     if unit.warned_vla(0, len(text)) or _may_silence_the_vla_warning(text):
         return all_array_declarations(unit)
-    for match in _NAME_BEFORE_BRACKET.finditer(text):
-        if _never_declared_here(text, match.start(1)) or _CONSTANT_BOUND.match(text, match.end()):
+    for start, _, bound in _names_before_brackets(text):
+        if _never_declared_here(text, start) or _CONSTANT_BOUND.match(text, bound):
             continue
-        cursor = unit.cursor_at(match.start(1))
+        cursor = unit.cursor_at(start)
         if cursor is not None and cursor.kind is CursorKind.MACRO_DEFINITION:
             return all_array_declarations(unit)  # a macro body may declare an array wherever it is used
         if cursor is None or cursor.kind is not CursorKind.VAR_DECL or cursor.type.kind not in ARRAY_KINDS:
@@ -138,13 +150,12 @@ def hidden_declaration(unit: CppUnit) -> bool:
     spells before the array (a parameter, a local) may be a run-time value; one made only of names from
     elsewhere (`kRank`, a template's `N`) is a constant: no parse for it."""
     text = unit.source.text
-    for match in _NAME_BEFORE_BRACKET.finditer(text):
-        start = match.start(1)
-        if _never_declared_here(text, start) or _CONSTANT_BOUND.match(text, match.end()):
+    for start, name_end, bound in _names_before_brackets(text):
+        if _never_declared_here(text, start) or _CONSTANT_BOUND.match(text, bound):
             continue
-        if _SIZED_BY_INITIALISER.match(text, match.end()) or _initialised(text, match.end()):
+        if _SIZED_BY_INITIALISER.match(text, bound) or _initialised(text, bound):
             continue  # `T a[] = {...}`, `T a[n] = {}`: a constant-size array (a VLA cannot be initialised)
-        if text[:start].rstrip()[-1:] in _NOT_BEFORE_A_STATEMENT_DECLARATOR:
+        if _character_before(text, start) in _NOT_BEFORE_A_STATEMENT_DECLARATOR:
             continue  # `f(a[i])`, `g(x, a[i])`: an argument, or a parameter, never a local declaration
         cursor = unit.cursor_at(start)
         if cursor is None or cursor.kind in _DECLARED_KINDS or cursor.kind.is_expression():
@@ -152,28 +163,50 @@ def hidden_declaration(unit: CppUnit) -> bool:
         in_dropped_function = not cursor.kind.is_statement()
         # The statement's tokens up to the name, lexed alone (not the whole file's): back to a `;`, `{` or `}`.
         boundary = max(text.rfind(";", 0, start), text.rfind("{", 0, start), text.rfind("}", 0, start)) + 1
-        before = unit.tokens_in(boundary, match.end(1))
+        before = unit.tokens_in(boundary, name_end)
         if cursor.kind in _MACRO_KINDS or not before or before[-1].start != start:
             continue  # a macro, a comment or a string
         name, before = before[-1], before[:-1]
         if name.kind != "identifier":
             continue  # `operator[]`
         if _ends_a_type(before) and not _device_or_static(before) and not unit.in_device_function(start):
-            if not in_dropped_function or _bound_named_in_function(text, start, match.end()):
+            if not in_dropped_function or _bound_named_in_function(text, start, bound):
                 return True
     return False
 
 
+def _character_before(text: str, start: int) -> str:
+    """The last character before `start` that is not blank ("" at the start of the text): `text[:start].rstrip()`'s
+    last, without copying the text before it (once for each `name[` of a file, that was quadratic)."""
+    at = start - 1
+    while at >= 0 and text[at].isspace():
+        at -= 1
+    return text[at] if at >= 0 else ""
+
+
 _SIZED_BY_INITIALISER = re.compile(r"\s*\]")
+
+
+_BRACKET = re.compile(r"[\[\]]")
 
 
 def _initialised(text: str, after_bracket: int) -> bool:
     """Whether the `[...]` opened just before `after_bracket` (and any `[...]` after it) is followed by an
     initialiser (`=` or `{`)."""
     depth, at = 1, after_bracket
-    while at < len(text) and (depth or text[at] in " \t["):
-        depth += {"[": 1, "]": -1}.get(text[at], 0)
-        at += 1
+    while at < len(text):
+        if depth:  # inside a bound: on to the next bracket (char by char, an unclosed one read the rest of the file)
+            bracket = _BRACKET.search(text, at)
+            if bracket is None:
+                at = len(text)
+                break
+            depth += 1 if bracket.group() == "[" else -1
+            at = bracket.end()
+        elif text[at] in " \t[":  # between dimensions
+            depth = 1 if text[at] == "[" else 0
+            at += 1
+        else:
+            break
     rest = text[at : at + 80].lstrip()
     return rest.startswith(("=", "{")) and not rest.startswith("==")
 

@@ -185,3 +185,18 @@ def test_a_name_that_only_an_expression_can_precede_is_not_looked_up(monkeypatch
     monkeypatch.setattr(CppUnit, "cursor_at", lambda unit, offset: looked_up.append(offset) or cursor_at(unit, offset))
     list(RULE().check(CppUnit(_source("m.cu", text))))
     assert looked_up == [text.index("e[K]")]
+
+
+FORWARD = __import__("re").compile(r"\b([A-Za-z_]\w*)\s*\[")  # how the `name[` were found before: every word tried
+
+
+def test_the_names_before_brackets_read_backwards_are_the_forward_regex_matches():
+    import random
+
+    texts = [text for _, text in corpus(RULE)]
+    generator = random.Random(7)
+    alphabet = "ab_Z9 \t\n[]é(*"
+    texts += ["".join(generator.choice(alphabet) for _ in range(generator.randint(0, 24))) for _ in range(5000)]
+    for text in texts:
+        expected = [(m.start(1), m.end(1), m.end()) for m in FORWARD.finditer(text)]
+        assert CANDIDATES._names_before_brackets(text) == expected, text
