@@ -55,6 +55,12 @@ def screened_findings(rule, name: str, text: str) -> list[tuple]:
     return [(f.line, f.col, f.verdict, f.fix, f.reason) for f in result.findings]
 
 
+def unscreened_findings(rule, name: str, text: str, monkeypatch) -> list[tuple]:
+    """`screened_findings` with RULE's `screen_text` accepting every text: what the screen is held to."""
+    monkeypatch.setattr(rule, "screen_text", classmethod(lambda cls, text: True))
+    return screened_findings(rule, name, text)
+
+
 def screen_corpus(rule, word: str, cases: dict[str, str]) -> list[tuple[str, str]]:
     """What a rule's screen is held to the full check on: the corpus texts holding WORD, then CASES by name."""
     return [(name, text) for name, text in corpus(rule) if word in text] + sorted(cases.items())
