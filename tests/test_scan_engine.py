@@ -200,6 +200,24 @@ def test_workers_collect_garbage_though_the_main_process_pauses_while_it_gathers
     assert gc.isenabled() and gc.get_freeze_count() == frozen  # only a run freezes what it gathers, and unfreezes it
 
 
+def _inherited_objects_frozen(_item) -> bool:
+    import gc
+
+    return gc.get_freeze_count() > 10_000  # the modules and functions it was forked with
+
+
+def test_workers_leave_what_they_inherited_out_of_their_collections():
+    # Each collection would walk the main process's heap again in every worker, and copy the pages it touches.
+    import gc
+
+    from optpatch import engine
+
+    files = [(Path(__file__), f"file{index}.py") for index in range(engine.PARALLEL_THRESHOLD * 2)]
+    frozen = gc.get_freeze_count()
+    assert all(engine._map(_inherited_objects_frozen, files, 2, None))
+    assert gc.get_freeze_count() == frozen  # frozen in the workers, not here
+
+
 def test_a_run_leaves_the_collector_as_it_found_it(tmp_path):
     import gc
 
