@@ -118,9 +118,10 @@ def padded_size(unit: CppUnit, call: Node) -> Kept | None:
 
 
 def references(unit: CppUnit, allocation: Allocation, start: int, end: int) -> list[Node]:
-    """The references to the allocation's variable that start between `start` and `end`, in order."""
+    """The references to the allocation's variable that start between `start` and `end` (within its function),
+    in order."""
     return [
-        n for n in unit.nodes
+        n for n in allocation.function.walk()
         if n.kind in (CursorKind.DECL_REF_EXPR, CursorKind.VARIABLE_REF) and n.spelling == allocation.name
         and start <= n.start < end
         and unit.referenced(n) == allocation.target

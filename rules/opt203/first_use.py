@@ -93,10 +93,7 @@ DISPATCH_MARK = "DISPATCH"  # in the name of ATen's AT_DISPATCH_* macros and of 
 
 def _dispatch_around(unit: CppUnit, use: Node) -> Node | None:
     """The innermost `AT_DISPATCH_*` (or a project's `*DISPATCH*`) macro call around `use`."""
-    around = [
-        n for n in unit.nodes
-        if n.kind is CursorKind.MACRO_INSTANTIATION and DISPATCH_MARK in n.spelling and n.start <= use.start < n.end
-    ]
+    around = [n for n in unit.macro_uses if DISPATCH_MARK in n.spelling and n.start <= use.start < n.end]
     return max(around, key=lambda n: n.start) if around else None
 
 

@@ -70,11 +70,14 @@ def kernel_use(unit: CppUnit, allocation: Allocation, use: Node, launch: Launch,
     if padded is not None:
         return padded
     proof = [f"{where} goes to kernel `{launch.kernel}` (argument {launch.position + 1}) as its first use"]
-    kernel = _kernel_definition(unit, launch.kernel)
-    if kernel is None:
-        proof.append(f"kernel `{launch.kernel}` is not defined in this file: whether it writes every element is left "
+    definitions = _kernel_definitions(unit, launch.kernel)
+    if len(definitions) != 1:
+        where = "is not defined in this file" if not definitions else (
+            f"is defined {len(definitions)} times in this file (overloads or specialisations): which one runs is not resolved")
+        proof.append(f"kernel `{launch.kernel}` {where}: whether it writes every element is left "
                      "to --validate (with --build, under poisoned memory)")
         return Tier.VALIDATE, proof
+    kernel = definitions[0]
     parameters = [c for c in kernel.children if c.kind is CursorKind.PARM_DECL]
     if launch.position >= len(parameters):
         return Kept(f"kernel `{launch.kernel}`'s parameters do not match its launch", KeepCategory.UNRESOLVED)
@@ -111,14 +114,12 @@ def _whole_tensor_argument(argument: list[str], name: str) -> bool:
     return all(t == ")" for t in trailing) and "+" not in argument[:at] and "-" not in argument[:at]
 
 
-def _kernel_definition(unit: CppUnit, name: str) -> Node | None:
-    found = [
-        n for n in unit.nodes
-        if n.kind in (CursorKind.FUNCTION_DECL, CursorKind.FUNCTION_TEMPLATE) and n.spelling == name
-        and n.body() is not None
-        and any(c.kind is CursorKind.CUDAGLOBAL_ATTR for c in n.children)
+def _kernel_definitions(unit: CppUnit, name: str) -> list[Node]:
+    """The `__global__` functions spelled NAME that this file defines (with a body)."""
+    return [
+        n for n in unit.functions_named(name)
+        if n.body() is not None and any(c.kind is CursorKind.CUDAGLOBAL_ATTR for c in n.children)
     ]
-    return found[0] if len(found) == 1 else None
 
 
 def _kernel_writes(unit: CppUnit, launch: Launch, body: Node, parameter: str, parameters: list[Node],

@@ -12,6 +12,7 @@ from optpatch.rule.cpp import BETWEEN_TOKENS, CppUnit, CursorKind, Node
 
 # The factory each zero-filling factory becomes: same arguments, same result but for the values.
 EMPTY_OF = {"zeros": "empty", "zeros_like": "empty_like"}
+_FACTORIES = frozenset(EMPTY_OF)
 _MENTION = re.compile(r"\bzeros(?:_like)?\b")
 # A call names the factory and opens its arguments: `at::zeros(`, `torch::zeros_like (`, with comments or a line
 # continuation between. A macro may name it alone (`#define Z torch::zeros`), to be called where it expands.
@@ -27,8 +28,9 @@ def may_call_a_factory(text: str) -> bool:
 
 
 def factory_calls(unit: CppUnit) -> Iterator[Node]:
-    """Every call of torch's `zeros` or `zeros_like` (`torch::` or `at::`), in the order of the tree."""
-    for node in unit.nodes:
+    """Every call of torch's `zeros` or `zeros_like` (`torch::` or `at::`), in the order of the tree: read from
+    the declarations that call them alone (`nodes_calling`)."""
+    for node in unit.nodes_calling(_FACTORIES):
         if node.kind is CursorKind.CALL_EXPR and node.spelling in EMPTY_OF and _is_torch_factory(unit, node):
             yield node
 

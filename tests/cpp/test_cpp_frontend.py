@@ -150,6 +150,58 @@ def test_looking_without_the_tree_sees_what_the_tree_sees():
     assert not lazy.has_tree
 
 
+PARTS = (
+    "#define DISPATCH_FLOAT(...) [&] { __VA_ARGS__(); }()\n"
+    "__global__ void fill(float* out, int n) { int i = threadIdx.x; if (i < n) out[i] = 1.f; }\n"
+    "namespace outer { namespace inner {\n"
+    "__global__ void fill(double* out, int n) { out[threadIdx.x] = 2.0; }\n"
+    "struct Holder {\n"
+    "  torch::Tensor make(int n) { auto t = torch::zeros({n}, torch::kFloat); t.fill_(1); return t; }\n"
+    "  int size() const { return 3; }\n"
+    "};\n"
+    "torch::Tensor launch(torch::Tensor x) {\n"
+    "  auto out = at::zeros_like(x);\n"
+    "  DISPATCH_FLOAT([&] { fill<<<1, 32>>>(out.data_ptr<float>(), 32); });\n"
+    "  return out;\n"
+    "}\n"
+    "int unrelated(int n) { return n * 2; }\n"
+    "}  // namespace inner\n"
+    "extern \"C\" { torch::Tensor global_zeros = torch::zeros({4}, torch::kFloat); }\n"
+    "}  // namespace outer\n"
+)
+
+
+def _shape(nodes) -> list[tuple]:
+    return [(n.kind, n.spelling, n.start, n.end, len(n.children)) for n in nodes]
+
+
+def test_looking_at_parts_of_the_tree_sees_what_the_tree_sees():
+    lazy, full = unit_of(PARTS), unit_of(PARTS)
+    by_place = {(n.kind, n.start, n.end): n for n in full.nodes}
+    calling = lazy.nodes_calling(frozenset({"zeros", "zeros_like"}))
+    roots = [n for n in calling if n.parent is None]
+    # the method, the function and the global that call them, each whole, and nothing else
+    assert [n.spelling for n in roots] == ["make", "launch", "global_zeros"]
+    for root in roots:
+        assert _shape(root.walk()) == _shape(by_place[(root.kind, root.start, root.end)].walk())
+    assert _shape(lazy.functions_named("fill")) == _shape(full.functions_named("fill"))
+    assert len(lazy.functions_named("fill")) == 2 and not lazy.functions_named("size")
+    assert _shape(lazy.macro_uses) == _shape(full.macro_uses) and "DISPATCH_FLOAT" in [n.spelling for n in lazy.macro_uses]
+    assert not lazy.has_tree
+
+
+def test_opt203_reads_only_the_declarations_it_needs_and_judges_as_with_the_whole_tree():
+    from optpatch.rule import select_rules
+
+    rule = select_rules(load_rules(), ["OPT203"])[0]
+    lazy, full = unit_of(PARTS), unit_of(PARTS)
+    full.nodes  # the whole tree built first, as when another rule of the file built it
+    judged = list(rule().check(lazy))
+    assert judged == list(rule().check(full))
+    assert len(judged) == 3 and not lazy.has_tree
+    assert "kernel `fill` is defined 2 times in this file" in judged[1].verdict.reason  # which runs is not resolved
+
+
 def test_tokens_read_in_bulk_are_clangs_tokens(monkeypatch):
     """The tokens read from clang_tokenize's array are those clang's accessors give, one by one: names whose
     letters a line splice separates, literals and punctuation that hold one, non-ASCII text, `>>`."""
