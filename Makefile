@@ -52,7 +52,9 @@ clean:
 docs: setup
 	$(BIN)/optpatch rules --write-docs docs/rules
 
-# A new rule's skeleton: rules/CODE/rule.py, its fixture and docs page (docs/architecture.md, "Adding a rule").
+# A new rule's skeleton: rules/CODE/rule.py, its fixture and docs page (docs/architecture.md, "A new rule").
+# LANGUAGE=cpp for a C++/CUDA rule (default: python).
+LANGUAGE ?= python
 new-rule:
-	@test -n "$(CODE)" -a -n "$(NAME)" || { echo "usage: make new-rule CODE=OPT104 NAME=my-rule" >&2; exit 2; }
-	$(BIN)/python -m optpatch.dev new-rule $(CODE) $(NAME)
+	@test -n "$(CODE)" -a -n "$(NAME)" || { echo "usage: make new-rule CODE=OPT104 NAME=my-rule [LANGUAGE=cpp]" >&2; exit 2; }
+	$(BIN)/python -m optpatch.dev new-rule $(CODE) $(NAME) --language $(LANGUAGE)
