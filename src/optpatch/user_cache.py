@@ -2,8 +2,9 @@
 
 `$OPTPATCH_CACHE_DIR`, else `$XDG_CACHE_HOME/optpatch`, else
 `~/.cache/optpatch`. The result cache (cache.py), the precompiled headers
-(cpp_pch.py) and the manifests of header sets (analysis_inputs.py) live in
-folders of it; deleting it is always safe.
+(cpp_pch.py), the precompiled prelude of the header-free parse
+(cpp_frontend.py) and the manifests of header sets (analysis_inputs.py)
+live in folders of it; deleting it is always safe.
 """
 
 from __future__ import annotations

@@ -261,6 +261,58 @@ def test_a_reparsed_unit_sees_exactly_what_a_fresh_parse_sees(monkeypatch):
         assert _everything_a_rule_reads(unit_of(code, name)) == seen, name
 
 
+def test_the_precompiled_prelude_changes_nothing_a_rule_reads(monkeypatch, tmp_path):
+    import optpatch.cpp_frontend as frontend
+
+    monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(frontend._Spare, "take", classmethod(lambda cls: None))  # every parse fresh
+    frontend._precompiled_prelude.cache_clear()
+    corpus = _corpus_in_order()
+    precompiled = [_everything_a_rule_reads(unit_of(code, name)) for name, code in corpus]
+    assert len(list((tmp_path / "prelude").glob("*.pch"))) == 1  # built once, in the user's cache
+    monkeypatch.setattr(frontend._Prelude, "refused", True)  # the prelude's text, as before it was precompiled
+    frontend._precompiled_prelude.cache_clear()
+    for (name, code), seen in zip(corpus, precompiled):
+        assert _everything_a_rule_reads(unit_of(code, name)) == seen, name
+    frontend._precompiled_prelude.cache_clear()
+
+
+def test_a_precompiled_prelude_clang_refuses_is_read_as_text_instead(monkeypatch, tmp_path):
+    import optpatch.cpp_frontend as frontend
+
+    monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(frontend._Spare, "take", classmethod(lambda cls: None))
+    monkeypatch.setattr(frontend._Prelude, "refused", False)
+    frontend._precompiled_prelude.cache_clear()
+    expected = _everything_a_rule_reads(unit_of(DECLARES))
+    (path,) = (tmp_path / "prelude").glob("*.pch")
+    path.write_bytes(b"not a precompiled header")  # truncated, or written by something else
+    frontend._precompiled_prelude.cache_clear()
+    assert _everything_a_rule_reads(unit_of(DECLARES)) == expected
+    assert frontend._Prelude.refused
+    frontend._precompiled_prelude.cache_clear()
+
+
+def test_building_the_prelude_removes_other_versions_unused_for_a_month(monkeypatch, tmp_path):
+    import os
+    import time
+
+    import optpatch.cpp_frontend as frontend
+
+    monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(frontend._Prelude, "refused", False)
+    folder = tmp_path / "prelude"
+    folder.mkdir()
+    stale, recent = folder / "0ld.pch", folder / "r3cent.pch"
+    for path, days in ((stale, 40), (recent, 2)):
+        path.write_bytes(b"another version's")
+        os.utime(path, (time.time() - days * 86400,) * 2)
+    frontend._precompiled_prelude.cache_clear()
+    built = frontend._precompiled_prelude()
+    frontend._precompiled_prelude.cache_clear()
+    assert sorted(p.name for p in folder.iterdir()) == sorted([os.path.basename(built), "r3cent.pch"])
+
+
 def test_the_spare_is_not_reparsed_while_its_unit_is_alive():
     first = unit_of(DECLARES, "declares.cu")
     second = unit_of(USES, "uses.cu")
