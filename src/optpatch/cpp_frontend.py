@@ -1267,13 +1267,15 @@ def _precompiled_prelude() -> str | None:
 
 
 def _forget_old_preludes(kept: Path) -> None:
-    """Other versions' precompiled preludes (half a megabyte each) unused for a month go when a new one is built."""
+    """Other versions' precompiled preludes (half a megabyte each) unused for a month go when a new one is built,
+    and a temporary one a day old (its writer was killed before the rename)."""
     from optpatch.cpp_pch import STALE_AFTER_DAYS
 
-    old = time.time() - STALE_AFTER_DAYS * 86400
-    for other in kept.parent.glob("*.pch"):
+    now = time.time()
+    for other in kept.parent.iterdir():
+        age = now - (STALE_AFTER_DAYS * 86400 if other.suffix == ".pch" else 86400)
         try:
-            if other != kept and other.stat().st_atime < old and other.stat().st_mtime < old:
+            if other != kept and other.stat().st_atime < age and other.stat().st_mtime < age:
                 other.unlink()
         except OSError:
             pass  # another process took it first

@@ -293,7 +293,7 @@ def test_a_precompiled_prelude_clang_refuses_is_read_as_text_instead(monkeypatch
     frontend._precompiled_prelude.cache_clear()
 
 
-def test_building_the_prelude_removes_other_versions_unused_for_a_month(monkeypatch, tmp_path):
+def test_building_the_prelude_removes_other_versions_unused_for_a_month_and_dead_temporaries(monkeypatch, tmp_path):
     import os
     import time
 
@@ -304,13 +304,14 @@ def test_building_the_prelude_removes_other_versions_unused_for_a_month(monkeypa
     folder = tmp_path / "prelude"
     folder.mkdir()
     stale, recent = folder / "0ld.pch", folder / "r3cent.pch"
-    for path, days in ((stale, 40), (recent, 2)):
+    killed, writing = folder / ".k3y.abc.tmp", folder / ".k3y.def.tmp"  # a writer killed two days ago; one at work
+    for path, days in ((stale, 40), (recent, 2), (killed, 2), (writing, 0)):
         path.write_bytes(b"another version's")
         os.utime(path, (time.time() - days * 86400,) * 2)
     frontend._precompiled_prelude.cache_clear()
     built = frontend._precompiled_prelude()
     frontend._precompiled_prelude.cache_clear()
-    assert sorted(p.name for p in folder.iterdir()) == sorted([os.path.basename(built), "r3cent.pch"])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([os.path.basename(built), "r3cent.pch", ".k3y.def.tmp"])
 
 
 def test_the_spare_is_not_reparsed_while_its_unit_is_alive():
