@@ -73,7 +73,8 @@ def kernel_use(unit: CppUnit, allocation: Allocation, use: Node, launch: Launch,
     definitions = _kernel_definitions(unit, launch.kernel)
     if len(definitions) != 1:
         where = "is not defined in this file" if not definitions else (
-            f"is defined {len(definitions)} times in this file (overloads or specialisations): which one runs is not resolved")
+            f"is defined {len(definitions)} times in this file (overloads or specialisations): "
+            "which one runs is not resolved")
         proof.append(f"kernel `{launch.kernel}` {where}: whether it writes every element is left "
                      "to --validate (with --build, under poisoned memory)")
         return Tier.VALIDATE, proof
