@@ -64,6 +64,13 @@ class Impact(enum.StrEnum):
         return (Impact.NONE, Impact.LOW, Impact.MEDIUM, Impact.HIGH).index(self)
 
 
+# What a report says of a site the call graph does not reach, whose impact is the rule's own class: all C++/CUDA
+# code (its callers are Python, through bindings the graph does not follow yet), and a Python file too deeply nested
+# for the graph's walk.
+FREQUENCY_NOT_KNOWN = ("not known: the project's call graph does not reach it (C++/CUDA code is not in it), so the "
+                       "impact is the rule's own class")
+
+
 class Frequency(enum.StrEnum):
     """How often a function runs, from the project's call graph (frequency.py) or a profile: what a saving is worth."""
 
