@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from optpatch.dev.scaffold import LANGUAGES, ScaffoldError, new_rule
+from optpatch.dev.scaffold import ScaffoldError, new_rule
+from optpatch.model import Language
 
 
 @click.group()
@@ -19,7 +20,8 @@ def main() -> None:
 @main.command("new-rule")
 @click.argument("code")
 @click.argument("name")
-@click.option("--language", type=click.Choice(LANGUAGES), default="python", show_default=True,
+@click.option("--language", type=click.Choice([language.value for language in Language]), default=Language.PYTHON.value,
+              show_default=True,
               help="What the rule reads: Python (libcst) or C++/CUDA (libclang).")
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True,
               help="The optpatch checkout to add the rule to.")

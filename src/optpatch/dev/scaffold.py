@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from optpatch.model import Language
+
 CODE = re.compile(r"OPT\d{3}")
 NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
@@ -34,13 +36,11 @@ class ScaffoldError(Exception):
     """The rule cannot be created as asked: the message says why, in one line."""
 
 
-LANGUAGES = ("python", "cpp")
-
-
-def new_rule(root: Path, code: str, name: str, language: str = "python") -> list[Path]:
+def new_rule(root: Path, code: str, name: str, language: Language | str = Language.PYTHON) -> list[Path]:
     """Write the new rule's package, fixture and docs page under ROOT; return the files created."""
-    if language not in LANGUAGES:
-        raise ScaffoldError(f"language {language!r} is not one of: {', '.join(LANGUAGES)}")
+    if language not in set(Language):
+        raise ScaffoldError(f"language {language!r} is not one of: {', '.join(Language)}")
+    language = Language(language)
     if not CODE.fullmatch(code):
         raise ScaffoldError(f"code {code!r} is not OPT followed by three digits (OPT104)")
     if not NAME.fullmatch(name):
@@ -49,13 +49,13 @@ def new_rule(root: Path, code: str, name: str, language: str = "python") -> list
     if not rules.is_dir():
         raise ScaffoldError(f"{root} is not an optpatch checkout: no rules/ folder")
     package = rules / code.lower()
-    fixtures = root / "tests" / "fixtures" / language / code.lower()
-    for taken in (package, *(root / "tests" / "fixtures" / other / code.lower() for other in LANGUAGES)):
+    fixtures = root / "tests" / "fixtures" / language.value / code.lower()
+    for taken in (package, *(root / "tests" / "fixtures" / other.value / code.lower() for other in Language)):
         if taken.exists():
             raise ScaffoldError(f"{taken.relative_to(root)} exists already: pick another code")
     words = {"CODE": code, "LOWER": code.lower(), "NAME": name,
              "CLASS": "".join(word.capitalize() for word in name.split("-"))}
-    if language == "python":
+    if language is Language.PYTHON:
         files = {
             package / "rule.py": RULE_TEMPLATE,
             fixtures / "placeholder.py": FIXTURE_TEMPLATE,
