@@ -46,8 +46,9 @@ def launch_of(unit: CppUnit, index: int) -> Launch | None:
                 if close is None or opener is None:
                     return None
                 arguments = split_top_level(tokens[position + 1 : close])
-                held = next(k for k, argument in enumerate(arguments) if any(t.start == tokens[index].start for t in argument))
-                return Launch(kernel_name(tokens, opener), arguments, held)
+                held = next((k for k, argument in enumerate(arguments)
+                             if any(t.start == tokens[index].start for t in argument)), None)
+                return None if held is None else Launch(kernel_name(tokens, opener), arguments, held)
             depth -= 1
         elif spelling == ";":
             return None

@@ -40,6 +40,9 @@ def examine(unit: CppUnit, call: Node) -> tuple[Context, Kept | Proven]:
         return context, written
     tier, proof = written
     name = _callee_token(unit, call)
+    if name is None:  # `#define Z torch::zeros` ... `Z({n}, ...)`: the name to change is the macro's, for every use
+        return context, Kept(f"`{call.spelling}` is spelled in a macro, not at this call: changing the macro would "
+                             "change every call through it", KeepCategory.CANNOT_SPELL)
     edit = Edit(name.start, name.end, EMPTY_OF[call.spelling])
     impact, basis = {
         Context.ONCE: (Impact.LOW, ONCE_BASIS), Context.HOT: (Impact.HIGH, IMPACT_BASIS),
@@ -48,5 +51,6 @@ def examine(unit: CppUnit, call: Node) -> tuple[Context, Kept | Proven]:
     return context, Proven("; ".join(proof), tier, (edit,), impact, basis, " ".join(replacement.split()), tuple(proof))
 
 
-def _callee_token(unit: CppUnit, call: Node) -> Token:
-    return next(t for t in unit.tokens_in(call.start, call.end) if t.spelling == call.spelling)
+def _callee_token(unit: CppUnit, call: Node) -> Token | None:
+    """The factory's name as the call spells it; None when a macro spells it."""
+    return next((t for t in unit.tokens_in(call.start, call.end) if t.spelling == call.spelling), None)
