@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from optpatch.model import FREQUENCY_NOT_KNOWN, Decided, Verdict
+from optpatch.model import Decided, Verdict, frequency_not_known
 from optpatch.reporters.status import status_of
 from optpatch.reporters.wrapping import wrap
 
@@ -26,7 +26,7 @@ def explain_lines(decided: Decided, display: Callable[[str], str] = lambda rel: 
         if not decision.accepted and decision.refused_because:
             lines.append(f"  Not applied in this run: {decision.refused_because}")
     if finding.frequency is None:
-        lines.append(f"  Runs: {finding.context.value}, how often {FREQUENCY_NOT_KNOWN}")
+        lines.append(f"  Runs: {finding.context.value}, how often {frequency_not_known(finding.path)}")
         lines.append(f"  Impact: {finding.impact.value} ({finding.impact_basis})")
         return lines
     lines.append(f"  Runs: {finding.frequency.describe(finding.path)}")

@@ -64,11 +64,14 @@ class Impact(enum.StrEnum):
         return (Impact.NONE, Impact.LOW, Impact.MEDIUM, Impact.HIGH).index(self)
 
 
-# What a report says of a site the call graph does not reach, whose impact is the rule's own class: all C++/CUDA
-# code (its callers are Python, through bindings the graph does not follow yet), and a Python file too deeply nested
-# for the graph's walk.
-FREQUENCY_NOT_KNOWN = ("not known: the project's call graph does not reach it (C++/CUDA code is not in it), so the "
-                       "impact is the rule's own class")
+def frequency_not_known(path: str) -> str:
+    """What a report says of a site the call graph does not reach, whose impact is then the rule's own class: all
+    C++/CUDA code (its callers are Python, through bindings the graph does not follow yet), and a Python file the
+    graph could not read (syntax newer than the running Python's parser, or nesting too deep for its walk)."""
+    if path.endswith((".py", ".pyi")):
+        return ("not known: this file is not in the project's call graph (Python's parser or the graph's walk could "
+                "not read it), so the impact is the rule's own class")
+    return "not known: C++/CUDA code is outside the project's call graph, so the impact is the rule's own class"
 
 
 class Frequency(enum.StrEnum):

@@ -31,9 +31,9 @@ def test_a_cpp_fix_says_how_often_it_runs_is_not_known(tmp_path):
     (repo / "csrc").mkdir(parents=True)
     shutil.copy(CACHE_OPS, repo / "csrc" / "cache_ops.cu")
     shown = " ".join(run_cli("check", str(repo), "--select", "OPT2", "--no-cache", "--exit-zero").stdout.split())
-    assert "runs: not known: the project's call graph does not reach it (C++/CUDA code is not in it)" in shown
+    assert "runs: not known: C++/CUDA code is outside the project's call graph" in shown
     explained = " ".join(run_cli("explain", f"{repo}:csrc/cache_ops.cu:43", "--no-cache").stdout.split())
-    assert "Runs: per-call, how often not known: the project's call graph does not reach it" in explained
+    assert "Runs: per-call, how often not known: C++/CUDA code is outside the project's call graph" in explained
 
 
 def test_a_suppression_comment_keeps_the_array(tmp_path):

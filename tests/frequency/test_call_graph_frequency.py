@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import shutil
 from pathlib import Path
 
@@ -146,3 +147,14 @@ def test_the_index_resolves_imports_methods_and_attributes():
     assert ("Runner.__init__", "model.py", "LlamaModel.__init__", "call") in arcs  # a class called
     assert ("Runner.step", "runner.py", "Runner._graph_inputs", "capture") in arcs
     assert ("<module>", "runner.py", "_fused_update", "compiled") in arcs
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs syntax this Python's `ast` cannot read")
+def test_a_python_file_the_call_graph_cannot_read_says_so(tmp_path):
+    # Python 3.12's `type` statement: libcst reads it, this Python's `ast` (which the call graph reads) does not.
+    (tmp_path / "new_syntax.py").write_text(
+        "import torch\n\ntype Alias = list[int]\n\n\ndef f(n, device):\n    x = torch.zeros(n)\n    x.fill_(1.0)\n"
+        "    return x.to(device)\n")
+    shown = " ".join(run_cli("check", str(tmp_path), "--no-cache", "--exit-zero").stdout.split())
+    assert "OPT101 zeros-to-empty [safe, fixable]" in shown
+    assert "runs: not known: this file is not in the project's call graph" in shown

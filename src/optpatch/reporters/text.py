@@ -33,7 +33,7 @@ from collections import Counter
 from rich.text import Text
 
 from optpatch.locations import rewritten_line
-from optpatch.model import FREQUENCY_NOT_KNOWN, CodeArea, Decided, Finding, Impact, KeepCategory, Verdict
+from optpatch.model import CodeArea, Decided, Finding, Impact, KeepCategory, Verdict, frequency_not_known
 from optpatch.reporters import ReportOptions, counted
 from optpatch.reporters.status import Status, area_note, status_of
 from optpatch.reporters.wrapping import together, wrap
@@ -127,7 +127,8 @@ def finding_block(decided: Decided, options: ReportOptions, width: int) -> list[
         body += wrap(f"not applied: {decision.refused_because}", width, "  ", "    ")
     body += wrap(f"{_LABEL[finding.verdict]}: {prose(finding.reason, limit)}", width, "  ", "    ")
     if finding.verdict is not Verdict.KEEP:
-        runs = finding.frequency.describe(finding.path) if finding.frequency is not None else FREQUENCY_NOT_KNOWN
+        frequency = finding.frequency
+        runs = frequency.describe(finding.path) if frequency is not None else frequency_not_known(finding.path)
         body += wrap(f"runs: {runs}", width, "  ", "    ")
     if options.show_fixes and finding.verdict is Verdict.FIX:
         body += fix_diff(finding, options.original_text(finding.path), width)
