@@ -102,15 +102,30 @@ def _zero_fill(arg: cst.Arg | None) -> bool:
 
 def allocations(calls: CallIndex) -> list[ast.Call]:
     """The calls `allocation_kind` may accept: by their last name, or a name `from torch import zeros as z` binds;
-    `full`, `full_like` and `new_full` only with a zero fill."""
+    `full`, `full_like` and `new_full` only with a zero fill; a function (not the `new_*` methods) only through a
+    name an import of torch binds.
+
+    `allocation_kind` resolves a function through the module's imports
+    alone: `tl.zeros` after `import triton.language as tl`, `np.zeros`, a
+    parameter's `xp.zeros` are none of its allocations, and a file whose
+    only `zeros` are those (a Triton kernel, a test's NumPy set-up) is not
+    parsed with libcst for OPT101 (flash-attention: 0.09 s of a cold scan's
+    CPU; docs/benchmarks.md).
+    """
     aliases = {
         alias.asname: alias.name for statement in calls.torch_imports for alias in statement.names
         if alias.asname and alias.name in REPLACEMENT
     }
     return [
         call for call in calls.named(*spellings(aliases))
-        if not (callee_name(call) in FILLED or aliases.get(callee_name(call)) in FILLED) or _ast_zero_fill(call)
+        if (_on_a_receiver(call) or calls.calls_torch(call))
+        and (not (callee_name(call) in FILLED or aliases.get(callee_name(call)) in FILLED) or _ast_zero_fill(call))
     ]
+
+
+def _on_a_receiver(call: ast.Call) -> bool:
+    """`t.new_zeros(...)`, `t.new_full(...)`: a tensor's method, whose receiver no import names."""
+    return type(call.func) is ast.Attribute and call.func.attr in METHODS
 
 
 def spellings(aliases) -> set[str]:

@@ -76,3 +76,22 @@ def test_the_opt102_screen_keeps_a_two_statement_move_from_an_annotated_assignme
     (rule,) = [rule for rule in SCREENED if rule.code == "OPT102"]
     assert rule.screen(CallIndex.of(text))
     assert _findings(rule, "annotated.py", text)
+
+
+def test_the_opt101_screen_rejects_zeros_that_no_import_of_torch_names():
+    # A Triton kernel's `tl.zeros`, NumPy's, a parameter's and a local alias's: allocation_kind resolves a function
+    # through the module's imports of torch only, so none of these is parsed for OPT101.
+    others = (
+        "import numpy as np\nimport triton.language as tl\nimport torch\nT = torch\n"
+        "def kernel(n):\n    acc = tl.zeros((n,), dtype=tl.float32)\n    acc += 1\n    return acc\n"
+        "def host(xp, n):\n    a = np.zeros(n)\n    a.fill(1)\n    b = xp.zeros(n)\n    b.fill_(1)\n"
+        "    c = T.zeros(n)\n    c.fill_(1)\n    return a, b, c\n"
+    )
+    (rule,) = [rule for rule in SCREENED if rule.code == "OPT101"]
+    assert rule.wants(_as_source("others.py", others))
+    assert not rule.screen(CallIndex.of(others))
+    # The same file with a `zeros` of torch, spelled through an alias, and a tensor's `new_zeros`: kept.
+    for line in ("    d = torch.zeros(n)\n", "    d = Z(n)\n", "    d = acc.new_zeros(n)\n"):
+        text = others.replace("import torch\n", "import torch\nfrom torch import zeros as Z\n") + f"def more(acc, n):\n{line}    d.fill_(1)\n    return d\n"
+        assert rule.screen(CallIndex.of(text)), line
+        assert _findings(rule, "more.py", text), line
