@@ -95,3 +95,11 @@ def test_the_opt101_screen_rejects_zeros_that_no_import_of_torch_names():
         text = others.replace("import torch\n", "import torch\nfrom torch import zeros as Z\n") + f"def more(acc, n):\n{line}    d.fill_(1)\n    return d\n"
         assert rule.screen(CallIndex.of(text)), line
         assert _findings(rule, "more.py", text), line
+    # No import of torch, but a name assigned and spelled `torch`: the check reads `torch.zeros` as torch's.
+    skipping = (
+        "import pytest\ntorch = pytest.importorskip('torch')\n"
+        "def test_shape():\n    t = torch.zeros(3)\n    t.fill_(1)\n    assert t.sum() == 3\n"
+    )
+    assert rule.screen(CallIndex.of(skipping))
+    assert _findings(rule, "test_skipping.py", skipping)
+
