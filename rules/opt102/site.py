@@ -32,8 +32,16 @@ def may_start_a_site(calls: CallIndex, call: ast.Call) -> bool:
     while isinstance(root.func, ast.Attribute) and isinstance(root.func.value, ast.Call):
         root, depth = root.func.value, depth + 1
     if depth == 0:
-        return calls.calls_torch(root) or callee_name(root) == "pin_memory"
+        return calls.calls_torch(root) and not _a_class_of_no_source(root) or callee_name(root) == "pin_memory"
     return calls.calls_torch(root) and (isinstance(root.func, ast.Name) or callee_name(root) in SOURCE_NAMES)
+
+
+def _a_class_of_no_source(call: ast.Call) -> bool:
+    """`nn.Sequential(...)`, `torch.nn.Linear(...)`: a capitalised torch name spelled in full (no import alias hides
+    it) that is none of the sources. `chained` and `two_statement` judge no such class (a module moved with `.cuda()`
+    is the common case: test set-up), so nothing of the file needs parsing for it."""
+    name = call.func.attr if type(call.func) is ast.Attribute else None
+    return name is not None and name[:1].isupper() and name not in SOURCE_NAMES
 
 
 @dataclass(frozen=True)

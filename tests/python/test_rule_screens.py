@@ -103,3 +103,21 @@ def test_the_opt101_screen_rejects_zeros_that_no_import_of_torch_names():
     assert rule.screen(CallIndex.of(skipping))
     assert _findings(rule, "test_skipping.py", skipping)
 
+
+def test_the_opt102_screen_rejects_a_module_moved_to_the_device():
+    # `nn.Sequential(...).cuda()`, `torch.nn.Linear(...).to(d)`, and the two-statement form: `chained` and
+    # `two_statement` judge no capitalised torch class but the legacy tensor types.
+    modules = (
+        "import torch\nfrom torch import nn\n"
+        "def build(d):\n    net = nn.Sequential(nn.Linear(2, 2)).cuda()\n    head = torch.nn.Linear(2, 2).to(d)\n"
+        "    norm = nn.LayerNorm(2)\n    norm = norm.to(d)\n    return net, head, norm\n"
+    )
+    (rule,) = [rule for rule in SCREENED if rule.code == "OPT102"]
+    assert rule.wants(_as_source("modules.py", modules))
+    assert not rule.screen(CallIndex.of(modules))
+    # A legacy tensor type is a source, and a class imported under another name is not read by its spelling: kept.
+    for line in ("    ids = torch.LongTensor([1, 2]).cuda()\n", "    ids = LT([1, 2]).cuda()\n"):
+        text = modules.replace("from torch import nn\n", "from torch import nn\nfrom torch import LongTensor as LT\n")
+        text += f"def ids():\n{line}    return ids\n"
+        assert rule.screen(CallIndex.of(text)), line
+        assert _findings(rule, "ids.py", text), line
