@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from optpatch.analysis.torch_api import keyword_arg
-from optpatch.rule.python import CallIndex, PythonModule, ast_dotted_name, callee_name, root_name, walk
+from optpatch.rule.python import CallIndex, PythonModule, ast_dotted_name, callee_name, walk
 
 REPLACEMENT = {
     "zeros": "empty", "zeros_like": "empty_like", "new_zeros": "new_empty",
@@ -103,16 +103,14 @@ def _zero_fill(arg: cst.Arg | None) -> bool:
 def allocations(calls: CallIndex) -> list[ast.Call]:
     """The calls `allocation_kind` may accept: by their last name, or a name `from torch import zeros as z` binds;
     `full`, `full_like` and `new_full` only with a zero fill; a function (not the `new_*` methods) only through a
-    name an import of torch binds.
+    name that may be torch's (`calls_torch`).
 
     `allocation_kind` resolves a function through the module's imports of
-    torch, or a name assigned and spelled `torch` (`torch =
-    pytest.importorskip("torch")`: python_scope names what an assignment
-    binds as it is spelled). `tl.zeros` after `import triton.language as
-    tl`, `np.zeros`, a parameter's `xp.zeros` are none of its allocations,
-    and a file whose only `zeros` are those (a Triton kernel, a test's NumPy
-    set-up) is not parsed with libcst for OPT101 (flash-attention: 0.09 s of
-    a cold scan's CPU; docs/benchmarks.md).
+    torch, or a name assigned and spelled `torch`: `tl.zeros` after `import
+    triton.language as tl`, `np.zeros`, a parameter's `xp.zeros` are none of
+    its allocations, and a file whose only `zeros` are those (a Triton
+    kernel, a test's NumPy set-up) is not parsed with libcst for OPT101
+    (flash-attention: 0.09 s of a cold scan's CPU; docs/benchmarks.md).
     """
     aliases = {
         alias.asname: alias.name for statement in calls.torch_imports for alias in statement.names
@@ -120,7 +118,7 @@ def allocations(calls: CallIndex) -> list[ast.Call]:
     }
     return [
         call for call in calls.named(*spellings(aliases))
-        if (_on_a_receiver(call) or calls.calls_torch(call) or root_name(call.func) == "torch")
+        if (_on_a_receiver(call) or calls.calls_torch(call))
         and (not (callee_name(call) in FILLED or aliases.get(callee_name(call)) in FILLED) or _ast_zero_fill(call))
     ]
 

@@ -28,7 +28,8 @@ class CallIndex:
         self._by_name: dict[str, list[ast.Call]] = {}
         self._assigned_to: dict[int, str] = {}  # id(call) -> `name` in `name = call`
         self._calls_assigned: dict[str, list[ast.Call]] = {}  # `name` -> every call in `name = call` / `name: T = call`
-        self.torch_names: set[str] = set()  # `torch`, `th` in `import torch as th`, `zeros` in `from torch import zeros`
+        # `torch`, `th` in `import torch as th`, `zeros` in `from torch import zeros`, and `torch` where it is assigned
+        self.torch_names: set[str] = set()
         self.torch_imports: list[ast.ImportFrom] = []  # `from torch[.x] import ...`, in any scope
         self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}  # by name, in any scope
         # `global` and `:=`: a def or class holding one may bind a name outside itself (`bound_outside`). Not
@@ -68,6 +69,10 @@ class CallIndex:
                 self.functions.setdefault(node.name, []).append(node)
             elif kind is ast.Global or kind is ast.NamedExpr:
                 self.outer_bindings.append(node)
+            elif kind is ast.Name and node.id == "torch" and type(node.ctx) is ast.Store:
+                # `torch = pytest.importorskip("torch")`, `torch = lazy_import("torch")`: python_scope names what an
+                # assignment binds as it is spelled, so the check reads `torch.zeros` here as torch's.
+                self.torch_names.add("torch")
 
     @classmethod
     def of(cls, text: str, tree: ast.Module | None = None) -> "CallIndex | None":
@@ -94,7 +99,8 @@ class CallIndex:
         return self._calls_assigned.get(name, [])
 
     def calls_torch(self, call: ast.Call) -> bool:
-        """True when the callee's root name is bound by an import of torch (`torch.cat`, `th.zeros`, `zeros`)."""
+        """True when the callee's root name is bound by an import of torch (`torch.cat`, `th.zeros`, `zeros`), or is
+        `torch` bound by an assignment."""
         return root_name(call.func) in self.torch_names
 
     def reads(self) -> dict[str, list[int]]:
