@@ -321,8 +321,9 @@ class CreateOnDevice(Rule):
         """The moves of the forms `check` looks at: `<call>(...).to(...)` where the inner call is a
         torch function (through an import of torch) or `pin_memory()`; `F(...).op(...).to(...)`,
         a chain of method calls that starts from a torch call named like a factory (or imported by
-        name from torch); and `t = t.to(...)` where `t` is assigned such a call somewhere in the
-        module (`check` reads that assignment in the same block, so in the same function). Nothing
+        name from torch); and `t = t.to(...)` where `t` is assigned such a call before it in the same
+        block, as `check` reads it (diffusers' pipelines reassign `latents = latents.to(dtype)` in many
+        functions and branches of a module that creates `latents` in one). Nothing
         else: devices and dtypes come from the function, its parameters, enclosing functions and
         module-level statements, and the blocks around a site (`try`, `with`) from its function.
         """
@@ -335,7 +336,7 @@ class CreateOnDevice(Rule):
                 if may_start_a_site(calls, receiver):
                     moves.append(move)
             elif isinstance(receiver, ast.Name) and calls.assigned_to(move) == receiver.id:
-                if any(may_start_a_site(calls, source) for source in calls.calls_assigned(receiver.id)):
+                if any(_may_be_its_factory(calls, source, move) for source in calls.calls_assigned(receiver.id)):
                     moves.append(move)
         arguments = [a for move in moves for a in (*move.args, *(keyword.value for keyword in move.keywords))]
         return moves + called_functions(calls.tree, arguments) + index_candidates(calls)
@@ -363,3 +364,14 @@ class CreateOnDevice(Rule):
                 factory, verdict = found
                 judged[id(factory)] = Judgement(module.start(factory), module.context(factory), verdict)
         yield from judged.values()
+
+
+def _may_be_its_factory(calls: CallIndex, source: ast.Call, move: ast.Call) -> bool:
+    """`t = source` may be what `two_statement` finds for `t = t.to(...)`: a site's start, assigned before the move
+    in the same block (at module or class level, anywhere before it)."""
+    if not may_start_a_site(calls, source) or source.lineno > move.lineno:
+        return False
+    function = calls.outermost_function(move)
+    if calls.outermost_function(source) is not function:
+        return False
+    return function is None or calls.in_one_block(source, move, function)

@@ -145,6 +145,12 @@ class CallIndex:
             parent = parent_of.get(id(parent))
         raise ValueError("the node is not inside the function")
 
+    def in_one_block(self, first: ast.AST, second: ast.AST, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """True when the statements holding FIRST and SECOND (both inside FUNCTION) are in one statement list: a
+        body, an `else`, a `finally`."""
+        return _statement_list(first, self.ancestors(first, function)) == _statement_list(
+            second, self.ancestors(second, function))
+
     def binds_anywhere(self, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
         """True when any scope inside `function` (itself, nested functions, lambdas, classes,
         comprehensions) binds `name` in any way, or declares it `global`/`nonlocal`."""
@@ -156,6 +162,19 @@ class CallIndex:
             facts = self._functions_around[id(function)] = _FunctionFacts.of(function)
         return facts
 
+
+
+def _statement_list(node: ast.AST, ancestors: list[ast.AST]) -> tuple[int, str] | None:
+    """(id of the owner, field) of the statement list that holds NODE's statement, given its ANCESTORS."""
+    child = node
+    for parent in ancestors:
+        if isinstance(child, ast.stmt):
+            for field in ("body", "orelse", "finalbody"):
+                statements = getattr(parent, field, None)
+                if type(statements) is list and any(statement is child for statement in statements):
+                    return id(parent), field
+        child = parent
+    return None
 
 
 def parse_module(text: str) -> ast.Module | None:

@@ -129,3 +129,20 @@ def test_the_opt102_screen_rejects_a_module_moved_to_the_device():
         text += f"def ids():\n{line}    return ids\n"
         assert rule.screen(CallIndex.of(text)), line
         assert _findings(rule, "ids.py", text), line
+
+
+def test_the_opt102_screen_reads_a_two_statement_move_in_the_function_of_its_factory():
+    # `check` finds `t = F(...)` in the block of `t = t.to(d)`: an assignment in another function is no site.
+    elsewhere = (
+        "import torch\ndef make(n):\n    latents = torch.randn(n)\n    return latents\n"
+        "def prepare(latents, d):\n    latents = latents.to(d)\n    return latents\n"
+    )
+    (rule,) = [rule for rule in SCREENED if rule.code == "OPT102"]
+    assert not rule.screen(CallIndex.of(elsewhere))
+    # In one function, but another block: the assignment in a branch, the move after it.
+    branch = elsewhere + "def branch(n, d, b):\n    if b:\n        latents = torch.randn(n)\n    latents = latents.to(d)\n    return latents\n"
+    assert not rule.screen(CallIndex.of(branch))
+    assert not _findings(rule, "branch.py", branch)
+    together = elsewhere + "def both(n, d):\n    latents = torch.randn(n)\n    latents = latents.to(d)\n    return latents\n"
+    assert rule.screen(CallIndex.of(together))
+    assert [line for line, *_ in _findings(rule, "together.py", together)] == [9]  # the factory's line
