@@ -110,7 +110,7 @@ def allocations(calls: CallIndex) -> list[ast.Call]:
     triton.language as tl`, `np.zeros`, a parameter's `xp.zeros` are none of
     its allocations, and a file whose only `zeros` are those (a Triton
     kernel, a test's NumPy set-up) is not parsed with libcst for OPT101
-    (flash-attention: 0.09 s of a cold scan's CPU; docs/benchmarks.md).
+    (flash-attention: 0.1 s of a cold scan's CPU; docs/benchmarks.md).
     """
     aliases = {
         alias.asname: alias.name for statement in calls.torch_imports for alias in statement.names
