@@ -79,11 +79,25 @@ def _as_source(name: str, text: str) -> SourceFile:
     return SourceFile(name, Path(name), text.encode(), text, "utf-8", False, "python")
 
 
+def _screened(code: str) -> type[Rule]:
+    (rule,) = [rule for rule in SCREENED if rule.code == code]
+    return rule
+
+
+def _rejected(rule: type[Rule], text: str) -> bool:
+    """The file has the rule's trigger words (so the screen is asked), and the screen rejects it."""
+    assert rule.wants(_as_source("screened.py", text)), "no trigger word: the screen would not be asked"
+    return not rule.screen(CallIndex.of(text))
+
+
+def _kept_with_findings(rule: type[Rule], text: str) -> bool:
+    """The screen keeps the file, and the check finds something in it."""
+    return rule.screen(CallIndex.of(text)) and bool(_findings(rule, "kept.py", text))
+
+
 def test_the_opt102_screen_keeps_a_two_statement_move_from_an_annotated_assignment():
     text = "import torch\ndef f(n, d):\n    t: torch.Tensor = torch.arange(n)\n    t = t.to(d)\n    return t\n"
-    (rule,) = [rule for rule in SCREENED if rule.code == "OPT102"]
-    assert rule.screen(CallIndex.of(text))
-    assert _findings(rule, "annotated.py", text)
+    assert _kept_with_findings(_screened("OPT102"), text)
 
 
 def test_the_opt101_screen_rejects_zeros_that_no_import_of_torch_names():
@@ -95,21 +109,18 @@ def test_the_opt101_screen_rejects_zeros_that_no_import_of_torch_names():
         "def host(xp, n):\n    a = np.zeros(n)\n    a.fill(1)\n    b = xp.zeros(n)\n    b.fill_(1)\n"
         "    c = T.zeros(n)\n    c.fill_(1)\n    return a, b, c\n"
     )
-    (rule,) = [rule for rule in SCREENED if rule.code == "OPT101"]
-    assert rule.wants(_as_source("others.py", others))
-    assert not rule.screen(CallIndex.of(others))
+    rule = _screened("OPT101")
+    assert _rejected(rule, others)
     # The same file with a `zeros` of torch, spelled through an alias, and a tensor's `new_zeros`: kept.
+    aliased = others.replace("import torch\n", "import torch\nfrom torch import zeros as Z\n")
     for line in ("    d = torch.zeros(n)\n", "    d = Z(n)\n", "    d = acc.new_zeros(n)\n"):
-        text = others.replace("import torch\n", "import torch\nfrom torch import zeros as Z\n") + f"def more(acc, n):\n{line}    d.fill_(1)\n    return d\n"
-        assert rule.screen(CallIndex.of(text)), line
-        assert _findings(rule, "more.py", text), line
+        assert _kept_with_findings(rule, aliased + f"def more(acc, n):\n{line}    d.fill_(1)\n    return d\n"), line
     # No import of torch, but a name assigned and spelled `torch`: the check reads `torch.zeros` as torch's.
     skipping = (
         "import pytest\ntorch = pytest.importorskip('torch')\n"
         "def test_shape():\n    t = torch.zeros(3)\n    t.fill_(1)\n    assert t.sum() == 3\n"
     )
-    assert rule.screen(CallIndex.of(skipping))
-    assert _findings(rule, "test_skipping.py", skipping)
+    assert _kept_with_findings(rule, skipping)
 
 
 def test_the_opt102_screen_rejects_a_module_moved_to_the_device():
@@ -120,15 +131,12 @@ def test_the_opt102_screen_rejects_a_module_moved_to_the_device():
         "def build(d):\n    net = nn.Sequential(nn.Linear(2, 2)).cuda()\n    head = torch.nn.Linear(2, 2).to(d)\n"
         "    norm = nn.LayerNorm(2)\n    norm = norm.to(d)\n    return net, head, norm\n"
     )
-    (rule,) = [rule for rule in SCREENED if rule.code == "OPT102"]
-    assert rule.wants(_as_source("modules.py", modules))
-    assert not rule.screen(CallIndex.of(modules))
+    rule = _screened("OPT102")
+    assert _rejected(rule, modules)
     # A legacy tensor type is a source, and a class imported under another name is not read by its spelling: kept.
+    aliased = modules.replace("from torch import nn\n", "from torch import nn\nfrom torch import LongTensor as LT\n")
     for line in ("    ids = torch.LongTensor([1, 2]).cuda()\n", "    ids = LT([1, 2]).cuda()\n"):
-        text = modules.replace("from torch import nn\n", "from torch import nn\nfrom torch import LongTensor as LT\n")
-        text += f"def ids():\n{line}    return ids\n"
-        assert rule.screen(CallIndex.of(text)), line
-        assert _findings(rule, "ids.py", text), line
+        assert _kept_with_findings(rule, aliased + f"def ids():\n{line}    return ids\n"), line
 
 
 def test_the_opt102_screen_reads_a_two_statement_move_in_the_function_of_its_factory():
@@ -137,12 +145,11 @@ def test_the_opt102_screen_reads_a_two_statement_move_in_the_function_of_its_fac
         "import torch\ndef make(n):\n    latents = torch.randn(n)\n    return latents\n"
         "def prepare(latents, d):\n    latents = latents.to(d)\n    return latents\n"
     )
-    (rule,) = [rule for rule in SCREENED if rule.code == "OPT102"]
-    assert not rule.screen(CallIndex.of(elsewhere))
+    rule = _screened("OPT102")
+    assert _rejected(rule, elsewhere)
     # In one function, but another block: the assignment in a branch, the move after it.
     branch = elsewhere + "def branch(n, d, b):\n    if b:\n        latents = torch.randn(n)\n    latents = latents.to(d)\n    return latents\n"
-    assert not rule.screen(CallIndex.of(branch))
-    assert not _findings(rule, "branch.py", branch)
+    assert _rejected(rule, branch) and not _findings(rule, "branch.py", branch)
     together = elsewhere + "def both(n, d):\n    latents = torch.randn(n)\n    latents = latents.to(d)\n    return latents\n"
     assert rule.screen(CallIndex.of(together))
     assert [line for line, *_ in _findings(rule, "together.py", together)] == [9]  # the factory's line
