@@ -39,6 +39,16 @@ RESOLUTION = [
     ("assigned_torch.py", "import pytest\ntorch = pytest.importorskip('torch')\n"
      "def f(n):\n    x = torch.zeros(n).cuda()\n    y = torch.arange(n)\n    y = y.to('cuda')\n"
      "    z = torch.tensor([1, 2]).to('cuda')\n    w = torch.zeros(n)\n    w.fill_(1)\n    return x, y, z, w\n"),
+    # Each binding below, with every rule's sites after it: a screen must not drop what the check judges there.
+    *[(f"binding_{i}.py", head + "def sites(n):\n    x = {0}.zeros(n).cuda()\n    y = {0}.tensor([1, 2]).to('cuda')\n"
+       "    w = {0}.zeros(n)\n    w.fill_(1)\n    return x, y, w\n".format(name)) for i, (head, name) in enumerate([
+        ("def outer(torch):\n    return torch\n", "torch"),  # a parameter named torch, elsewhere
+        ("import torch as th\n", "th"),
+        ("from torch import *\n", "torch"),
+        ("import importlib\nclass Lazy:\n    torch = importlib.import_module('torch')\n", "torch"),
+        ("try:\n    import torch\nexcept ImportError:\n    torch = None\n", "torch"),
+        ("import importlib\nif (torch := importlib.import_module('torch')) is None:\n    pass\n", "torch"),
+    ])],
 ]
 TEXTS = _texts() + RESOLUTION
 
