@@ -15,7 +15,9 @@ parse cost 0.4 ms on a two-line file whose parse takes 0.07 ms, and 3 ms on
 a 14 KB one (its stack's pages faulted in again, the parser's per-thread
 state built again; docs/benchmarks.md). A call that finds it busy (another
 thread's parse, or a parse asked from inside one) gets a thread of its own,
-as every call once did. A forked child starts its own on first use.
+as every call once did. A forked child starts its own on first use. The
+thread keeps the stack pages its deepest parse touched: 11 MB more resident
+after the 10,000-branch chain above than when each parse's thread went away.
 """
 
 from __future__ import annotations
