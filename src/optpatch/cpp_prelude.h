@@ -59,6 +59,21 @@ typedef CUstream_st* cudaStream_t;
 struct CUevent_st;
 typedef CUevent_st* cudaEvent_t;
 enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1 };
+// What host code reads of a device's properties (launch sizes): run-time values, never constants.
+struct cudaDeviceProp {
+  char name[256];
+  int major, minor;
+  int multiProcessorCount;
+  int maxThreadsPerBlock;
+  int maxThreadsPerMultiProcessor;
+  int warpSize;
+  size_t sharedMemPerBlock;
+  size_t sharedMemPerBlockOptin;
+  size_t sharedMemPerMultiprocessor;
+  size_t totalGlobalMem;
+  int regsPerBlock;
+  int l2CacheSize;
+};
 typedef cudaError_t cudaError;
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -153,6 +168,20 @@ size_t fread(void* data, size_t size, size_t count, FILE* stream);
 FILE* fopen(const char* path, const char* mode);
 int fclose(FILE* stream);
 void qsort(void* base, size_t count, size_t size, int (*compare)(const void*, const void*));
+float fabsf(float x);
+double fabs(double x);
+float sqrtf(float x);
+double sqrt(double x);
+float expf(float x);
+double exp(double x);
+float logf(float x);
+double log(double x);
+float powf(float x, float y);
+double pow(double x, double y);
+float fmaxf(float a, float b);
+float fminf(float a, float b);
+double ceil(double x);
+double floor(double x);
 }
 
 namespace std {
@@ -192,6 +221,13 @@ using ::exit;
 using ::getenv;
 using ::atoi;
 using ::qsort;
+using ::fabs;
+using ::sqrt;
+using ::exp;
+using ::log;
+using ::pow;
+using ::ceil;
+using ::floor;
 typedef decltype(nullptr) nullptr_t;
 
 template <class E>
@@ -263,7 +299,13 @@ struct pair {
   B second;
 };
 template <class... T>
-class tuple {};
+class tuple {
+ public:
+  tuple();
+  tuple(const T&... values);
+};
+template <class... T>
+tuple<T...> make_tuple(const T&... values);
 template <class T>
 class optional {
  public:
@@ -271,10 +313,17 @@ class optional {
   optional(const T& value);
   bool has_value() const;
   T& value();
+  const T& value() const;
+  template <class U>
+  T value_or(const U& fallback) const;
   T& operator*();
+  const T& operator*() const;
   T* operator->();
+  const T* operator->() const;
   explicit operator bool() const;
 };
+template <class T>
+optional<T> make_optional(const T& value);
 template <class T>
 class unique_ptr {
  public:
@@ -395,6 +444,10 @@ class IntArrayRef {
   int64_t operator[](size_t index) const;
   const int64_t* begin() const;
   const int64_t* end() const;
+  bool empty() const;
+  std::vector<int64_t> vec() const;
+  bool operator==(IntArrayRef other) const;
+  bool operator!=(IntArrayRef other) const;
 };
 template <class T>
 using optional = std::optional<T>;
@@ -480,6 +533,7 @@ class Tensor {
   template <class T>
   T item() const;
   ScalarType scalar_type() const;
+  ScalarType dtype() const;
   TensorOptions options() const;
   Device device() const;
   int get_device() const;
@@ -538,6 +592,9 @@ class CUDAStream {
 CUDAStream getCurrentCUDAStream(DeviceIndex device = -1);
 CUDAStream getDefaultCUDAStream(DeviceIndex device = -1);
 CUDAStream getStreamFromPool(bool high_priority = false, DeviceIndex device = -1);
+DeviceIndex current_device();
+cudaDeviceProp* getCurrentDeviceProperties();
+cudaDeviceProp* getDeviceProperties(DeviceIndex device);
 void setCurrentCUDAStream(CUDAStream stream);
 struct CUDAGuard {
   explicit CUDAGuard(Device device);
