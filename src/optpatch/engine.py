@@ -87,17 +87,18 @@ def run(
         by_settings.setdefault(_settings_of(configs, path), []).append((path, rel))
     oversized: list[str] = []
     groups: list[_Group] = []
-    for group_settings, files in by_settings.items():
-        group_policy = policy if configs is not settings else _policy_with(policy, group_settings)
-        files, too_large = _within_size(files, group_settings.max_file_size)
-        found.skipped.extend(too_large)
-        found.warnings.extend(too_large)
-        oversized.extend(rel for rel, _ in too_large)
-        groups.append(_Group.open(root, group_settings, group_policy, files, use_cache, filters))
     counter = _Counter(progress, len(found.files))
     jobs = max(1, jobs or os.cpu_count() or 1)
     results: list[FileResult] = []
     with _run_heap():
+        with _gathering():  # the cache packs' records: unpickled by the million, and no cycle among them
+            for group_settings, files in by_settings.items():
+                group_policy = policy if configs is not settings else _policy_with(policy, group_settings)
+                files, too_large = _within_size(files, group_settings.max_file_size)
+                found.skipped.extend(too_large)
+                found.warnings.extend(too_large)
+                oversized.extend(rel for rel, _ in too_large)
+                groups.append(_Group.open(root, group_settings, group_policy, files, use_cache, filters))
         analysed = [group.analyse(jobs, counter) for group in groups]
         with _gathering():  # records, and the graph's arcs and nodes
             calls = _project_calls(root, configs, groups, analysed, paths, use_cache)
