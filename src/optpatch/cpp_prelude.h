@@ -168,20 +168,21 @@ size_t fread(void* data, size_t size, size_t count, FILE* stream);
 FILE* fopen(const char* path, const char* mode);
 int fclose(FILE* stream);
 void qsort(void* base, size_t count, size_t size, int (*compare)(const void*, const void*));
-float fabsf(float x);
-double fabs(double x);
-float sqrtf(float x);
-double sqrt(double x);
-float expf(float x);
-double exp(double x);
-float logf(float x);
-double log(double x);
-float powf(float x, float y);
-double pow(double x, double y);
-float fmaxf(float a, float b);
-float fminf(float a, float b);
-double ceil(double x);
-double floor(double x);
+// The math library, on both sides (CUDA's math functions are host and device).
+__host__ __device__ float fabsf(float x);
+__host__ __device__ double fabs(double x);
+__host__ __device__ float sqrtf(float x);
+__host__ __device__ double sqrt(double x);
+__host__ __device__ float expf(float x);
+__host__ __device__ double exp(double x);
+__host__ __device__ float logf(float x);
+__host__ __device__ double log(double x);
+__host__ __device__ float powf(float x, float y);
+__host__ __device__ double pow(double x, double y);
+__host__ __device__ float fmaxf(float a, float b);
+__host__ __device__ float fminf(float a, float b);
+__host__ __device__ double ceil(double x);
+__host__ __device__ double floor(double x);
 }
 
 namespace std {

@@ -50,6 +50,9 @@ def test_the_extension_idioms_most_often_unknown_in_field_trees_parse_without_he
     )
     unit = unit_of(code, "example.cpp")
     assert [d.spelling for d in unit.tu.diagnostics if d.severity >= 3] == []
+    # The math library is CUDA's too: a kernel calls it as host code does.
+    kernel = "__global__ void k(float* out, int n) {\n  int i = threadIdx.x;\n  if (i < n) out[i] = expf(out[i]) + fabsf(out[i]);\n}\n"
+    assert [d.spelling for d in unit_of(kernel).tu.diagnostics if d.severity >= 3] == []
 
 
 def test_edits_are_in_characters_when_the_file_is_not_ascii():
