@@ -282,3 +282,26 @@ def test_a_cache_pack_loads_with_collection_paused_and_stays_out_of_later_collec
     assert seen and all(not enabled and entries for enabled, entries in seen)
     assert frozen_then and frozen_then[0] > frozen  # the loaded records, frozen before step 1
     assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+def test_the_call_graph_is_built_only_when_a_file_has_findings_to_weigh(tmp_path, monkeypatch):
+    # A pre-commit run on files without findings needs no frequencies: the project's call graph (most of a warm
+    # run on a large project) is not built. A file with findings gets them, from one build.
+    from optpatch import call_graph
+    from optpatch.config import ConfigResolver
+    from optpatch.engine import run
+
+    (tmp_path / "clean.py").write_text("def f(x):\n    return x + 1\n")
+    (tmp_path / "model.py").write_text(
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        t = torch.zeros(4)\n        t.fill_(1)\n        return x + t\n")
+    built = []
+    build = call_graph.CallGraph.build
+    monkeypatch.setattr(call_graph.CallGraph, "build", classmethod(lambda cls, files: built.append(1) or build(files)))
+    clean = run(tmp_path, ConfigResolver.fixed(Settings()), FixPolicy(), paths=[tmp_path / "clean.py"], jobs=1,
+                use_cache=False)
+    assert [r.rel for r in clean.files] == ["clean.py"] and not built
+    model = run(tmp_path, ConfigResolver.fixed(Settings()), FixPolicy(), paths=[tmp_path / "model.py"], jobs=1,
+                use_cache=False)
+    (finding,) = model.files[0].findings
+    assert built == [1] and finding.frequency is not None and finding.frequency.frequency.value == "per-step"
