@@ -10,7 +10,9 @@ keeps, so the cache never carries a decision from one run to another.
    also settles the file once without frequencies, so that the texts this
    policy leads to and their safety-net verdicts are in its record.
 2. The call graph: every Python file's part (the cache's, or step 1's) is
-   resolved across files, and each function's frequency classified.
+   resolved across files, and each function's frequency classified; built
+   when the first file with findings is settled (`_OnDemand`), so a run
+   whose files hold none never builds it.
 3. Settle: every file, cached or just analysed, is settled here with its
    frequencies, from its record (a filter that reads the weighed impact,
    as --min-impact does, may ask for a text the record lacks).
