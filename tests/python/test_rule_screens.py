@@ -110,43 +110,37 @@ def test_the_opt102_screen_keeps_a_two_statement_move_from_an_annotated_assignme
     assert _kept_with_findings(_screened("OPT102"), text)
 
 
-def test_the_opt101_screen_rejects_zeros_that_no_import_of_torch_names():
-    # A Triton kernel's `tl.zeros`, NumPy's, a parameter's and a local alias's: allocation_kind resolves a function
-    # through the module's imports of torch only, so none of these is parsed for OPT101.
-    others = (
-        "import numpy as np\nimport triton.language as tl\nimport torch\nT = torch\n"
-        "def kernel(n):\n    acc = tl.zeros((n,), dtype=tl.float32)\n    acc += 1\n    return acc\n"
-        "def host(xp, n):\n    a = np.zeros(n)\n    a.fill(1)\n    b = xp.zeros(n)\n    b.fill_(1)\n"
-        "    c = T.zeros(n)\n    c.fill_(1)\n    return a, b, c\n"
-    )
-    rule = _screened("OPT101")
-    assert _rejected(rule, others)
-    # The same file with a `zeros` of torch, spelled through an alias, and a tensor's `new_zeros`: kept.
-    aliased = others.replace("import torch\n", "import torch\nfrom torch import zeros as Z\n")
-    for line in ("    d = torch.zeros(n)\n", "    d = Z(n)\n", "    d = acc.new_zeros(n)\n"):
-        assert _kept_with_findings(rule, aliased + f"def more(acc, n):\n{line}    d.fill_(1)\n    return d\n"), line
-    # No import of torch, but a name assigned and spelled `torch`: the check reads `torch.zeros` as torch's.
-    skipping = (
-        "import pytest\ntorch = pytest.importorskip('torch')\n"
-        "def test_shape():\n    t = torch.zeros(3)\n    t.fill_(1)\n    assert t.sum() == 3\n"
-    )
-    assert _kept_with_findings(rule, skipping)
+# What a screen rejects because its check never judges it, and what it must keep: (rule, a rejected file, the
+# lines that, added to it, make files the screen keeps and the check finds something in).
+# OPT101: a Triton kernel's `tl.zeros`, NumPy's, a parameter's and a local alias's; allocation_kind resolves a
+# function through the module's imports of torch only. Kept: torch's `zeros`, through an alias, a tensor's
+# `new_zeros` (a name assigned and spelled `torch` is in RESOLUTION above).
+# OPT102: a module moved to the device (`chained` and `two_statement` judge no capitalised torch class but the legacy
+# tensor types). Kept: a legacy tensor type, and a class imported under another name (not read by its spelling).
+NEVER_JUDGED = [
+    ("OPT101",
+     "import numpy as np\nimport triton.language as tl\nimport torch\nfrom torch import zeros as Z\nT = torch\n"
+     "def kernel(n):\n    acc = tl.zeros((n,), dtype=tl.float32)\n    acc += 1\n    return acc\n"
+     "def host(xp, n):\n    a = np.zeros(n)\n    a.fill(1)\n    b = xp.zeros(n)\n    b.fill_(1)\n"
+     "    c = T.zeros(n)\n    c.fill_(1)\n    return a, b, c\n",
+     ["def more(acc, n):\n    d = torch.zeros(n)\n    d.fill_(1)\n    return d\n",
+      "def more(acc, n):\n    d = Z(n)\n    d.fill_(1)\n    return d\n",
+      "def more(acc, n):\n    d = acc.new_zeros(n)\n    d.fill_(1)\n    return d\n"]),
+    ("OPT102",
+     "import torch\nfrom torch import nn\nfrom torch import LongTensor as LT\n"
+     "def build(d):\n    net = nn.Sequential(nn.Linear(2, 2)).cuda()\n    head = torch.nn.Linear(2, 2).to(d)\n"
+     "    norm = nn.LayerNorm(2)\n    norm = norm.to(d)\n    return net, head, norm\n",
+     ["def ids():\n    ids = torch.LongTensor([1, 2]).cuda()\n    return ids\n",
+      "def ids():\n    ids = LT([1, 2]).cuda()\n    return ids\n"]),
+]
 
 
-def test_the_opt102_screen_rejects_a_module_moved_to_the_device():
-    # `nn.Sequential(...).cuda()`, `torch.nn.Linear(...).to(d)`, and the two-statement form: `chained` and
-    # `two_statement` judge no capitalised torch class but the legacy tensor types.
-    modules = (
-        "import torch\nfrom torch import nn\n"
-        "def build(d):\n    net = nn.Sequential(nn.Linear(2, 2)).cuda()\n    head = torch.nn.Linear(2, 2).to(d)\n"
-        "    norm = nn.LayerNorm(2)\n    norm = norm.to(d)\n    return net, head, norm\n"
-    )
-    rule = _screened("OPT102")
-    assert _rejected(rule, modules)
-    # A legacy tensor type is a source, and a class imported under another name is not read by its spelling: kept.
-    aliased = modules.replace("from torch import nn\n", "from torch import nn\nfrom torch import LongTensor as LT\n")
-    for line in ("    ids = torch.LongTensor([1, 2]).cuda()\n", "    ids = LT([1, 2]).cuda()\n"):
-        assert _kept_with_findings(rule, aliased + f"def ids():\n{line}    return ids\n"), line
+@pytest.mark.parametrize("code, rejected, additions", NEVER_JUDGED, ids=[row[0] for row in NEVER_JUDGED])
+def test_a_screen_rejects_what_its_check_never_judges_and_keeps_its_sites(code, rejected, additions):
+    rule = _screened(code)
+    assert _rejected(rule, rejected)
+    for addition in additions:
+        assert _kept_with_findings(rule, rejected + addition), addition
 
 
 def test_the_opt102_screen_reads_a_two_statement_move_in_the_function_of_its_factory():
