@@ -203,14 +203,14 @@ class _OnDemand:
     what it says of how often each function runs. A run whose files hold no finding (most pre-commit runs) never
     pays for it (NeMo, one changed file, warm: 1.6 s, of which the graph 1.2 s; docs/benchmarks.md)."""
 
-    def __init__(self, build: Callable[[], Callable]):
-        self._build = build
+    def __init__(self, make: Callable[[], Callable]):
+        self._make = make
         self._weigh: Callable | None = None
 
     def build(self) -> Callable:
         if self._weigh is None:
             with _gathering():  # records, and the graph's arcs and nodes
-                self._weigh = self._build()
+                self._weigh = self._make()
         return self._weigh
 
     def __call__(self, rel: str):
