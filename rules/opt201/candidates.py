@@ -113,8 +113,11 @@ def _never_declared_here(text: str, start: int) -> bool:
         return False
     at = start - 1
     while at >= 0 and text[at] in " \t\r\n":
-        if text[at] == "\n" and "//" in text[text.rfind("\n", 0, at) + 1 : at]:
-            return False  # the line before may end in a comment, whose last character says nothing
+        if text[at] == "\n":
+            code_end = _code_end(text, text.rfind("\n", 0, at) + 1, at)
+            if code_end < 0:
+                return False  # the line before may end in a comment, whose last character says nothing
+            at = code_end
         at -= 1
     if at < 0:
         return False
@@ -123,7 +126,121 @@ def _never_declared_here(text: str, start: int) -> bool:
         return text[max(0, at - 2) : at + 1] != "..."
     if before == ">":
         return at > 0 and text[at - 1] == "-"
-    return before in _NOT_BEFORE_A_DECLARATOR
+    if before == ":":  # `c ? x : a[i]`, `case 1: a[i] = 0`, `for (x : a[i])`; not `::`
+        return at == 0 or text[at - 1] != ":"
+    return before in _NOT_BEFORE_A_DECLARATOR or _after_an_operator(text, at)
+
+
+# What may stand between a declaration's start and a declarator's name, read backwards: names and keywords,
+# `*`, `&`, `::`, and whole `(...)`/`[...]` groups (`alignas(16)`, `__attribute__((x))`, `[[maybe_unused]]`).
+_IN_A_DECLARATOR_PREFIX = frozenset("*&")
+# Read backwards before any `,`, these end an expression the name is part of: no declaration holds them before
+# its first declarator (`m[j] = b1 * m[j]`, `x + c * a[i]`, `p->q * a[i]`, `!b && a[i]`).
+_OPERATORS = frozenset("=+-%|^!~?")
+_EXPRESSION_WORDS = frozenset({"return", "co_return", "co_yield", "throw"})
+_OPENS_A_GROUP = re.compile(r"[ \t]*\(")
+_UNSURE_BEFORE_A_LINE_COMMENT = re.compile(r"[\"']|/\*|\*/")
+# A line these may hide the next token of (a comment, a directive, a string): read backwards, nothing is concluded.
+_UNSURE_LINE = re.compile(r"/\*|\*/|#|\"|'|\\\s*$")
+
+
+def _after_an_operator(text: str, at: int) -> bool:
+    """The name whose last character before it stands at AT is read, not declared: reading backwards over what may
+    precede a declarator (`_IN_A_DECLARATOR_PREFIX`, names, whole groups), the first other token is an operator
+    (`_OPERATORS`, `->`, `.`), a number, `return` and the like, or an open `[`. Anything else (`,`, `;`, `{`, `}`,
+    `(`, `<`, `>`, `:`, a comment, a directive, a quote) concludes nothing: `int k = n, a[n]` declares `a`."""
+    if text[at] == ")" and (opening := _group_start(text, at)) >= 0 and _statement_head(text, opening):
+        return True  # `if (c) a[i] = 0`: the name starts the statement, with no type before it
+    while at >= 0:
+        char = text[at]
+        if char in " \t\r\n\f\v":
+            if char == "\n":
+                line_start = text.rfind("\n", 0, at) + 1
+                at = _code_end(text, line_start, at)
+                if at < 0 or _UNSURE_LINE.search(text, line_start, at):
+                    return False
+            at -= 1
+        elif char.isalnum() or char == "_":
+            end = at
+            while at >= 0 and (text[at].isalnum() or text[at] == "_"):
+                at -= 1
+            word = text[at + 1 : end + 1]
+            if word[0].isdigit() or word in _EXPRESSION_WORDS:
+                return True
+        elif char in _IN_A_DECLARATOR_PREFIX:
+            at -= 1
+        elif char == ":" and at > 0 and text[at - 1] == ":":
+            at -= 2
+        elif char in ")]":
+            at = _group_start(text, at) - 1
+            if at < -1:
+                return False
+        elif char == "(":  # `x + (c * a[i])`, `return (c * a[i])`, `if ((float)a[i] > 0)`: no declaration starts so
+            before = _last_char(text, at)
+            if _OPENS_A_GROUP.match(text, at + 1):
+                return True
+            return before >= 0 and (text[before] in _OPERATORS or _word_ending(text, before) in _EXPRESSION_WORDS)
+        elif char in _OPERATORS or char == "[":
+            return char != "%" or text[at - 1 : at] != "<"  # `<%`: the digraph of `{`
+        elif char == ">":
+            return at > 0 and text[at - 1] == "-"
+        elif char == ".":
+            return text[max(0, at - 2) : at + 1] != "..."
+        else:
+            return False
+    return False
+
+
+def _code_end(text: str, line_start: int, line_end: int) -> int:
+    """Where the code of the line from LINE_START to LINE_END ends, read backwards from its end: at LINE_END
+    without `//`; at its `//` where that surely opens a comment (no quote, `/*` or `*/` before it on the line, no
+    raw string in the file, and the comment does not continue on the next line); -1 where it may not."""
+    slashes = text.find("//", line_start, line_end)
+    if slashes < 0:
+        return line_end
+    if _UNSURE_BEFORE_A_LINE_COMMENT.search(text, line_start, slashes) or 'R"' in text:
+        return -1
+    return -1 if text[line_start:line_end].rstrip().endswith("\\") else slashes
+
+
+def _statement_head(text: str, opening: int) -> bool:
+    """The `(` at OPENING follows `if`, `while`, `for` or `switch`: what comes after its group starts a statement."""
+    return _word_ending(text, _last_char(text, opening)) in ("if", "while", "for", "switch")
+
+
+def _last_char(text: str, before: int) -> int:
+    """Where the last character before BEFORE on its line that is not a blank stands; -1 where there is none."""
+    at = before - 1
+    while at >= 0 and text[at] in " \t":
+        at -= 1
+    return at if at >= 0 and text[at] not in "\r\n" else -1
+
+
+def _word_ending(text: str, end: int) -> str:
+    """The word whose last character stands at END; empty where none does."""
+    start = end
+    while start >= 0 and (text[start].isalnum() or text[start] == "_"):
+        start -= 1
+    return text[start + 1 : end + 1]
+
+
+def _group_start(text: str, close: int) -> int:
+    """Where the `(` or `[` that the `)` or `]` at CLOSE closes stands; -1 when no plain group ends there (a
+    quote, a comment, a directive or a block inside it, or no opening)."""
+    depth = 0
+    at = close
+    while at >= 0:
+        char = text[at]
+        if char in ")]":
+            depth += 1
+        elif char in "([":
+            depth -= 1
+            if depth == 0:
+                return at
+        elif char in "\"'#/;{}\\":
+            return -1
+        at -= 1
+    return -1
 
 
 # Keywords that may end the type before a declarator's name (`unsigned long a[n]`, `const char* p[n]`).

@@ -32,7 +32,40 @@ CASES = {
         "// a[n] is the row\n/*\n * A[i] is compatible with B[i]\n */\nvoid f(float* a, int n) {\n"
         "  g(a); /* b[n] */\n  g(a); // c[n]\n}\n"
     ),
+    "expressions.cpp": (
+        "struct S {\n  float* q;\n};\nvoid f(float* m, float* p, int j, float b1, S* s, bool c) {\n"
+        "  m[j] = b1 * m[j];\n  float x = s->q[0] * p[j];\n  float y = c ? p[j] : 0;\n  if (j > 0) p[j] = 0;\n"
+        "  float z = x + (b1 * p[j]);\n  if ((int)p[j] > 0) z = -m[j];\n  y = z + static_cast<const float*>(p)[j];\n"
+        "  {  // L2\n    p[j] = 0;\n    // note\n    m[j] = x + y;\n  }\n}\n"
+    ),
+    "arguments.cpp": (
+        "#include <cstdio>\nvoid g(int a, float b);\nvoid h(const int* a);\n"
+        "#define CHECK(x) g(0, x)\n#define CHECK_BOTH(x) CHECK(x); CHECK(x)\n"
+        "void f(float* a, int i) {\n  g(i, a[i]);\n  g(-1, a[i + 1]);\n  printf(\"%d [%f]\\n\", i, a[i]);\n"
+        "  printf(\"\\e[1m%f\\e[0m\\n\", a[i]);\n  CHECK_BOTH(a[i]);\n}\n"
+    ),
+    "constant-bounds.cu": (
+        "#define ILP 4\n#define ROWS (8)\ntemplate <int N>\n__global__ void k(float* out) {\n"
+        "  float r[ILP];\n  float q[ROWS / 2][ILP * 2];\n  __shared__ float s[N];\n"
+        "  r[0] = q[0][0] = s[0] = out[0];\n  out[1] = r[0];\n}\n"
+    ),
     # Checked in full: a declarator of non-literal size, however spelt.
+    "after-an-initialised-declarator.cpp": "void f(int n) {\n  int k = n * 2, a[n];\n  consume(a, k);\n}\n",
+    "pointer-after-an-initialised-declarator.cpp": (
+        "void f(int n) {\n  float* k = nullptr, *a[n];\n  consume(a, n);\n  consume(k, n);\n}\n"
+    ),
+    "for-initialiser.cpp": "void f(int n) {\n  for (int i = 0, a[n]; i < n; ++i) consume(a, i);\n}\n",
+    "macro-argument.cpp": "#define DECL(d) float d\nvoid f(int n) {\n  DECL(a[n]);\n" + USED,
+    "macro-argument-through-a-macro.cpp": (
+        "#define DECL(d) float d\n#define AGAIN(d) DECL(d)\nvoid f(int n) {\n  AGAIN(a[n]);\n" + USED
+    ),
+    "macro-typed-argument.cpp": "#define DECL(t, d) t d\nvoid f(int n) {\n  DECL(float, a[n]);\n" + USED,
+    "parenthesised-whole.cpp": "void f(int n) {\n  float (a[n]);\n" + USED,
+    "bound-undefined.cpp": "#define N 4\n#undef N\nvoid f(int N) {\n  float a[N];\n  consume(a, N);\n}\n",
+    "bound-defined-after.cpp": "void f(int ILP) {\n  float a[ILP];\n  consume(a, ILP);\n}\n#define ILP 4\n",
+    "bound-defined-as-a-name.cpp": "#define ROWS n\nvoid f(int n) {\n  float a[ROWS];\n" + USED,
+    "shared-redefined.cu": "#define __shared__\nvoid f(int n) {\n  __shared__ float a[n];\n" + USED,
+    "after-a-trailing-comment.cpp": "void f(int n) {\n  g(n);  // x =\n  float a[n];\n" + USED,
     "plain.cpp": "void f(int n) {\n  float a[n];\n" + USED,
     "comment-before-the-bracket.cpp": "void f(int n) {\n  float a /* rows */ [n];\n" + USED,
     "comment-line-before-the-bracket.cpp": "void f(int n) {\n  float a  // = b\n    [n];\n" + USED,
@@ -49,7 +82,7 @@ CASES = {
     "after-a-string-that-opens-no-comment.cpp": 'const char* open = "/*";\nvoid f(int n) {\n  float a[n];\n' + USED,
 }
 SKIPPED = ("subscripts-only.cpp", "literal-bounds.cpp", "operator.cpp", "new-array.cpp", "lambda-and-attribute.cpp",
-           "reads.cpp", "in-comments.cpp")
+           "reads.cpp", "in-comments.cpp", "expressions.cpp", "arguments.cpp", "constant-bounds.cu")
 
 
 SOURCES = screen_corpus(RULE, "[", CASES)
