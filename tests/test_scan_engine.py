@@ -297,7 +297,8 @@ def test_the_call_graph_is_built_only_when_a_file_has_findings_to_weigh(tmp_path
         "        t = torch.zeros(4)\n        t.fill_(1)\n        return x + t\n")
     built = []
     build = call_graph.CallGraph.build
-    monkeypatch.setattr(call_graph.CallGraph, "build", classmethod(lambda cls, files: built.append(1) or build(files)))
+    monkeypatch.setattr(call_graph.CallGraph, "build",
+                        classmethod(lambda cls, *args: built.append(1) or build(*args)))
     clean = run(tmp_path, ConfigResolver.fixed(Settings()), FixPolicy(), paths=[tmp_path / "clean.py"], jobs=1,
                 use_cache=False)
     assert [r.rel for r in clean.files] == ["clean.py"] and not built

@@ -165,6 +165,48 @@ class ResultCache:
         _remove_stale_packs(self.path.parent)
 
 
+class ResolutionCache:
+    """The call graph's last resolution for one scanned root (call_graph.Resolution), beside the packs: a run
+    whose project changed only in a few files' bodies resolves only their calls again.
+
+    Keyed by the root and optpatch's code (a change to the resolver
+    changes every arc), not by settings: the graph spans every group. A
+    resolution that reused another is saved again only when it resolved
+    more than `RESAVE_AFTER` files, so a pre-commit run that changed one
+    file reads it and writes nothing.
+    """
+
+    RESAVE_AFTER = 16
+
+    def __init__(self, root: Path, code: str):
+        key = digest(f"{root}\0{code}".encode())
+        self.path = cache_dir() / f"v{FORMAT}" / f"graph-{key[:40]}.pickle"
+
+    def load(self):
+        from optpatch.call_graph import Resolution
+
+        try:
+            with open(self.path, "rb") as stream:
+                found = pickle.load(stream)
+            os.utime(self.path)  # in use: not stale
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+            return None
+        return found if isinstance(found, Resolution) else None
+
+    def save(self, resolution, resolved_files: int, reused: bool) -> None:
+        """Keep RESOLUTION, unless it reused the one kept and resolved few files anew."""
+        if reused and resolved_files <= self.RESAVE_AFTER:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(prefix=".graph-", dir=self.path.parent)
+            with os.fdopen(handle, "wb") as stream:
+                pickle.dump(resolution, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, self.path)
+        except OSError:
+            return
+
+
 def _inputs_unchanged(inputs: tuple) -> bool:
     """Each input (analysis_inputs.py: a file, a set of headers, a file's flags) says whether it still holds."""
     return all(item.unchanged() for item in inputs)

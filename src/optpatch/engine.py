@@ -103,8 +103,8 @@ def run(
                 groups.append(_Group.open(root, group_settings, group_policy, files, use_cache, filters))
         analysed = [group.analyse(jobs, counter) for group in groups]
         rules = [facts for group in groups for facts in group.rules]
-        weights = _OnDemand(lambda: _frequencies(_project_calls(root, configs, groups, analysed, paths, use_cache),
-                                                 profile, rules))
+        weights = _OnDemand(lambda: _frequencies(root, _project_calls(root, configs, groups, analysed, paths, use_cache),
+                                                 profile, rules, use_cache))
         if profile is not None:
             weights.build()  # a profile that cannot be read is a usage error, whatever the files hold
         for group, fresh in zip(groups, analysed):
@@ -330,8 +330,8 @@ def _policy_with(policy: FixPolicy, settings: Settings) -> FixPolicy:
 
 
 def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group],
-                   analysed: list[list["_Read | FileResult"]], paths, use_cache: bool) -> dict:
-    """Step 2's input: every Python file's part of the call graph, by path.
+                   analysed: list[list["_Read | FileResult"]], paths, use_cache: bool) -> dict[str, tuple[str, call_graph.FileCalls]]:
+    """Step 2's input: every Python file's part of the call graph, with the digest of its bytes, by path.
 
     Each record carries its file's: the cache's, or step 1's. A run
     narrowed to some paths still needs the whole project's, since callers
@@ -341,7 +341,7 @@ def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group],
     from optpatch.source import language_of
 
     reads = [read for group, fresh in zip(groups, analysed) for read in (*group.cached, *fresh) if isinstance(read, _Read)]
-    calls = {read.rel: read.record.calls for read in reads if read.record.calls is not None}
+    calls = {read.rel: (read.record.digest, read.record.calls) for read in reads if read.record.calls is not None}
     if paths is not None:
         others: dict[Settings, list[tuple[Path, str]]] = {}
         for path, rel in discover(root, configs, None).files:
@@ -361,27 +361,41 @@ def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group],
 
 
 def _indexed(path: Path, rel: str, settings: Settings, store, keep: bool = False):
-    """A file this run does not analyse: its part of the call graph, the cache's, else read from its `ast` (and
-    kept: a narrowed run, such as pre-commit's, would otherwise read the whole project's every time)."""
+    """A file this run does not analyse: the digest of its bytes and its part of the call graph, the cache's,
+    else read from its `ast` (and kept: a narrowed run, such as pre-commit's, would otherwise read the whole
+    project's every time)."""
     source = read_source(path, rel, settings.max_file_size)
     if isinstance(source, FileError):
         return None
     digest = text_digest(source.raw)
     record = store.get(rel, digest) if store is not None else None
     if record is not None and record.calls is not None:
-        return record.calls
+        return digest, record.calls
     index = call_graph.index_file(rel, source.text)
     if keep and store is not None and index is not None:
         store.put(rel, FileRecord(digest, calls=index))
-    return index
+    return (digest, index) if index is not None else None
 
 
-def _frequencies(calls: dict, profile: Path | None, rules: list[RuleFacts]):
-    """rel -> how often each of its functions runs (frequency.py), measured where the profile says."""
+def _frequencies(root: Path, indexed: dict[str, tuple[str, call_graph.FileCalls]], profile: Path | None,
+                 rules: list[RuleFacts], use_cache: bool):
+    """rel -> how often each of its functions runs (frequency.py), measured where the profile says.
+
+    The call graph reuses the last run's resolution of every file unchanged
+    since, where that holds (call_graph.Resolution; kept by cache.py).
+    """
+    from optpatch.cache import ResolutionCache, code_fingerprint
     from optpatch.call_graph import CallGraph
     from optpatch.frequency import Frequencies
 
-    frequencies = Frequencies.classify(CallGraph.build(calls))
+    calls = {rel: index for rel, (_, index) in indexed.items()}
+    digests = {rel: digest for rel, (digest, _) in indexed.items()}
+    kept = ResolutionCache(root.resolve(), code_fingerprint(Path(__file__).parent, builtin_rules_dir())) if use_cache else None
+    previous = kept.load() if kept is not None else None
+    graph = CallGraph.build(calls, digests, previous)
+    if kept is not None and graph.resolution is not None:
+        kept.save(graph.resolution, graph.resolved_files, reused=graph.resolved_files < len(calls))
+    frequencies = Frequencies.classify(graph)
     measured = None
     if profile is not None:
         from optpatch.profile_trace import Profile
