@@ -197,9 +197,10 @@ def test_an_entry_is_refused_when_another_file_it_read_changed(tmp_path):
     assert reopened.get("kernel.cu", "d1") is None
 
 
-def test_a_damaged_pack_is_ignored(tmp_path, tree, cache_dir):
+@pytest.mark.parametrize("kind", ["the result pack", "the call graph's resolution"])
+def test_a_damaged_pack_is_ignored(tmp_path, tree, cache_dir, kind):
     _run(tree)
-    (pack,) = cache_dir.rglob("*.pickle")
+    (pack,) = [p for p in cache_dir.rglob("*.pickle") if p.name.startswith("graph-") == (kind != "the result pack")]
     pack.write_bytes(b"not a pickle")
     assert _outcome(_run(tree)) == _outcome(_run(tree, use_cache=False))
 
