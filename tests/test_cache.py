@@ -227,3 +227,34 @@ def test_the_cache_directory_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert result_cache.cache_dir() == tmp_path / "home" / ".cache" / "optpatch"
+
+
+def test_a_narrowed_run_reads_no_unchanged_file_it_only_indexes(tmp_path, monkeypatch):
+    # Pre-commit checks one file, but the call graph needs every file's calls: those unchanged since the cache
+    # recorded their size and modification time are not read again; a changed one is.
+    import os
+    import time
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "layers.py").write_text("import torch\n\ndef grow(n):\n    t = torch.zeros(n)\n    t.fill_(1)\n    return t\n")
+    model = "import torch\nfrom layers import grow\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return grow(4) + x\n"
+    (root / "model.py").write_text(model)
+    (root / "other.py").write_text("def helper():\n    return 1\n")
+    settled = time.time() - 10  # unchanged for longer than cache.SETTLED_SECONDS
+    for path in root.iterdir():
+        os.utime(path, (settled, settled))
+    narrowed = dict(paths=[root / "layers.py"], jobs=1)
+    engine.run(root, Settings(), FixPolicy(), **narrowed)  # reads and records every file
+    engine.run(root, Settings(), FixPolicy(), **narrowed)  # the pack now holds their size and time
+    read = []
+    original = engine.read_source
+    monkeypatch.setattr(engine, "read_source", lambda path, *args: read.append(path.name) or original(path, *args))
+    first = engine.run(root, Settings(), FixPolicy(), **narrowed)
+    assert read == []  # (the checked file is read by the analysis, always)
+    (root / "model.py").write_text(model.replace("def forward", "def helper"))
+    read.clear()
+    second = engine.run(root, Settings(), FixPolicy(), **narrowed)
+    assert read == ["model.py"]
+    (before,), (after,) = first.findings, second.findings
+    assert before.frequency.frequency.value == "per-step" and after.frequency.frequency.value != "per-step"

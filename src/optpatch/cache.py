@@ -20,7 +20,9 @@ a `version` is bumped), the selected rules' codes and versions, every
 setting that can change an analysis, and the bytes of the repository's
 formatter configuration files (its pre-commit config, pyproject.toml, ruff
 and clang-format files: they shape the edits). A file's entry is used only
-when its bytes hash the same; a frontend that read other files (C++
+when its bytes hash the same (one exception: a file a narrowed run does not
+check, only reads for its part of the call graph, is trusted unchanged
+where its size and modification time are those recorded: `known_digest`); a frontend that read other files (C++
 headers, build files) lists them in the analysis's `inputs`, and each must
 still be unchanged (analysis_inputs.py: the repository's files by hash, the
 headers from outside it as one set checked by stat first, the flags
@@ -51,7 +53,7 @@ if TYPE_CHECKING:
     from optpatch.config import Settings
     from optpatch.passes import FileRecord
 
-FORMAT = 3  # bumped when the pack layout changes
+FORMAT = 4  # bumped when the pack layout changes
 STALE_AFTER_DAYS = 30
 # Settings that cannot change one file's analysis: which files are found, where the settings came from,
 # and the fix policy and commands, which are applied after the cache.
@@ -139,15 +141,38 @@ class ResultCache:
         entry = self.entries.get(rel)
         if entry is None:
             return None
-        cached_digest, inputs, record = entry
+        cached_digest, inputs, record, _ = entry
         if cached_digest != file_digest or not _inputs_unchanged(inputs):
             return None
         return record
 
-    def put(self, rel: str, record: "FileRecord") -> None:
+    def put(self, rel: str, record: "FileRecord", seen: os.stat_result | None = None) -> None:
+        """Keep REL's record; SEEN: the file's status when its bytes were read, for `known_digest`."""
         record.changed = False
-        self.entries[rel] = (record.digest, record.inputs, record)
+        self.entries[rel] = (record.digest, record.inputs, record, _settled_stat(seen))
         self.changed = True
+
+    def known_digest(self, rel: str, seen: os.stat_result) -> str | None:
+        """The digest of REL's bytes, without reading them, where its size and modification time are those recorded
+        with its record, and it had not changed for `SETTLED_SECONDS` when they were (a later change within one tick
+        of a coarse clock would not show); None otherwise, and the caller reads the file.
+
+        For what a narrowed run only indexes (engine._indexed): a pre-commit run in NeMo reads none of the 2,576
+        files it does not check, where it read and hashed them all (0.1 s). A change that keeps a file's size and
+        modification time (a tool that restores them) is not seen there, as by make or ruff's cache; the files a
+        run checks are always read."""
+        entry = self.entries.get(rel)
+        if entry is None or entry[3] is None or entry[3] != (seen.st_size, seen.st_mtime_ns):
+            return None
+        return entry[0]
+
+    def remember(self, rel: str, seen: os.stat_result) -> None:
+        """Record SEEN with REL's entry, read and found unchanged, so that the next run need not read it."""
+        entry = self.entries.get(rel)
+        stat = _settled_stat(seen)
+        if entry is not None and stat is not None and entry[3] != stat:
+            self.entries[rel] = (*entry[:3], stat)
+            self.changed = True
 
     def save(self) -> None:
         """Write the pack if anything changed; a cache that cannot be written only costs speed."""
@@ -205,6 +230,16 @@ class ResolutionCache:
             os.replace(temporary, self.path)
         except OSError:
             return
+
+
+SETTLED_SECONDS = 2
+
+
+def _settled_stat(seen: os.stat_result | None) -> tuple[int, int] | None:
+    """(size, modification time) of a file unchanged for SETTLED_SECONDS, else None: one a later change must alter."""
+    if seen is None or seen.st_mtime_ns > time.time_ns() - SETTLED_SECONDS * 1_000_000_000:
+        return None
+    return seen.st_size, seen.st_mtime_ns
 
 
 def _inputs_unchanged(inputs: tuple) -> bool:

@@ -364,16 +364,26 @@ def _indexed(path: Path, rel: str, settings: Settings, store, keep: bool = False
     """A file this run does not analyse: the digest of its bytes and its part of the call graph, the cache's,
     else read from its `ast` (and kept: a narrowed run, such as pre-commit's, would otherwise read the whole
     project's every time)."""
+    try:
+        seen = os.stat(path)
+    except OSError:
+        return None
+    if store is not None and (digest := store.known_digest(rel, seen)) is not None:
+        record = store.get(rel, digest)
+        if record is not None and record.calls is not None:
+            return digest, record.calls  # unchanged since it was read: not read again
     source = read_source(path, rel, settings.max_file_size)
     if isinstance(source, FileError):
         return None
     digest = text_digest(source.raw)
     record = store.get(rel, digest) if store is not None else None
     if record is not None and record.calls is not None:
+        if keep:
+            store.remember(rel, seen)
         return digest, record.calls
     index = call_graph.index_file(rel, source.text)
     if keep and store is not None and index is not None:
-        store.put(rel, FileRecord(digest, calls=index))
+        store.put(rel, FileRecord(digest, calls=index), seen)
     return (digest, index) if index is not None else None
 
 
