@@ -3,7 +3,6 @@ and never carrying a decision (tiers, --unsafe-fixes, validation, narrowing) fro
 
 import dataclasses
 import sys
-from pathlib import Path
 
 import pytest
 

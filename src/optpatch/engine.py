@@ -363,7 +363,8 @@ def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group],
 def _indexed(path: Path, rel: str, settings: Settings, store, keep: bool = False):
     """A file this run does not analyse: the digest of its bytes and its part of the call graph, the cache's,
     else read from its `ast` (and kept: a narrowed run, such as pre-commit's, would otherwise read the whole
-    project's every time)."""
+    project's every time). Where the cache recorded the file's size and modification time and they still hold,
+    the file is not even read (cache.py `known_digest`)."""
     try:
         seen = os.stat(path)
     except OSError:
