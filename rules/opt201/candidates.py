@@ -67,7 +67,7 @@ def array_declarations(unit: CppUnit) -> list[Node]:
     tests/cpp/test_opt201_fast_path.py checks that both ways agree.
     """
     text = unit.source.text
-    if unit.warned_vla(0, len(text)) or _may_silence_the_vla_warning(text):
+    if unit.warned_vla(0, len(text)) or _may_silence_the_vla_warning(text) or LONG_LINE.search(text):
         return all_array_declarations(unit)
     for start, _, bound in _names_before_brackets(text):
         if _never_declared_here(text, start) or _CONSTANT_BOUND.match(text, bound):
@@ -139,6 +139,12 @@ _IN_A_DECLARATOR_PREFIX = frozenset("*&")
 _OPERATORS = frozenset("=+-%|^!~?")
 _EXPRESSION_WORDS = frozenset({"return", "co_return", "co_yield", "throw"})
 _OPENS_A_GROUP = re.compile(r"[ \t]*\(")
+# A line this long (a generated or minified file): every look at a `name[` scans its line, so the file is judged
+# from its whole tree instead, and not screened (screen.py).
+LONG_LINE = re.compile(r"^[^\n]{5000}", re.M)
+# The most characters a look back from one `name[` reads: past them nothing is concluded, so a file of a million
+# subscripts costs a bounded look at each (a generated table, a long product of them).
+WALK = 400
 _UNSURE_BEFORE_A_LINE_COMMENT = re.compile(r"[\"']|/\*|\*/")
 # A line these may hide the next token of (a comment, a directive, a string): read backwards, nothing is concluded.
 _UNSURE_LINE = re.compile(r"/\*|\*/|#|\"|'|\\\s*$")
@@ -146,12 +152,15 @@ _UNSURE_LINE = re.compile(r"/\*|\*/|#|\"|'|\\\s*$")
 
 def _after_an_operator(text: str, at: int) -> bool:
     """The name whose last character before it stands at AT is read, not declared: reading backwards over what may
-    precede a declarator (`_IN_A_DECLARATOR_PREFIX`, names, whole groups), the first other token is an operator
-    (`_OPERATORS`, `->`, `.`), a number, `return` and the like, or an open `[`. Anything else (`,`, `;`, `{`, `}`,
-    `(`, `<`, `>`, `:`, a comment, a directive, a quote) concludes nothing: `int k = n, a[n]` declares `a`."""
-    if text[at] == ")" and (opening := _group_start(text, at)) >= 0 and _statement_head(text, opening):
+    precede a declarator (`_IN_A_DECLARATOR_PREFIX`, names, whole groups, an attribute's `[[...]]`), the first
+    other token is an operator (`_OPERATORS`, `->`, `.`), a number, `return` and the like, an open `[` or a
+    subscript's `]`; or the `)` of an `if (...)` right before the name, or a `(` no declaration follows. Anything
+    else (`,`, `;`, `{`, `}`, `<`, `>`, `:`, a comment, a directive, a quote, WALK characters read) concludes
+    nothing: `int k = n, a[n]` declares `a`."""
+    stop = max(-1, at - WALK)
+    if text[at] == ")" and (opening := _group_start(text, at, stop)) >= 0 and _statement_head(text, opening):
         return True  # `if (c) a[i] = 0`: the name starts the statement, with no type before it
-    while at >= 0:
+    while at > stop:
         char = text[at]
         if char in " \t\r\n\f\v":
             if char == "\n":
@@ -171,8 +180,10 @@ def _after_an_operator(text: str, at: int) -> bool:
             at -= 1
         elif char == ":" and at > 0 and text[at - 1] == ":":
             at -= 2
+        elif char == "]" and text[at - 1 : at] != "]":
+            return True  # `x[i] * a[j]`: a subscript; before a declarator only an attribute's `[[...]]` stands
         elif char in ")]":
-            at = _group_start(text, at) - 1
+            at = _group_start(text, at, stop) - 1
             if at < -1:
                 return False
         elif char == "(":  # `x + (c * a[i])`, `return (c * a[i])`, `if ((float)a[i] > 0)`: no declaration starts so
@@ -198,7 +209,7 @@ def _code_end(text: str, line_start: int, line_end: int) -> int:
     slashes = text.find("//", line_start, line_end)
     if slashes < 0:
         return line_end
-    if _UNSURE_BEFORE_A_LINE_COMMENT.search(text, line_start, slashes) or 'R"' in text:
+    if _UNSURE_BEFORE_A_LINE_COMMENT.search(text, line_start, slashes) or has_raw_strings(text):
         return -1
     return -1 if text[line_start:line_end].rstrip().endswith("\\") else slashes
 
@@ -224,12 +235,26 @@ def _word_ending(text: str, end: int) -> str:
     return text[start + 1 : end + 1]
 
 
-def _group_start(text: str, close: int) -> int:
-    """Where the `(` or `[` that the `)` or `]` at CLOSE closes stands; -1 when no plain group ends there (a
-    quote, a comment, a directive or a block inside it, or no opening)."""
+class _Scanned:
+    """What the file last looked at holds, found once (a screen or a fast path asks for each of its `name[`)."""
+
+    text: str | None = None
+    raw_strings = False
+
+
+def has_raw_strings(text: str) -> bool:
+    """TEXT may hold a raw string (`R"(...)"`), in which anything, a comment mark included, may stand."""
+    if _Scanned.text is not text:
+        _Scanned.text, _Scanned.raw_strings = text, 'R"' in text
+    return _Scanned.raw_strings
+
+
+def _group_start(text: str, close: int, stop: int = -1) -> int:
+    """Where the `(` or `[` that the `)` or `]` at CLOSE closes stands, after STOP; -1 when no plain group ends
+    there (a quote, a comment, a directive or a block inside it, or no opening)."""
     depth = 0
     at = close
-    while at >= 0:
+    while at > stop:
         char = text[at]
         if char in ")]":
             depth += 1

@@ -36,12 +36,13 @@ tests/cpp/test_opt201_screen.py holds the screen to the full check.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from optpatch.rule.cpp import BETWEEN_TOKENS
 
-from .candidates import (_CONSTANT_BOUND, _TYPE_KEYWORDS, _UNSURE_LINE, _code_end, _group_start,
-                         _never_declared_here)
+from .candidates import (LONG_LINE, WALK, _CONSTANT_BOUND, _TYPE_KEYWORDS, _UNSURE_LINE, _code_end, _group_start,
+                         _never_declared_here, has_raw_strings)
 
 # A `#define` with its continuation lines: the name, the parameters of a function-like macro, the body.
 _DEFINITION = re.compile(r"^[ \t]*(?:#|%:)[ \t]*define[ \t]+(\w+)(\([^)\n]*\))?((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
@@ -59,7 +60,6 @@ _CAST_BEFORE = re.compile(r"\b(?:static|reinterpret|const|dynamic|bit)_cast[ \t]
 _DEVICE_MEMORY = frozenset({"__shared__", "__constant__"})
 # What a declaration may start with (a name, `::`, `[[`), or what may hide it (a comment, a directive).
 _DECLARATION_START = re.compile(r"\s*(?:[A-Za-z_:\[#]|/[/*])")
-_ARGUMENT_WALK = 2000  # characters read back to an argument list's `(`, at most: beyond, nothing is concluded
 # A bracket after one of these opens no declarator: `operator[]`, `new T[n]`, `delete[] p`, `return a[i]`,
 # `auto [x, y] = ...` (a structured binding), `struct [[deprecated]] S`.
 _NOT_A_DECLARATOR = frozenset({"operator", "new", "delete", "return", "case", "throw", "sizeof", "alignof", "co_return",
@@ -81,8 +81,8 @@ def may_declare_an_array(text: str) -> bool:
 
     Each `[` is looked at from where it stands, backwards (far fewer than the names a forward search would try:
     CUTLASS's 2,381 C++ files in 0.2 s)."""
-    if any(spelling in text for spelling in _UNSEEN_SPELLINGS):
-        return True
+    if any(spelling in text for spelling in _UNSEEN_SPELLINGS) or LONG_LINE.search(text):
+        return True  # a declarator no look can see; a line each look would scan whole
     macros = _Macros.of(text)
     at = text.find("[")
     while at >= 0:
@@ -186,7 +186,7 @@ def _an_argument(text: str, at: int, macros: "_Macros") -> bool:
     but `;`, `{`, `}`, a comment, a directive or a quote, the `(` reached follows a name that is neither a
     keyword whose parentheses may declare (`_DECLARING_PARENTHESES`) nor a function-like macro of this file.
     (A function's parameter list reads the same: a parameter is no array OPT201 judges.)"""
-    stop = max(-1, at - _ARGUMENT_WALK)
+    stop = max(-1, at - WALK)
     while at > stop:
         char = text[at]
         if char == "\n":
@@ -195,7 +195,7 @@ def _an_argument(text: str, at: int, macros: "_Macros") -> bool:
             if at < 0 or _UNSURE_LINE.search(text, line_start, at):
                 return False
         elif char in ")]":
-            at = _group_start(text, at)
+            at = _group_start(text, at, stop)
             if at < 0:
                 return False
         elif char == "(":
@@ -240,7 +240,8 @@ def _device_memory(text: str, start: int) -> bool:
     """The declaration whose name starts at START says `__shared__` or `__constant__` before it, reading back over
     names, `*`, `&`, `::` and whole groups (`__shared__ __align__(16) float smem[N]`)."""
     at = start - 1
-    while at >= 0:
+    stop = max(-1, at - WALK)
+    while at > stop:
         char = text[at]
         if char == "\n":
             line_start = text.rfind("\n", 0, at) + 1
@@ -253,7 +254,7 @@ def _device_memory(text: str, start: int) -> bool:
                 return True
             at = word_start
         elif char in ")]":
-            at = _group_start(text, at)
+            at = _group_start(text, at, stop)
             if at < 0:
                 return False
         elif char == ":" and at > 0 and text[at - 1] == ":":
@@ -281,10 +282,39 @@ def _in_a_comment(text: str, at: int) -> bool:
     slashes = text.find("//", line_start, at)
     if slashes >= 0 and not _UNSURE_BEFORE_A_COMMENT.search(text, line_start, slashes):
         return True
-    opened = text.rfind("/*", 0, at)
-    if opened < 0 or text.find("*/", opened + 2, at) >= 0 or 'R"' in text:  # closed, or a raw string may hold it
-        return False
+    opened = _block_comments(text).last_open_before(at)
+    if opened < 0 or _block_comments(text).closed_between(opened + 2, at) or has_raw_strings(text):
+        return False  # closed, or a raw string may hold it
     return not _UNSURE_BEFORE_A_BLOCK.search(text, text.rfind("\n", 0, opened) + 1, opened)
+
+
+class _BlockComments:
+    """Where a text's `/*` and `*/` stand, found once: each `[` asks for the last `/*` before it, and a scan back
+    from each (to a licence header at the top) made a screen quadratic in the file."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.opens = [m.start() for m in re.finditer(r"/\*", text)]
+        self.closes = [m.start() for m in re.finditer(r"\*/", text)]
+
+    def last_open_before(self, at: int) -> int:
+        """`text.rfind("/*", 0, at)`."""
+        index = bisect_right(self.opens, at - 2) - 1
+        return self.opens[index] if index >= 0 else -1
+
+    def closed_between(self, start: int, end: int) -> bool:
+        """`text.find("*/", start, end) >= 0`."""
+        index = bisect_left(self.closes, start)
+        return index < len(self.closes) and self.closes[index] + 2 <= end
+
+
+def _block_comments(text: str) -> _BlockComments:
+    if _BlockComments.last is None or _BlockComments.last.text is not text:
+        _BlockComments.last = _BlockComments(text)
+    return _BlockComments.last
+
+
+_BlockComments.last = None
 
 
 def _constant_dimensions(text: str, after_bracket: int, macros: "_Macros") -> bool:
@@ -397,6 +427,8 @@ def _in_a_string(text: str, at: int) -> bool:
     """AT is inside a string literal, as far as its line says for certain: an odd number of unescaped `"` before
     it on a line with no `'`, no raw string, no comment mark and no continuation from the line before."""
     line_start = text.rfind("\n", 0, at) + 1
+    if at - line_start > WALK:
+        return False  # a long line (a generated one): not worth the look
     before = text[line_start:at]
     if '"' not in before or "'" in before or "/" in before or 'R"' in before:
         return False

@@ -104,3 +104,25 @@ def test_files_that_declare_no_such_array_are_not_parsed(name, monkeypatch):
     monkeypatch.setattr(passes, "parse", lambda *args: pytest.fail("parsed"))
     assert not SCREEN.may_declare_an_array(CASES[name])
     assert screened_findings(RULE, name, CASES[name]) == []
+
+
+def test_block_comments_are_found_as_a_scan_back_would():
+    # `_in_a_comment` asks where the last `/*` before each `[` is, and whether a `*/` follows it: from positions
+    # found once per file, where it scanned back from each `[` (quadratic in a file with a licence header).
+    import random
+
+    rng = random.Random(7)
+    text = "".join(rng.choice(["/*", "*/", "/", "*", "a", "\n", " "]) for _ in range(3000))
+    comments = SCREEN._BlockComments(text)
+    for at in range(len(text) + 1):
+        assert comments.last_open_before(at) == text.rfind("/*", 0, at)
+        for start in (at // 2, max(0, at - 5)):
+            assert comments.closed_between(start, at) == (text.find("*/", start, at) >= 0)
+
+
+def test_a_file_with_a_very_long_line_is_parsed_not_screened():
+    # Each look at a `name[` reads its line: a generated or minified line of thousands of subscripts would make the
+    # screen quadratic, so such a file goes to the parse, whose check judges it from the tree.
+    long_line = "float f(float* x) { return " + " + ".join(f"x[{i}]" for i in range(1000)) + "; }\n"
+    assert SCREEN.may_declare_an_array(long_line)
+    assert not SCREEN.may_declare_an_array(long_line.replace(" + ", " +\n"))
