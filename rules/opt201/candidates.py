@@ -163,11 +163,8 @@ def _after_an_operator(text: str, at: int) -> bool:
     while at > stop:
         char = text[at]
         if char in " \t\r\n\f\v":
-            if char == "\n":
-                line_start = text.rfind("\n", 0, at) + 1
-                at = _code_end(text, line_start, at)
-                if at < 0 or _UNSURE_LINE.search(text, line_start, at):
-                    return False
+            if char == "\n" and (at := code_before(text, at)) < 0:
+                return False
             at -= 1
         elif char.isalnum() or char == "_":
             end = at
@@ -200,6 +197,15 @@ def _after_an_operator(text: str, at: int) -> bool:
         else:
             return False
     return False
+
+
+def code_before(text: str, newline: int) -> int:
+    """Where the code of the line that ends at NEWLINE ends, read backwards (before a `//` comment), for a look
+    back to go on from; -1 where that line may hide what comes before (a comment mark it cannot place, a
+    directive, a quote, a continuation)."""
+    line_start = text.rfind("\n", 0, newline) + 1
+    end = _code_end(text, line_start, newline)
+    return -1 if end < 0 or _UNSURE_LINE.search(text, line_start, end) else end
 
 
 def _code_end(text: str, line_start: int, line_end: int) -> int:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from optpatch.rule.cpp import BETWEEN_TOKENS
 
-from .candidates import (LONG_LINE, WALK, _CONSTANT_BOUND, _TYPE_KEYWORDS, _UNSURE_LINE, _code_end, _group_start,
+from .candidates import (LONG_LINE, WALK, _CONSTANT_BOUND, _TYPE_KEYWORDS, _code_end, _group_start, code_before,
                          _never_declared_here, has_raw_strings)
 
 # A `#define` with its continuation lines: the name, the parameters of a function-like macro, the body.
@@ -190,9 +190,8 @@ def _an_argument(text: str, at: int, macros: "_Macros") -> bool:
     while at > stop:
         char = text[at]
         if char == "\n":
-            line_start = text.rfind("\n", 0, at) + 1
-            at = _code_end(text, line_start, at)
-            if at < 0 or _UNSURE_LINE.search(text, line_start, at):
+            at = code_before(text, at)
+            if at < 0:
                 return False
         elif char in ")]":
             at = _group_start(text, at, stop)
@@ -244,9 +243,8 @@ def _device_memory(text: str, start: int) -> bool:
     while at > stop:
         char = text[at]
         if char == "\n":
-            line_start = text.rfind("\n", 0, at) + 1
-            at = _code_end(text, line_start, at)
-            if at < 0 or _UNSURE_LINE.search(text, line_start, at):
+            at = code_before(text, at)
+            if at < 0:
                 return False
         elif _in_a_word(char):
             word_start = _word_start(text, at)
