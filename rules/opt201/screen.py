@@ -351,8 +351,8 @@ class _Macros:
     `declaring`: those whose body puts something that may end a type (a name, `*`, `&`, `>`, `,`, `)`) before a
     parameter, or passes one to another function-like macro: `DECL(a[n])` may declare `a` only through one of
     these. `constants`: the object-like macros whose every definition is an integer literal and which no
-    `#undef` names, with where each is first defined (a bound before that may name something else).
-    `device_memory`: whether `_device_memory` may be asked.
+    `#undef` names and no declaration of the file declares, with where each is first defined (a bound before
+    that may name something else). `device_memory`: whether `_device_memory` may be asked.
     """
 
     function_like: frozenset[str]
@@ -386,7 +386,10 @@ class _Macros:
             else:
                 constants.setdefault(name, definition.start())
         device_memory = device_memory and not any(d.group(1) in _DEVICE_MEMORY for d in definitions)
-        constants = {n: at for n, at in constants.items() if n not in not_constant}
+        # A name the file also declares (`int ILP = ...`, `f(int ILP)`) is defined only where that is not compiled
+        # (`#if 0`, another branch): a bound that reads it may be a run-time value.
+        constants = {n: at for n, at in constants.items()
+                     if n not in not_constant and not re.search(rf"\b(?!return\b|case\b|throw\b|else\b)[A-Za-z_]\w*\s+{n}\s*[=;,)\[{{]", text)}
         return cls(function_like, frozenset(declaring), constants, device_memory)
 
 

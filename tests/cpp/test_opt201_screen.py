@@ -63,6 +63,9 @@ CASES = {
     "parenthesised-whole.cpp": "void f(int n) {\n  float (a[n]);\n" + USED,
     "bound-undefined.cpp": "#define N 4\n#undef N\nvoid f(int N) {\n  float a[N];\n  consume(a, N);\n}\n",
     "bound-defined-after.cpp": "void f(int ILP) {\n  float a[ILP];\n  consume(a, ILP);\n}\n#define ILP 4\n",
+    "bound-defined-where-not-compiled.cpp": (
+        "#if 0\n#define ILP 4\n#endif\nvoid f(int ILP) {\n  float a[ILP];\n  consume(a, ILP);\n}\n"
+    ),
     "bound-defined-as-a-name.cpp": "#define ROWS n\nvoid f(int n) {\n  float a[ROWS];\n" + USED,
     "shared-redefined.cu": "#define __shared__\nvoid f(int n) {\n  __shared__ float a[n];\n" + USED,
     "after-a-trailing-comment.cpp": "void f(int n) {\n  g(n);  // x =\n  float a[n];\n" + USED,
