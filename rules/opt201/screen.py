@@ -388,9 +388,14 @@ class _Macros:
         device_memory = device_memory and not any(d.group(1) in _DEVICE_MEMORY for d in definitions)
         # A name the file also declares (`int ILP = ...`, `f(int ILP)`) is defined only where that is not compiled
         # (`#if 0`, another branch): a bound that reads it may be a run-time value.
-        constants = {n: at for n, at in constants.items()
-                     if n not in not_constant and not re.search(rf"\b(?!return\b|case\b|throw\b|else\b)[A-Za-z_]\w*\s+{n}\s*[=;,)\[{{]", text)}
+        constants = {n: at for n, at in constants.items() if n not in not_constant and not _declared(text, n)}
         return cls(function_like, frozenset(declaring), constants, device_memory)
+
+
+def _declared(text: str, name: str) -> bool:
+    """TEXT declares NAME somewhere: a word other than `return` and the like before it, and `=`, `;`, `,`, `)`,
+    `[` or `{` after (`int ILP = 4;`, `f(int ILP)`)."""
+    return re.search(rf"\b(?!return\b|case\b|throw\b|else\b)[A-Za-z_]\w*\s+{re.escape(name)}\s*[=;,)\[{{]", text) is not None
 
 
 def _declares_a_parameter(definition: re.Match) -> bool:
