@@ -257,3 +257,14 @@ def test_a_narrowed_run_reads_no_unchanged_file_it_only_indexes(tmp_path, monkey
     assert read == ["model.py"]
     (before,), (after,) = first.findings, second.findings
     assert before.frequency.frequency.value == "per-step" and after.frequency.frequency.value != "per-step"
+
+
+def test_a_cache_that_cannot_be_written_leaves_no_partial_file(tree, cache_dir, monkeypatch):
+    # A full disk while a pack or the call graph's resolution is written: the run goes on, and no half-written
+    # file stays beside the packs (a `.pack-*` or `.graph-*` temporary nobody would remove).
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(result_cache.pickle, "dump", full_disk)
+    assert _outcome(_run(tree)) == _outcome(_run(tree, use_cache=False))
+    assert [p.name for p in cache_dir.rglob(".*-*")] == []

@@ -22,7 +22,8 @@ formatter configuration files (its pre-commit config, pyproject.toml, ruff
 and clang-format files: they shape the edits). A file's entry is used only
 when its bytes hash the same (one exception: a file a narrowed run does not
 check, only reads for its part of the call graph, is trusted unchanged
-where its size and modification time are those recorded: `known_digest`); a frontend that read other files (C++
+where its size and modification time are those recorded: `known_digest`);
+a frontend that read other files (C++
 headers, build files) lists them in the analysis's `inputs`, and each must
 still be unchanged (analysis_inputs.py: the repository's files by hash, the
 headers from outside it as one set checked by stat first, the flags
@@ -178,13 +179,7 @@ class ResultCache:
         """Write the pack if anything changed; a cache that cannot be written only costs speed."""
         if not self.changed:
             return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=".pack-", dir=self.path.parent)
-            with os.fdopen(handle, "wb") as stream:
-                pickle.dump(self.entries, stream, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, self.path)
-        except OSError:
+        if not _write_atomically(self.path, self.entries, ".pack-"):
             return
         self.changed = False
         _remove_stale_packs(self.path.parent)
@@ -222,14 +217,24 @@ class ResolutionCache:
         """Keep RESOLUTION, unless it reused the one kept and resolved few files anew."""
         if reused and resolved_files <= self.RESAVE_AFTER:
             return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=".graph-", dir=self.path.parent)
-            with os.fdopen(handle, "wb") as stream:
-                pickle.dump(resolution, stream, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, self.path)
-        except OSError:
-            return
+        _write_atomically(self.path, resolution, ".graph-")
+
+
+def _write_atomically(path: Path, value, prefix: str) -> bool:
+    """Pickle VALUE to a temporary file renamed over PATH; False, and no temporary left, where it cannot be written
+    (a full disk): a cache that cannot be written only costs speed."""
+    temporary = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=prefix, dir=path.parent)
+        with os.fdopen(handle, "wb") as stream:
+            pickle.dump(value, stream, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, path)
+        return True
+    except OSError:
+        if temporary is not None and os.path.exists(temporary):
+            os.unlink(temporary)
+        return False
 
 
 SETTLED_SECONDS = 2
