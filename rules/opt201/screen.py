@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from optpatch.rule.cpp import BETWEEN_TOKENS
 
-from .candidates import (LONG_LINE, WALK, _CONSTANT_BOUND, _TYPE_KEYWORDS, _code_end, _group_start, code_before,
-                         _never_declared_here, has_raw_strings)
+from .candidates import (WALK, _CONSTANT_BOUND, _TYPE_KEYWORDS, _code_end, _group_start, code_before,
+                         _never_declared_here, has_long_lines, has_raw_strings)
 
 # A `#define` with its continuation lines: the name, the parameters of a function-like macro, the body.
 _DEFINITION = re.compile(r"^[ \t]*(?:#|%:)[ \t]*define[ \t]+(\w+)(\([^)\n]*\))?((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
@@ -81,7 +81,7 @@ def may_declare_an_array(text: str) -> bool:
 
     Each `[` is looked at from where it stands, backwards (far fewer than the names a forward search would try:
     CUTLASS's 2,381 C++ files in 0.2 s)."""
-    if any(spelling in text for spelling in _UNSEEN_SPELLINGS) or LONG_LINE.search(text):
+    if any(spelling in text for spelling in _UNSEEN_SPELLINGS) or has_long_lines(text):
         return True  # a declarator no look can see; a line each look would scan whole
     macros = _Macros.of(text)
     at = text.find("[")
@@ -336,7 +336,7 @@ def _constant_bound(text: str, at: int, macros: "_Macros") -> int:
     seen = False
     while (token := _BOUND_TOKEN.match(text, at)) is not None:
         name = token.group(1)
-        if name is not None and not name[0].isdigit() and macros.constants.get(name, len(text)) > at:
+        if name is not None and not name[0].isdigit() and not macros.constant_before(name, at):
             return -1  # a name that is no constant defined before this bound
         seen, at = True, token.end()
     closing = _EMPTY_BOUND.match(text, at)
@@ -357,8 +357,18 @@ class _Macros:
 
     function_like: frozenset[str]
     declaring: frozenset[str]
-    constants: dict[str, int]
+    constants: dict[str, int]  # before `_declared` is asked: that is asked of a name only when a bound reads it
     device_memory: bool  # `__shared__` or `__constant__` is in the text, and no `#define` of this file changes it
+    text: str = ""
+    _declared: dict[str, bool] = field(default_factory=dict)
+
+    def constant_before(self, name: str, at: int) -> bool:
+        """NAME is one of `constants`, defined before AT, and the file declares no such name."""
+        if self.constants.get(name, at) >= at:
+            return False
+        if name not in self._declared:
+            self._declared[name] = _declared(self.text, name)
+        return not self._declared[name]
 
     @classmethod
     def of(cls, text: str) -> "_Macros":
@@ -369,9 +379,9 @@ class _Macros:
         function_like = frozenset(d.group(1) for d in definitions if d.group(2) is not None)
         bodies = {d.group(1): d for d in definitions if d.group(2) is not None}
         declaring = {name for name, d in bodies.items() if _declares_a_parameter(d)}
+        words = {name: set(re.findall(r"\w+", d.group(3))) for name, d in bodies.items() if name not in declaring}
         while True:  # a macro that hands its arguments on to a declaring one declares too
-            more = {name for name, d in bodies.items()
-                    if name not in declaring and any(w in declaring for w in re.findall(r"\w+", d.group(3)))}
+            more = {name for name, used in words.items() if name not in declaring and not used.isdisjoint(declaring)}
             if not more:
                 break
             declaring |= more
@@ -387,9 +397,9 @@ class _Macros:
                 constants.setdefault(name, definition.start())
         device_memory = device_memory and not any(d.group(1) in _DEVICE_MEMORY for d in definitions)
         # A name the file also declares (`int ILP = ...`, `f(int ILP)`) is defined only where that is not compiled
-        # (`#if 0`, another branch): a bound that reads it may be a run-time value.
-        constants = {n: at for n, at in constants.items() if n not in not_constant and not _declared(text, n)}
-        return cls(function_like, frozenset(declaring), constants, device_memory)
+        # (`#if 0`, another branch): a bound that reads it may be a run-time value (`constant_before`).
+        constants = {n: at for n, at in constants.items() if n not in not_constant}
+        return cls(function_like, frozenset(declaring), constants, device_memory, text)
 
 
 def _declared(text: str, name: str) -> bool:
