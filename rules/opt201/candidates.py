@@ -10,6 +10,8 @@ for the file's headers.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
+from functools import cached_property
 
 from optpatch.rule.cpp import CppUnit, CursorKind, Node, TypeKind
 
@@ -220,7 +222,7 @@ def _code_end(text: str, line_start: int, line_end: int) -> int:
     slashes = text.find("//", line_start, line_end)
     if slashes < 0:
         return line_end
-    if _UNSURE_BEFORE_A_LINE_COMMENT.search(text, line_start, slashes) or has_raw_strings(text):
+    if _UNSURE_BEFORE_A_LINE_COMMENT.search(text, line_start, slashes) or TextMarks.of(text).raw_strings:
         return -1
     return -1 if text[line_start:line_end].rstrip().endswith("\\") else slashes
 
@@ -246,18 +248,40 @@ def _word_ending(text: str, end: int) -> str:
     return text[start + 1 : end + 1]
 
 
-class _Scanned:
-    """What the file last looked at holds, found once (a screen or a fast path asks for each of its `name[`)."""
+class TextMarks:
+    """Where a text's raw strings and block-comment marks stand, found once: the screen and the fast path look at
+    each `name[` of a file, and a scan of the whole text from each (for `R"`, back to a licence header's `/*`)
+    made them quadratic in the file. The marks of the text looked at last are kept (`of`)."""
 
-    text: str | None = None
-    raw_strings = False
+    last: "TextMarks | None" = None
 
+    def __init__(self, text: str):
+        self.text = text
+        self.raw_strings = 'R"' in text  # a raw string may hold anything, a comment mark included
 
-def has_raw_strings(text: str) -> bool:
-    """TEXT may hold a raw string (`R"(...)"`), in which anything, a comment mark included, may stand."""
-    if _Scanned.text is not text:
-        _Scanned.text, _Scanned.raw_strings = text, 'R"' in text
-    return _Scanned.raw_strings
+    @cached_property
+    def opens(self) -> list[int]:
+        return [m.start() for m in re.finditer(r"/\*", self.text)]
+
+    @cached_property
+    def closes(self) -> list[int]:
+        return [m.start() for m in re.finditer(r"\*/", self.text)]
+
+    @classmethod
+    def of(cls, text: str) -> "TextMarks":
+        if cls.last is None or cls.last.text is not text:
+            cls.last = cls(text)
+        return cls.last
+
+    def last_open_before(self, at: int) -> int:
+        """`text.rfind("/*", 0, at)`."""
+        index = bisect_right(self.opens, at - 2) - 1
+        return self.opens[index] if index >= 0 else -1
+
+    def closed_between(self, start: int, end: int) -> bool:
+        """`text.find("*/", start, end) >= 0`."""
+        index = bisect_left(self.closes, start)
+        return index < len(self.closes) and self.closes[index] + 2 <= end
 
 
 def _group_start(text: str, close: int, stop: int = -1) -> int:

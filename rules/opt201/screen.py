@@ -36,13 +36,12 @@ tests/cpp/test_opt201_screen.py holds the screen to the full check.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from optpatch.rule.cpp import BETWEEN_TOKENS
 
 from .candidates import (WALK, _CONSTANT_BOUND, _TYPE_KEYWORDS, _code_end, _group_start, code_before,
-                         _never_declared_here, has_long_lines, has_raw_strings)
+                         TextMarks, _never_declared_here, has_long_lines)
 
 # A `#define` with its continuation lines: the name, the parameters of a function-like macro, the body.
 _DEFINITION = re.compile(r"^[ \t]*(?:#|%:)[ \t]*define[ \t]+(\w+)(\([^)\n]*\))?((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
@@ -280,39 +279,11 @@ def _in_a_comment(text: str, at: int) -> bool:
     slashes = text.find("//", line_start, at)
     if slashes >= 0 and not _UNSURE_BEFORE_A_COMMENT.search(text, line_start, slashes):
         return True
-    opened = _block_comments(text).last_open_before(at)
-    if opened < 0 or _block_comments(text).closed_between(opened + 2, at) or has_raw_strings(text):
+    marks = TextMarks.of(text)
+    opened = marks.last_open_before(at)
+    if opened < 0 or marks.closed_between(opened + 2, at) or marks.raw_strings:
         return False  # closed, or a raw string may hold it
     return not _UNSURE_BEFORE_A_BLOCK.search(text, text.rfind("\n", 0, opened) + 1, opened)
-
-
-class _BlockComments:
-    """Where a text's `/*` and `*/` stand, found once: each `[` asks for the last `/*` before it, and a scan back
-    from each (to a licence header at the top) made a screen quadratic in the file."""
-
-    def __init__(self, text: str):
-        self.text = text
-        self.opens = [m.start() for m in re.finditer(r"/\*", text)]
-        self.closes = [m.start() for m in re.finditer(r"\*/", text)]
-
-    def last_open_before(self, at: int) -> int:
-        """`text.rfind("/*", 0, at)`."""
-        index = bisect_right(self.opens, at - 2) - 1
-        return self.opens[index] if index >= 0 else -1
-
-    def closed_between(self, start: int, end: int) -> bool:
-        """`text.find("*/", start, end) >= 0`."""
-        index = bisect_left(self.closes, start)
-        return index < len(self.closes) and self.closes[index] + 2 <= end
-
-
-def _block_comments(text: str) -> _BlockComments:
-    if _BlockComments.last is None or _BlockComments.last.text is not text:
-        _BlockComments.last = _BlockComments(text)
-    return _BlockComments.last
-
-
-_BlockComments.last = None
 
 
 def _constant_dimensions(text: str, after_bracket: int, macros: "_Macros") -> bool:

@@ -116,7 +116,7 @@ def test_block_comments_are_found_as_a_scan_back_would():
 
     rng = random.Random(7)
     text = "".join(rng.choice(["/*", "*/", "/", "*", "a", "\n", " "]) for _ in range(3000))
-    comments = SCREEN._BlockComments(text)
+    comments = SCREEN.TextMarks(text)
     for at in range(len(text) + 1):
         assert comments.last_open_before(at) == text.rfind("/*", 0, at)
         for start in (at // 2, max(0, at - 5)):
