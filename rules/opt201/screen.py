@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from optpatch.rule.cpp import BETWEEN_TOKENS
 
@@ -185,35 +186,41 @@ def _an_argument(text: str, at: int, macros: "_Macros") -> bool:
     but `;`, `{`, `}`, a comment, a directive or a quote, the `(` reached follows a name that is neither a
     keyword whose parentheses may declare (`_DECLARING_PARENTHESES`) nor a function-like macro of this file.
     (A function's parameter list reads the same: a parameter is no array OPT201 judges.)"""
-    stop = max(-1, at - WALK)
-    while at > stop:
+    for at in _read_back(text, at, strings=True):
         char = text[at]
-        if char == "\n":
-            at = code_before(text, at)
-            if at < 0:
-                return False
-        elif char in ")]":
-            at = _group_start(text, at, stop)
-            if at < 0:
-                return False
-        elif char == "(":
+        if char == "(":
             word = _word_before(text, at)
             if word in macros.function_like:
                 return False
             if not _DECLARATION_START.match(text, at + 1):
                 return True  # `f(-1, a[i])`, `(x + 1, a[i])`: no declaration starts the list
             return bool(word) and not word[0].isdigit() and word not in _DECLARING_PARENTHESES
-        elif char == "{":  # `f({-1, a[i]})`, `= {x, a[i]}`: a braced list of values
+        if char == "{":  # `f({-1, a[i]})`, `= {x, a[i]}`: a braced list of values
             before = _last_token_end(text, at)
             return not _DECLARATION_START.match(text, at + 1) or (before >= 0 and text[before] in "=,")
-        elif char == '"':
-            at = _string_start(text, at)
-            if at < 0:
-                return False
-        elif char in ";}'#/\\[":
+        if char in ";}'#/\\[":
             return False
-        at -= 1
     return False
+
+
+def _read_back(text: str, at: int, strings: bool = False) -> Iterator[int]:
+    """The positions of the characters from AT backwards, at most WALK of them: a line crossed from its code's end
+    (before a `//` comment), a whole `(...)` or `[...]` skipped to before its opening, and with STRINGS a string
+    literal of the line skipped too; it ends where a line, a group or a string is unsure."""
+    stop = max(-1, at - WALK)
+    while at > stop:
+        char = text[at]
+        if char == "\n":
+            at = code_before(text, at)
+        elif char in ")]":
+            at = _group_start(text, at, stop)
+        elif strings and char == '"':
+            at = _string_start(text, at)
+        else:
+            yield at
+        if at < 0:
+            return
+        at -= 1
 
 
 def _string_start(text: str, close: int) -> int:
@@ -237,28 +244,15 @@ def _string_start(text: str, close: int) -> int:
 def _device_memory(text: str, start: int) -> bool:
     """The declaration whose name starts at START says `__shared__` or `__constant__` before it, reading back over
     names, `*`, `&`, `::` and whole groups (`__shared__ __align__(16) float smem[N]`)."""
-    at = start - 1
-    stop = max(-1, at - WALK)
-    while at > stop:
+    for at in _read_back(text, start - 1):
         char = text[at]
-        if char == "\n":
-            at = code_before(text, at)
-            if at < 0:
-                return False
-        elif _in_a_word(char):
-            word_start = _word_start(text, at)
-            if text[word_start : at + 1] in _DEVICE_MEMORY:
-                return True
-            at = word_start
-        elif char in ")]":
-            at = _group_start(text, at, stop)
-            if at < 0:
-                return False
-        elif char == ":" and at > 0 and text[at - 1] == ":":
-            at -= 1
+        if _in_a_word(char):
+            if not _in_a_word(text[at + 1]) and text[_word_start(text, at) : at + 1] in _DEVICE_MEMORY:
+                return True  # read at a word's last character
+        elif char == ":" and ":" in (text[at - 1 : at], text[at + 1 : at + 2]):
+            continue  # `::`
         elif char not in " \t\r*&":
             return False
-        at -= 1
     return False
 
 
