@@ -218,6 +218,32 @@ def test_workers_leave_what_they_inherited_out_of_their_collections():
     assert gc.get_freeze_count() == frozen  # frozen in the workers, not here
 
 
+class _UnpicklableTask:
+    """A task that says which object ran each file; pickling it is an error."""
+
+    def __call__(self, _item) -> tuple[int, int]:
+        import os
+
+        return os.getpid(), id(self)
+
+    def __reduce__(self):
+        raise AssertionError("the task was pickled")
+
+
+def test_each_worker_keeps_one_task_for_all_its_batches():
+    # A task pickled with every batch arrives as a new object each time, and loses what it worked out for the last
+    # one: the formatters' parsed configuration was parsed again for each of xformers's 61 batches.
+    from optpatch import engine
+
+    files = [(Path(__file__), f"file{index}.py") for index in range(engine.PARALLEL_THRESHOLD * 8)]
+    assert len(engine._batches(files, 2)) > 2
+    ran = list(engine._map(_UnpicklableTask(), files, 2, None))
+    tasks_by_worker: dict[int, set[int]] = {}
+    for pid, task in ran:
+        tasks_by_worker.setdefault(pid, set()).add(task)
+    assert all(len(tasks) == 1 for tasks in tasks_by_worker.values())
+
+
 def test_a_run_leaves_the_collector_as_it_found_it(tmp_path):
     import gc
 

@@ -448,13 +448,13 @@ def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
                 progress(index, total)
         return
     from concurrent.futures import ProcessPoolExecutor
-    from functools import partial
     from multiprocessing import get_context
 
     load_rules()  # imported once here, inherited by every forked worker
     batches = _batches(files, jobs)
     results: list = [None] * total
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_worker_start)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_worker_start,
+                               initargs=(task,))
     finished = False
     try:
         # Meanwhile this process only gathers records, values whose number grows to the whole run's: collecting
@@ -462,7 +462,7 @@ def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
         with _gathering():
             done = 0
             work = ([files[index] for index in batch] for batch in batches)
-            for batch, outcomes in zip(batches, pool.map(partial(_each, task), work)):
+            for batch, outcomes in zip(batches, pool.map(_each, work)):
                 for index, outcome in zip(batch, outcomes):
                     results[index] = outcome
                 done += len(batch)
@@ -477,8 +477,14 @@ def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
     yield from results
 
 
-def _each(task, items: list) -> list:
-    return [task(item) for item in items]
+# The task of this worker's pool: handed over once, in the fork, and not pickled with every batch. A pickled task
+# arrived as a new object each time, without what it had worked out for the last batch (the formatters' parsed
+# configuration: xformers parsed its .clang-format and .pre-commit-config.yaml again for each of its 61 batches).
+_worker_task = None
+
+
+def _each(items: list) -> list:
+    return [_worker_task(item) for item in items]
 
 
 BATCH_FILES = 32  # the most files a worker takes at once
@@ -523,10 +529,10 @@ def _estimated_cost(path: Path, rel: str) -> int:
     return 1 + size * (4 if rel.endswith((".py", ".pyi")) else 1)
 
 
-def _worker_start() -> None:
-    """A worker leaves interrupts to the main process and dies of SIGTERM (it is how the main process stops it),
-    and collects garbage between files (it was forked while the main process had paused collection; a C++ file's
-    tree is a web of cycles), but only its own.
+def _worker_start(task) -> None:
+    """A worker keeps its pool's TASK for every batch, leaves interrupts to the main process and dies of SIGTERM (it
+    is how the main process stops it), and collects garbage between files (it was forked while the main process had
+    paused collection; a C++ file's tree is a web of cycles), but only its own.
 
     What it inherited (the imported modules, the rules, libcst's and
     libclang's bindings) is frozen first: a collection would walk all of
@@ -536,6 +542,8 @@ def _worker_start() -> None:
     """
     import signal
 
+    global _worker_task
+    _worker_task = task
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     gc.freeze()
