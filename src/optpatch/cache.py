@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from optpatch.config import Settings
     from optpatch.passes import FileRecord
 
-FORMAT = 4  # bumped when the pack layout changes
+FORMAT = 5  # bumped when the pack layout changes
 STALE_AFTER_DAYS = 30
 # Settings that cannot change one file's analysis: which files are found, where the settings came from,
 # and the fix policy and commands, which are applied after the cache.

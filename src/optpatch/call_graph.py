@@ -59,8 +59,12 @@ class Edge(enum.StrEnum):
     HOOK = "hook"  # handed to register_*hook: runs on every forward or backward
 
 
-@dataclass(frozen=True)
-class Definition:
+# The records of one file's part (Definition, ClassInfo, CallSite, Import) are NamedTuples, not dataclasses: a
+# project holds hundreds of thousands (NeMo: 210,000 call sites), and the result cache loads them all on every
+# run, a narrowed one too; a tuple unpickles in two thirds of a dataclass's time (docs/benchmarks.md).
+
+
+class Definition(NamedTuple):
     """A function or method; `cls` is the qualified name of the class it is defined in, if any."""
 
     qualname: str
@@ -83,16 +87,14 @@ class Definition:
         return self.qualname.rsplit(".", 1)[-1]
 
 
-@dataclass(frozen=True)
-class ClassInfo:
+class ClassInfo(NamedTuple):
     qualname: str
     line: int
     bases: tuple[str, ...]  # dotted texts
     attributes: tuple[tuple[str, str], ...] = ()  # (attribute, dotted text of a class assigned to it in a method)
 
 
-@dataclass(frozen=True)
-class CallSite:
+class CallSite(NamedTuple):
     caller: str  # the qualified name of the enclosing function, or MODULE
     callee: str  # dotted text: "f", "self.f", "mod.f", "super.f"; "self.attn" calls the attribute
     line: int
@@ -100,8 +102,7 @@ class CallSite:
     handed: bool = False  # a function passed as an argument, not called here: a class passed is not instantiated
 
 
-@dataclass(frozen=True)
-class Import:
+class Import(NamedTuple):
     local: str  # the name bound in the file
     module: str  # the module as written ("" for `from . import x`)
     name: str | None  # `from module import name`; None for `import module`
