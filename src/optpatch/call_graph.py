@@ -76,12 +76,6 @@ class Definition(NamedTuple):
     loops: tuple[tuple[int, int], ...] = ()  # the lines of its outermost loops (not those of nested functions)
     forever: tuple[tuple[int, int], ...] = ()  # the lines of its `while True:` loops: a server's or a worker's
 
-    def in_loop(self, line: int) -> bool:
-        return any(start <= line <= end for start, end in self.loops)
-
-    def in_forever_loop(self, line: int) -> bool:
-        return any(start <= line <= end for start, end in self.forever)
-
     @property
     def name(self) -> str:
         return self.qualname.rsplit(".", 1)[-1]

@@ -71,6 +71,12 @@ _ONE_TIME_NAMES: tuple[tuple[FrequencySource, re.Pattern], ...] = (
         r"^(_?setup.*|set_up|_?build|_?build_.+|_?init_.+|_?initiali[sz]e.*|_?reset_parameters|_init_weights|"
         r"_?register_(?!.*hook).+|_?configure_.+)$")),
 )
+# `_STEP`, then each of `_ONE_TIME_NAMES` in order, as one pattern of alternatives named by their source: the first
+# that matches the whole name wins, as in a loop over them, for one call per function (NeMo: 20,000 a run).
+_NAMED = re.compile("|".join(
+    f"(?P<{source.name}>{'(?i:' + pattern.pattern + ')' if pattern.flags & re.IGNORECASE else pattern.pattern})"
+    for source, pattern in ((FrequencySource.STEP_METHOD, _STEP), *_ONE_TIME_NAMES)
+))
 # Set-up names a per-step path may still call every step: `_build_attention_mask` under `get_batch` builds one a batch.
 _SOFT = re.compile(r"^_?build_.+$")
 _PER_STEP = frozenset({FrequencySource.FORWARD, FrequencySource.AUTOGRAD, FrequencySource.CALL_METHOD,
@@ -84,15 +90,16 @@ _COMPILERS = ("compile",)  # torch.compile (torch.jit.script compiles, but says 
 def source_of(definition: Definition, bases: tuple[str, ...] = ()) -> FrequencySource | None:
     """What the function is, from its name, decorators and class: a context of its own, or None (its callers')."""
     name = definition.name
-    decorators = [d.rsplit(".", 1)[-1] for d in definition.decorators]
     if name.startswith("test"):
         return FrequencySource.TEST
-    if any(d in _COMPILERS for d in decorators):
-        return FrequencySource.COMPILED
-    if any(d in _COMMANDS for d in decorators):
-        return FrequencySource.ENTRY_POINT
-    if any(d in _CACHES for d in decorators):
-        return FrequencySource.CACHED
+    if definition.decorators:
+        decorators = [d.rsplit(".", 1)[-1] for d in definition.decorators]
+        if any(d in _COMPILERS for d in decorators):
+            return FrequencySource.COMPILED
+        if any(d in _COMMANDS for d in decorators):
+            return FrequencySource.ENTRY_POINT
+        if any(d in _CACHES for d in decorators):
+            return FrequencySource.CACHED
     if definition.cls is not None:
         autograd = any(base.rsplit(".", 1)[-1] == "Function" for base in bases)
         if name in ("forward", "backward") and autograd:
@@ -103,15 +110,11 @@ def source_of(definition: Definition, bases: tuple[str, ...] = ()) -> FrequencyS
             return FrequencySource.CALL_METHOD  # a module's; a pipeline's __call__ runs once a generation
         if name in ("__next__", "__getitem__"):  # a data iterator's or dataset's: a batch or a sample a step
             return FrequencySource.STEP_METHOD
-    if _STEP.match(name):
-        return FrequencySource.STEP_METHOD
-    for source, pattern in _ONE_TIME_NAMES:
-        if pattern.match(name):
-            return source
-    return None
+    named = _NAMED.match(name)
+    return FrequencySource[named.lastgroup] if named is not None else None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Label:
     frequency: Frequency
     source: FrequencySource
@@ -125,6 +128,8 @@ class Frequencies:
 
     graph: CallGraph
     labels: dict[Node, _Label] = field(default_factory=dict)
+    # caller -> the arcs `_spread` follows from it, in their order (`classify` finds them once for its three spreads)
+    _followed: dict[Node, list] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def classify(cls, graph: CallGraph) -> "Frequencies":
@@ -135,16 +140,25 @@ class Frequencies:
                 bases.setdefault((rel, info.qualname), info.bases)
         sources = {node: source_of(d, bases.get((node.rel, d.cls), ()) if d.cls is not None else ())
                    for node, d in graph.definitions.items()}
-        _from_tests = frequencies._from_tests
-        arcs = [arc for arcs in graph.callees.values() for arc in arcs if not _from_tests(arc)]
+        _from_tests, followed = frequencies._from_tests, frequencies._followed
+        arcs, tested = [], set()  # the arcs users run; the functions outside tests that a test calls
+        for arc in (arc for arcs in graph.callees.values() for arc in arcs):
+            if _from_tests(arc):
+                tested.add(arc.callee)
+                continue
+            arcs.append(arc)
+            if arc.edge is not Edge.CAPTURE and arc.edge is not Edge.LAZY:
+                followed.setdefault(arc.caller, []).append(arc)
         handed = {Edge.COMPILED: FrequencySource.COMPILED, Edge.HOOK: FrequencySource.HOOK}
         def enterable(node: Node) -> bool:
             return sources.get(node) is None or bool(_SOFT.match(node.qualname.rsplit(".", 1)[-1]))
 
         per_step = [(node, source, None) for node, source in sources.items() if source in _PER_STEP]
         per_step += [(arc.callee, handed[arc.edge], arc) for arc in arcs if arc.edge in handed and enterable(arc.callee)]
+        step_loops = {node: loops for node, d in graph.definitions.items() if (loops := _step_loops(d))}
         per_step += [(arc.callee, FrequencySource.STEP_LOOP, arc) for arc in arcs
-                     if _in_step_loop(graph, arc) and enterable(arc.callee)]
+                     if (loops := step_loops.get(arc.caller)) and any(start <= arc.line <= end for start, end in loops)
+                     and enterable(arc.callee)]
         frequencies._spread(Frequency.PER_STEP, per_step, enterable)
         once = [(node, source, None) for node, source in sources.items() if source is not None and source not in _PER_STEP]
         once += [(Node(rel, MODULE), FrequencySource.MODULE_LEVEL, None) for rel in graph.files]
@@ -155,11 +169,12 @@ class Frequencies:
         frequencies._spread(Frequency.ONE_TIME, once, lambda node: True)
         orphans = [(node, FrequencySource.PUBLIC_API if graph.exported(node) else FrequencySource.NO_CALLER, None)
                    for node in graph.definitions if not graph.callers.get(node)]
-        orphans += [(node, FrequencySource.TESTS_ONLY, None) for node in graph.definitions
-                    if any(_from_tests(arc) for arc in graph.callers.get(node, ()))]
+        orphans += [(node, FrequencySource.TESTS_ONLY, None) for node in graph.definitions if node in tested]
         frequencies._spread(Frequency.UNREACHED, orphans, lambda node: True)
+        labels = frequencies.labels
         for node in graph.definitions:  # in a cycle nothing outside calls
-            frequencies.labels.setdefault(node, _Label(Frequency.UNREACHED, FrequencySource.NO_CALLER))
+            if node not in labels:
+                labels[node] = _Label(Frequency.UNREACHED, FrequencySource.NO_CALLER)
         return frequencies
 
     def _from_tests(self, arc) -> bool:
@@ -187,13 +202,13 @@ class Frequencies:
             if node not in self.labels:
                 self.labels[node] = _Label(frequency, source, arc, root=True)
                 queue.append(node)
+        labels, followed = self.labels, self._followed
         for node in queue:  # grows as it goes: each node is queued once
-            label = self.labels[node]
-            for arc in self.graph.callees.get(node, ()):
-                if arc.edge in (Edge.CAPTURE, Edge.LAZY) or arc.callee in self.labels or not enterable(arc.callee) \
-                        or self._from_tests(arc):
+            source = labels[node].source
+            for arc in followed.get(node, ()):  # neither a capture's nor a lazy set-up's, nor a test's into the code
+                if arc.callee in labels or not enterable(arc.callee):
                     continue
-                self.labels[arc.callee] = _Label(frequency, label.source, arc)
+                labels[arc.callee] = _Label(frequency, source, arc)
                 queue.append(arc.callee)
 
     def evidence(self, node: Node) -> FrequencyEvidence | None:
@@ -230,18 +245,16 @@ class Frequencies:
             return None
         functions = tuple(
             (d.line, d.end_line, d.first_line, self.evidence(Node(rel, d.qualname)),
-             (d.loops if _STEP_LOOPS.match(d.name) else ()) + d.forever) for d in calls.definitions
+             _step_loops(d)) for d in calls.definitions
         )
         module = FrequencyEvidence(Frequency.ONE_TIME, FrequencySource.MODULE_LEVEL, (CallStep(MODULE, 0, rel),))
         return FileFrequencies(functions, module, measured)
 
 
-def _in_step_loop(graph: CallGraph, arc) -> bool:
-    """A call inside the loop of a training, evaluation or serving loop: one call per step."""
-    caller = graph.definitions.get(arc.caller)
-    if caller is None:
-        return False
-    return caller.in_forever_loop(arc.line) or (caller.in_loop(arc.line) and bool(_STEP_LOOPS.match(caller.name)))
+def _step_loops(definition: Definition) -> tuple[tuple[int, int], ...]:
+    """The lines of the loops in which a call runs once a step: the outermost loops of a training, evaluation or
+    serving loop's function, and any `while True:` loop (a server's or a worker's)."""
+    return (definition.loops if definition.loops and _STEP_LOOPS.match(definition.name) else ()) + definition.forever
 
 
 # -- weighing a finding -------------------------------------------------------------------------
