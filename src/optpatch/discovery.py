@@ -105,7 +105,7 @@ def discover(
 
 
 def _walk(top: Path, root: Path, excluded: Exclusions, found: Discovery) -> None:
-    ignores: list[tuple[str, pathspec.PathSpec]] = _ancestor_gitignores(top, root)
+    ignores: list[tuple[str, GitIgnore]] = _ancestor_gitignores(top, root)
     for directory, dirnames, filenames in os.walk(top):
         here = Path(directory)
         rel_dir = _relative(here, root) or ""
@@ -164,7 +164,7 @@ def is_generated(text: str) -> bool:
     return any(marker in head for marker in GENERATED_MARKERS)
 
 
-def _ancestor_gitignores(top: Path, root: Path) -> list[tuple[str, pathspec.PathSpec]]:
+def _ancestor_gitignores(top: Path, root: Path) -> list[tuple[str, GitIgnore]]:
     """.gitignore files between ROOT and TOP still apply to a walk that starts at TOP."""
     specs = []
     here = root
@@ -177,20 +177,64 @@ def _ancestor_gitignores(top: Path, root: Path) -> list[tuple[str, pathspec.Path
     return specs
 
 
-def _read_gitignore(path: Path) -> pathspec.PathSpec | None:
+class GitIgnore:
+    """A gitignore file's patterns (pathspec's `GitIgnoreSpec`), with one search of their union in front.
+
+    pathspec tries every pattern on every path, to find the last that
+    matches; most paths match none, and one search of all the patterns'
+    expressions together says so at once (NeMo's .gitignore of 110 patterns:
+    discovery 0.14 -> 0.07 s, docs/benchmarks.md). A path the union matches
+    is asked of pathspec, so the answer is always pathspec's.
+    """
+
+    __slots__ = ("spec", "_any")
+
+    def __init__(self, spec: pathspec.GitIgnoreSpec):
+        self.spec = spec
+        self._any = _union(spec)
+
+    def __bool__(self) -> bool:
+        return bool(self.spec.patterns)
+
+    def match_file(self, path: str) -> bool:
+        if self._any is not None and self._any.search(path) is None:
+            return False
+        return self.spec.match_file(path)
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+
+
+def _union(spec: pathspec.GitIgnoreSpec) -> re.Pattern | None:
+    """One expression that a path matches where any of SPEC's patterns that decide something does; None where the
+    patterns cannot be joined (their flags differ, or one refers to a group by name)."""
+    expressions = [pattern.regex for pattern in spec.patterns if pattern.include is not None and pattern.regex is not None]
+    if not expressions:
+        return re.compile(r"(?!)")  # no pattern decides anything: nothing is ignored
+    if len({expression.flags for expression in expressions}) != 1 or any(
+            "(?P=" in expression.pattern or not isinstance(expression.pattern, str) for expression in expressions):
+        return None
+    try:  # pathspec names a group in each directory pattern; the union keeps one expression's groups unnamed
+        return re.compile("|".join(f"(?:{_NAMED_GROUP.sub('(?:', e.pattern)})" for e in expressions),
+                          expressions[0].flags)
+    except re.error:
+        return None
+
+
+def _read_gitignore(path: Path) -> GitIgnore | None:
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
     try:
-        return pathspec.GitIgnoreSpec.from_lines(lines)
+        return GitIgnore(pathspec.GitIgnoreSpec.from_lines(lines))
     except (ValueError, re.error):  # git skips a pattern it cannot read, and so does optpatch
-        return pathspec.GitIgnoreSpec.from_lines([line for line in lines if pattern_error(line) is None])
+        return GitIgnore(pathspec.GitIgnoreSpec.from_lines([line for line in lines if pattern_error(line) is None]))
 
 
 @cache
-def gitignore_spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
+def gitignore_spec(patterns: tuple[str, ...]) -> GitIgnore:
+    return GitIgnore(pathspec.GitIgnoreSpec.from_lines(patterns))
 
 
 def pattern_error(pattern: str) -> str | None:
