@@ -88,7 +88,7 @@ class HeaderOutcome(enum.StrEnum):
     UNAVAILABLE = "unavailable"  # no flags could be found for it
     FAILED = "failed"  # the parse with headers failed: header-free instead
     TIMED_OUT = "timed out"  # the parse with headers took too long: header-free instead
-    PUT_OFF = "put off"  # its precompiled header is not built, and no fix rests on it: header-free; the next run builds it
+    PUT_OFF = "put off"  # its precompiled header is not built, no fix rests on it: header-free; a later whole-tree run builds it
 
 
 @dataclass(frozen=True)
@@ -150,17 +150,20 @@ class HeaderSetup:
     include_dirs: tuple[str, ...] = ()  # --include-dir and the `include-dirs` setting, searched first
     # This run, among those sharing the cache: a precompiled header one run put off, the next builds (cpp_pch.py).
     run: str = field(default="", compare=False)
+    # Whether this run builds a precompiled header an earlier run put off: a run over the whole tree does; one
+    # narrowed to some paths (pre-commit's, an editor's) puts it off again, and stays as fast as the first.
+    builds_put_off: bool = field(default=True, compare=False)
 
     @classmethod
     def for_run(cls, root: Path, compile_commands: str | None, enabled: bool,
-                include_dirs: tuple[str, ...] = ()) -> "HeaderSetup":
+                include_dirs: tuple[str, ...] = (), builds_put_off: bool = True) -> "HeaderSetup":
         """The setup of a new run: what an earlier run in this process found out is looked at again."""
         _project.cache_clear()
         _machine.cache_clear()
         forget_checks()
         folders = tuple(os.path.realpath(os.path.join(root, folder)) for folder in include_dirs)
         return cls(root.resolve(), Path(compile_commands).resolve() if compile_commands else None, enabled, folders,
-                   uuid.uuid4().hex)
+                   uuid.uuid4().hex, builds_put_off)
 
     def flags_for(self, path: Path) -> HeaderFlags | HeaderReport:
         """The flags to parse `path` with its headers, or the report of why there are none."""

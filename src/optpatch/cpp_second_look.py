@@ -19,10 +19,11 @@ that failed: 46 s). Where no
 fix rests on it, the parse is put off: the file's header-free findings
 (kept sites, advice, or none) stand for this run, which is sound, since a
 parse with headers only turns a fix into a keep, or a keep, advice or an
-unseen site into something else. The next run that wants the precompiled
-header builds it (`cpp_pch.put_off`), and such an analysis is never reused
-from the result cache. A header-free fix is never applied unless the
-headers confirm it: that parse always runs.
+unseen site into something else. The next run over the whole tree that
+wants the precompiled header builds it (`cpp_pch.put_off`); a run narrowed
+to some paths, as pre-commit's, puts it off again. Such an analysis is
+never reused from the result cache. A header-free fix is never applied
+unless the headers confirm it: that parse always runs.
 
 A rewrite made from a parse with headers is checked the same way: the
 original and the rewritten text are parsed with the same flags (and the
@@ -58,7 +59,7 @@ Analysis = TypeVar("Analysis")
 # and 12-40 s without one (on a loaded 2-core machine): far below this, unless something is wrong.
 TIME_LIMIT_S = 300.0
 PUT_OFF = ("its precompiled header is not built yet and no fix rests on this parse: the header-free verdicts stand "
-           "(kept, advice, or none), and the next run that wants it builds it")
+           "(kept, advice, or none), and the next run over the whole tree builds it")
 
 
 def with_headers(
@@ -80,7 +81,7 @@ def with_headers(
         report = HeaderReport(flags.mode, HeaderOutcome.FAILED, _why(unit, str(missing)), missing=missing.header,
                               sources=sources)
         return _fell_back(analysis, report, flags_input)
-    if not _fix_rests_on(analysis) and precompiled_header_readiness(source, flags, setup.run) is Readiness.UNBUILT:
+    if not _fix_rests_on(analysis) and _put_off(precompiled_header_readiness(source, flags, setup.run), setup):
         marker = put_off_precompiled_header(source, flags, setup.run)
         report = HeaderReport(flags.mode, HeaderOutcome.PUT_OFF, _why(unit, PUT_OFF), sources=sources)
         # Never taken from the result cache (the marker now exists: its hash is not ""): the next run decides again.
@@ -96,6 +97,12 @@ def with_headers(
         return _fell_back(analysis, replace(looked, detail=_why(unit, looked.detail), sources=sources), flags_input)
     return replace(looked, inputs=looked.inputs + (flags_input,),
                    headers=replace(looked.headers, detail=_why(unit, looked.headers.detail), sources=sources))
+
+
+def _put_off(readiness: Readiness, setup: HeaderSetup) -> bool:
+    """Whether a parse no fix rests on waits for its precompiled header: one not built, unless an earlier run put
+    it off and this one is a run over the whole tree (a narrowed run, as pre-commit's, never builds it)."""
+    return readiness is Readiness.UNBUILT or readiness is Readiness.WANTED and not setup.builds_put_off
 
 
 def _fix_rests_on(analysis: Analysis) -> bool:

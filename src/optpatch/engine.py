@@ -100,7 +100,8 @@ def run(
                 found.skipped.extend(too_large)
                 found.warnings.extend(too_large)
                 oversized.extend(rel for rel, _ in too_large)
-                groups.append(_Group.open(root, group_settings, group_policy, files, use_cache, filters))
+                groups.append(_Group.open(root, group_settings, group_policy, files, use_cache, filters,
+                                          whole_tree=paths is None))
         analysed = [group.analyse(jobs, counter) for group in groups]
         rules = [facts for group in groups for facts in group.rules]
         weights = _OnDemand(lambda: _frequencies(root, _project_calls(root, configs, groups, analysed, paths, use_cache),
@@ -151,10 +152,13 @@ class _Group:
 
     @classmethod
     def open(cls, root: Path, settings: Settings, policy: FixPolicy, files: list[tuple[Path, str]], use_cache: bool,
-             filters: tuple[FindingFilter, ...]) -> "_Group":
+             filters: tuple[FindingFilter, ...], whole_tree: bool = False) -> "_Group":
+        """WHOLE_TREE: the run is over the whole tree, not narrowed to some paths (it may build the precompiled
+        headers an earlier run put off: cpp_second_look.py)."""
         rules = select_rules(rule_facts(), settings.select, settings.ignore)
         formatters = read_formatter_config(root, (rel for _, rel in files))
-        headers = HeaderSetup.for_run(root, settings.compile_commands, settings.headers, settings.include_dirs)
+        headers = HeaderSetup.for_run(root, settings.compile_commands, settings.headers, settings.include_dirs,
+                                      builds_put_off=whole_tree)
         task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy, filters=filters,
                          formatters=formatters, headers=headers)
         store = _open_cache(root, rules, settings, formatters) if use_cache else None

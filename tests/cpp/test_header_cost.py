@@ -16,10 +16,13 @@ import pytest
 
 from cpp_fixtures import FIXTURES
 from optpatch import cpp_frontend
+from optpatch.config import Settings
 from optpatch.cpp_headers import HeaderOutcome, HeaderSetup
 from optpatch.cpp_second_look import NOT_PARSED
+from optpatch.engine import run
 from optpatch.model import KeepCategory
 from optpatch.passes import analyse_text
+from optpatch.policy import FixPolicy
 from optpatch.reporters.text import missing_header_lines
 from optpatch.rule import load_rules
 from optpatch.source import read_source
@@ -206,7 +209,8 @@ def test_a_precompiled_header_no_fix_rests_on_is_put_off_to_the_next_run(tmp_pat
         header_reports = [("csrc/kept.cpp", first.headers), ("csrc/other.cpp", same_run.headers)]
 
     (said,) = missing_header_lines(Result)  # the summary says why a second run may find more, without -v
-    assert said.startswith("headers: 2 C++/CUDA file(s) analysed header-free this run") and "next run" in said
+    assert said.startswith("headers: 2 C++/CUDA file(s) analysed header-free this run")
+    assert "next run over the whole tree" in said
     assert not all(item.unchanged() for item in first.inputs)  # not taken from the result cache next run
     second = analysed(root, "csrc/kept.cpp")
     assert second.headers.outcome is HeaderOutcome.USED, second.headers
@@ -217,6 +221,24 @@ def test_a_precompiled_header_no_fix_rests_on_is_put_off_to_the_next_run(tmp_pat
     write(root, {"csrc/fix.cpp": f"#include <cutlass/widget.h>\n{HOST_VLA}"})
     assert analysed(root, "csrc/fix.cpp").headers.outcome is HeaderOutcome.USED
     assert counted("build") == 1  # the same includes: the same precompiled header
+
+
+def test_a_narrowed_run_never_builds_a_precompiled_header_an_earlier_run_put_off(tmp_path, counted, with_headers):
+    """Pre-commit's runs name files: a precompiled header put off stays put off there, so the second commit is as
+    fast as the first (DeepSpeed: a second run built five, 30 s); the next run over the whole tree builds it."""
+    root = write(tmp_path / "repo", {
+        "include/cutlass/widget.h": "#pragma once\ntemplate <class T> struct Widget { explicit Widget(T* data); };\n",
+        "csrc/kept.cpp": "#include <cutlass/widget.h>\nvoid f(int n) {\n  float a[n];\n  Widget<float> w(a);\n}\n",
+    })
+    settings, named = Settings(select=("OPT201",)), [root / "csrc" / "kept.cpp"]
+    for _ in range(3):  # three commits that touch the file
+        narrowed = run(root, settings, FixPolicy(), paths=named, jobs=1, use_cache=False)
+        assert [f.verdict.value for f in narrowed.findings] == ["keep"]
+        assert [report.outcome for _, report in narrowed.header_reports] == [HeaderOutcome.PUT_OFF]
+    assert counted("build") == 0
+    whole = run(root, settings, FixPolicy(), jobs=1, use_cache=False)
+    assert [f.verdict.value for f in whole.findings] == ["fix"]  # with the header, `w(a)` takes a pointer
+    assert counted("build") == 1
 
 
 def test_a_put_off_parse_says_which_rule_wanted_it_and_for_which_lines(tmp_path, counted):

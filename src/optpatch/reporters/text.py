@@ -214,7 +214,8 @@ def missing_header_lines(result: RunResult) -> list[str]:
     put_off = sum(report.outcome is HeaderOutcome.PUT_OFF for _, report in result.header_reports)
     if put_off:
         lines.append(f"headers: {put_off} C++/CUDA file(s) analysed header-free this run, no fix resting on their "
-                     "headers; the next run builds their precompiled headers and may find more (-v lists them)")
+                     "headers; the next run over the whole tree builds their precompiled headers and may find more "
+                     "(-v lists them)")
     return lines
 
 
