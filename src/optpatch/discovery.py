@@ -183,7 +183,7 @@ class GitIgnore:
     pathspec tries every pattern on every path, to find the last that
     matches; most paths match none, and one search of all the patterns'
     expressions together says so at once (NeMo's .gitignore of 110 patterns:
-    discovery 0.14 -> 0.07 s, docs/benchmarks.md). A path the union matches
+    discovery 0.14 -> 0.09 s, docs/benchmarks.md). A path the union matches
     is asked of pathspec, so the answer is always pathspec's.
     """
 
