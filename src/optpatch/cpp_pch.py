@@ -370,7 +370,8 @@ def _remember_failure(failure: Path, error: PrecompileError) -> None:
 
 
 def _announce(folder: Path) -> None:
-    """Say once per run, on a terminal, that a precompiled header is being built, where, and about how long."""
+    """Say once per run, on a terminal, that precompiled headers are being built, where, and about how long each
+    takes (a run may build several: DeepSpeed's second run builds five)."""
     if not sys.stderr.isatty():
         return
     marker = folder / f".announced-{os.getpgrp()}"
@@ -383,7 +384,7 @@ def _announce(folder: Path) -> None:
         estimate = f"about {max(1, round(float(last)))} s"
     except (OSError, ValueError, KeyError, TypeError):
         estimate = "5-30 s"
-    print(f"optpatch: precompiling C++ headers once (takes {estimate}; cached in {folder})", file=sys.stderr,
+    print(f"optpatch: precompiling C++ headers once ({estimate} each; cached in {folder})", file=sys.stderr,
           flush=True)
 
 

@@ -256,3 +256,21 @@ def test_a_put_off_parse_says_which_rule_wanted_it_and_for_which_lines(tmp_path,
     assert analysis.headers.outcome is HeaderOutcome.PUT_OFF, analysis.headers
     assert analysis.headers.detail.startswith("wanted for OPT203 L3: judged without the project's headers; ")
     assert counted("build") == 0
+
+
+def test_a_build_is_announced_once_a_run_on_a_terminal_with_its_cost_each(tmp_path, monkeypatch):
+    import io
+    import json
+
+    from optpatch import cpp_pch
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    said = Terminal()
+    monkeypatch.setattr("sys.stderr", said)
+    (tmp_path / cpp_pch.BUILD_SECONDS).write_text(json.dumps({"seconds": 6.6}))
+    cpp_pch._announce(tmp_path)
+    cpp_pch._announce(tmp_path)  # another build of the same run
+    assert said.getvalue() == f"optpatch: precompiling C++ headers once (about 7 s each; cached in {tmp_path})\n"
