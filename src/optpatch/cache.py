@@ -153,12 +153,16 @@ class ResultCache:
         self.entries[rel] = (record.digest, record.inputs, record, _settled_stat(seen))
         self.changed = True
 
+    def holds(self, rel: str) -> bool:
+        """Whether the pack has an entry for REL, whatever its bytes were."""
+        return rel in self.entries
+
     def known_digest(self, rel: str, seen: os.stat_result) -> str | None:
         """The digest of REL's bytes, without reading them, where its size and modification time are those recorded
         with its record, and it had not changed for `SETTLED_SECONDS` when they were (a later change within one tick
         of a coarse clock would not show); None otherwise, and the caller reads the file.
 
-        For what a narrowed run only indexes (engine._indexed): a pre-commit run in NeMo reads none of the 2,576
+        For what a narrowed run only indexes (engine._cached_index): a pre-commit run in NeMo reads none of the 2,576
         files it does not check, where it read and hashed them all (0.1 s). A change that keeps a file's size and
         modification time (a tool that restores them) is not seen there, as by make or ruff's cache; the files a
         run checks are always read."""
