@@ -37,7 +37,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 from optpatch import call_graph
 from optpatch.config import ConfigResolver, Settings
@@ -364,11 +364,12 @@ def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group],
             indexed = iter(_map(_IndexTask(settings.max_file_size), unknown, jobs, None))
             for (path, rel), index in zip(files, found):  # in the files' order whatever the cache held: the graph follows it
                 if index is _UNKNOWN:
-                    index = next(indexed)
-                    if index is not None and store is not None:
-                        store.put(rel, FileRecord(index[0], calls=index[1]), index[2])
+                    fresh: _Indexed | None = next(indexed)
+                    if fresh is not None and store is not None:
+                        store.put(rel, FileRecord(fresh.digest, calls=fresh.calls), fresh.seen)
+                    index = (fresh.digest, fresh.calls) if fresh is not None else None
                 if index is not None:
-                    calls[rel] = index[:2]
+                    calls[rel] = index
             if store is not None and settings not in stores:
                 store.save()
     return calls
@@ -408,13 +409,21 @@ def _cached_index(path: Path, rel: str, settings: Settings, store):
     return digest, index
 
 
+class _Indexed(NamedTuple):
+    """A file's part of the call graph as `_IndexTask` read it."""
+
+    digest: str  # of the file's bytes
+    calls: call_graph.FileCalls
+    seen: os.stat_result  # the file's status when it was read, for the cache (`known_digest`)
+
+
 @dataclass(frozen=True)
 class _IndexTask:
-    """The task that reads a file's part of the call graph from its `ast`: (digest, part, status), or None."""
+    """The task that reads a file's part of the call graph from its `ast`; None where it cannot."""
 
     max_file_size: int
 
-    def __call__(self, item: tuple[Path, str]):
+    def __call__(self, item: tuple[Path, str]) -> _Indexed | None:
         path, rel = item
         try:
             seen = os.stat(path)
@@ -424,7 +433,7 @@ class _IndexTask:
         if isinstance(source, FileError):
             return None
         index = call_graph.index_file(rel, source.text)
-        return (text_digest(source.raw), index, seen) if index is not None else None
+        return _Indexed(text_digest(source.raw), index, seen) if index is not None else None
 
 
 def _frequencies(root: Path, indexed: dict[str, tuple[str, call_graph.FileCalls]], profile: Path | None,
