@@ -153,7 +153,6 @@ class FileCalls:
         return self.rel.endswith("__init__.py")
 
 
-
 def module_name(rel: str) -> str:
     parts = rel[: -len(".py")].split("/") if rel.endswith(".py") else rel.split("/")
     if parts[-1] == "__init__":

@@ -300,10 +300,16 @@ def _run_heap():
 
 
 def _open_cache(root: Path, rules: list[RuleFacts], settings: Settings, formatters: FormatterConfig):
-    from optpatch.cache import ResultCache, code_fingerprint, pack_key
+    from optpatch.cache import ResultCache, pack_key
 
-    code = code_fingerprint(Path(__file__).parent, builtin_rules_dir())
-    return ResultCache.open(pack_key(root.resolve(), rules, settings, code, formatters.sources))
+    return ResultCache.open(pack_key(root.resolve(), rules, settings, _code(), formatters.sources))
+
+
+def _code() -> str:
+    """What the caches' keys hold of optpatch's own code: every file of the package and of the rules."""
+    from optpatch.cache import code_fingerprint
+
+    return code_fingerprint(Path(__file__).parent, builtin_rules_dir())
 
 
 def _cached(store, files: list[tuple[Path, str]], max_bytes: int) -> tuple[list[_Read], list[tuple[Path, str]]]:
@@ -402,11 +408,11 @@ def _cached_index(path: Path, rel: str, settings: Settings, store):
     if record is not None and record.calls is not None:
         store.remember(rel, seen)
         return digest, record.calls
-    index = call_graph.index_file(rel, source.text)
-    if index is None:
+    fresh = _indexed(source, digest, seen)
+    if fresh is None:
         return None
-    store.put(rel, FileRecord(digest, calls=index), seen)
-    return digest, index
+    store.put(rel, FileRecord(fresh.digest, calls=fresh.calls), seen)
+    return fresh.digest, fresh.calls
 
 
 class _Indexed(NamedTuple):
@@ -430,10 +436,13 @@ class _IndexTask:
         except OSError:
             return None
         source = read_source(path, rel, self.max_file_size)
-        if isinstance(source, FileError):
-            return None
-        index = call_graph.index_file(rel, source.text)
-        return _Indexed(text_digest(source.raw), index, seen) if index is not None else None
+        return None if isinstance(source, FileError) else _indexed(source, text_digest(source.raw), seen)
+
+
+def _indexed(source: SourceFile, digest: str, seen: os.stat_result) -> _Indexed | None:
+    """A file's part of the call graph read from its `ast`, with DIGEST of its bytes; None where it cannot be."""
+    index = call_graph.index_file(source.rel, source.text)
+    return _Indexed(digest, index, seen) if index is not None else None
 
 
 def _frequencies(root: Path, indexed: dict[str, tuple[str, call_graph.FileCalls]], profile: Path | None,
@@ -443,13 +452,13 @@ def _frequencies(root: Path, indexed: dict[str, tuple[str, call_graph.FileCalls]
     The call graph reuses the last run's resolution of every file unchanged
     since, where that holds (call_graph.Resolution; kept by cache.py).
     """
-    from optpatch.cache import ResolutionCache, code_fingerprint
+    from optpatch.cache import ResolutionCache
     from optpatch.call_graph import CallGraph
     from optpatch.frequency import Frequencies
 
     calls = {rel: index for rel, (_, index) in indexed.items()}
     digests = {rel: digest for rel, (digest, _) in indexed.items()}
-    kept = ResolutionCache(root.resolve(), code_fingerprint(Path(__file__).parent, builtin_rules_dir())) if use_cache else None
+    kept = ResolutionCache(root.resolve(), _code()) if use_cache else None
     previous = kept.load() if kept is not None else None
     graph = CallGraph.build(calls, digests, previous)
     if kept is not None and graph.resolution is not None:
