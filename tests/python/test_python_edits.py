@@ -9,12 +9,17 @@ edits to the real formatters; these pin the rules of the other cases.)
 
 from __future__ import annotations
 
+import io
+import tokenize
+from pathlib import Path
+
 import pytest
 
 from optpatch.config import Settings
 from optpatch.formatter_config import PythonFormatter, PythonStyle, Quotes
 from optpatch.passes import analyse_file
 from optpatch.policy import FixPolicy
+from optpatch.python_edits import quote_counts
 from optpatch.rule import load_rules, select_rules
 from optpatch.source import SourceFile
 
@@ -82,6 +87,43 @@ def test_a_literal_takes_the_formatters_quotes(quotes, literal):
 def test_where_quotes_are_kept_a_literal_takes_the_files_majority(others, literal):
     text = f"import torch\nnames = [{others}]\n\n\ndef f(n):\n    return torch.ones(n).cuda()\n"
     assert f"torch.ones(n, device={literal})" in _rewrite(text, NONE)
+
+
+def _tokenize_quotes(text: str) -> dict[str, int]:
+    """What `quote_counts` stands in for: tokenize's one-line string tokens that are not triple-quoted, by quote."""
+    counts = {"'": 0, '"': 0}
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.STRING and "\n" not in token.string:
+            quote = token.string.lstrip("rRbBuUfF")
+            if not quote.startswith(quote[0] * 3):
+                counts[quote[0]] += 1
+    return counts
+
+
+TRICKY_QUOTES = [
+    "x = 'a'  # \"b\" \"c\"\n",  # quotes in a comment
+    "s = '# \"not\" a comment'\nt = \"x\"\n",  # a comment mark in a string
+    'doc = """\n\'a\' \'b\' \'c\'\n"""\nx = "a"\n',  # quotes in a multi-line string
+    "x = \'\'\'one line\'\'\'\ny = \"a\"\n",  # a one-line triple-quoted string counts for neither
+    "e = ''\nf = ''\ng = \"\"\n",  # empty strings
+    "x = 'it\\'s'\ny = 'a'\nz = \"b\"\n",  # an escaped quote
+    "x = r'\\'\ny = rb\"\\\\\"\nz = f'{a[\"k\"]}'\n",  # prefixes, a raw backslash, another quote inside
+    "x = 'a\\\nb'\ny = \"c\"\n",  # a backslash-continued string spans two lines: it counts for neither
+    "x = 'a\\\r\nb'\r\ny = \"c\"\r\n",  # the same with CRLF
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_QUOTES)
+def test_the_files_quotes_are_counted_as_tokenize_would(text):
+    assert quote_counts(text) == _tokenize_quotes(text)
+
+
+def test_the_files_quotes_are_counted_as_tokenize_would_on_optpatchs_own_code():
+    root = Path(__file__).parents[2]
+    texts = [path.read_text(encoding="utf-8") for folder in ("src", "rules", "tests", "benchmarks")
+             for path in sorted((root / folder).rglob("*.py"))]
+    assert len(texts) > 200
+    assert [text[:60] for text in texts if quote_counts(text) != _tokenize_quotes(text)] == []
 
 
 def test_an_import_name_goes_in_sorted_place_and_the_import_explodes_past_the_limit():
