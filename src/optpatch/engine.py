@@ -507,7 +507,8 @@ def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    load_rules()  # imported once here, inherited by every forked worker
+    with _collections_paused():  # importing libcst and the rules makes only objects that live as long as the process
+        load_rules()  # imported once here, inherited by every forked worker
     batches = _batches(files, jobs)
     results: list = [None] * total
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_worker_start,
