@@ -49,7 +49,7 @@ def attribute_writer(module: PythonModule, call: cst.Call, attribute: str) -> st
     return _class_writers(module, cls).get(attribute)
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=1)  # the class asked last: its buffers are asked in a row, and no older tree is kept alive
 def _class_writers(module: PythonModule, cls: cst.ClassDef) -> dict[str, str]:
     """The first full or prefix `self.<name>.copy_(...)` of the class for each name, in one walk of its body: a
     class with many attribute buffers asked for each (apex's distributed optimizers: one walk each, 20 ms)."""

@@ -509,6 +509,8 @@ def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
 
     with _collections_paused():  # importing libcst and the rules makes only objects that live as long as the process
         load_rules()  # imported once here, inherited by every forked worker
+        if _RunHeap.held:
+            gc.freeze()  # so that no later collection walks them either (`_run_heap` unfreezes at the end)
     batches = _batches(files, jobs)
     results: list = [None] * total
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_worker_start,
