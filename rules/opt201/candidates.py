@@ -395,7 +395,9 @@ _AFTER_PARAMETERS = re.compile(r"\)\s*(?:(?:const|noexcept|override|final|mutabl
 
 def _bound_named_in_function(text: str, start: int, after_bracket: int) -> bool:
     """Whether a name in the bound of the `name[` at `start` is declared earlier in the function around it, as a
-    parameter or a local (`int n)`, `const int64_t n =`; read as text: clang dropped the function)."""
+    parameter or a local (`int n)`, `const int64_t n =`; read as text: clang dropped the function). A name after a
+    `*` is skipped: a pointer cannot bound an array, and it is most often a product (`ROUND_DOWN(size, WIDTH *
+    span)`, where `span` is a template's parameter)."""
     end = text.find("]", after_bracket)
     names = set(_IDENTIFIER.findall(text[after_bracket:end])) - UNEVALUATED_WORDS if end > 0 else set()
     body = _function_body_start(text, start)
@@ -403,7 +405,7 @@ def _bound_named_in_function(text: str, start: int, after_bracket: int) -> bool:
         return False
     head = max(text.rfind("(", 0, text.rfind(")", 0, body)), 0)
     for name in names:
-        for declared in re.finditer(rf"[\w>*&]\s+{name}\s*[=;,)({{\[]", text[head:start]):
+        for declared in re.finditer(rf"[\w>&]\s+{name}\s*[=;,)({{\[]", text[head:start]):
             statement = re.split(r"[;{}(,]", text[head : head + declared.start()])[-1]
             if "constexpr" not in statement:  # a constexpr local is a constant
                 return True

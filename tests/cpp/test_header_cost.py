@@ -138,6 +138,29 @@ def test_device_code_and_shared_arrays_start_no_parse(tmp_path, counted):
     assert counted("parse") == counted("build") == 0
 
 
+# A function clang drops without the headers (its code is in an `#if` of a macro only the build defines, as
+# DeepSpeed's `Step_AVX` is), holding `AVX_Data grad_4[span]` of a type from a header: only a bound the function
+# itself declares can be a run-time value.
+DROPPED_STEP = (
+    "#include \"simd.h\"\n#if defined(__AVX512__)\ntemplate <int span>\n"
+    "void step(float* grads, size_t size, {parameter}bool parallel) {{\n"
+    "  size_t rounded = ROUND_DOWN(size, SIMD_WIDTH * span);\n"
+    "  for (size_t i = 0; i < rounded; i += SIMD_WIDTH * span) {{\n"
+    "    AVX_Data grad_4[{bound}];\n    simd_load<span>(grad_4, grads + i);\n  }}\n}}\n#endif\n"
+)
+
+
+@pytest.mark.parametrize("parameter, bound, parses", [
+    ("", "span", False),  # a template's parameter, though `* span)` reads like a pointer parameter's declarator
+    ("int lanes, ", "lanes", True),  # a parameter: perhaps a variable-length array once the headers declare the type
+])
+def test_a_dropped_function_asks_for_headers_only_for_a_bound_it_declares(tmp_path, counted, parameter, bound, parses):
+    root = write(tmp_path / "repo", {"csrc/step.h": DROPPED_STEP.format(parameter=parameter, bound=bound)})
+    analysis = analysed(root, "csrc/step.h")
+    assert analysis.findings == ()
+    assert (analysis.headers.outcome is not HeaderOutcome.NOT_NEEDED) == parses, analysis.headers
+
+
 def test_a_reworded_diagnostic_changes_no_finding(tmp_path, counted, monkeypatch):
     fixtures = sorted((FIXTURES / "opt201").glob("*.c*"))
     fixtures = [f for f in fixtures if ".fixed." not in f.name]
