@@ -332,3 +332,19 @@ def test_the_call_graph_is_built_only_when_a_file_has_findings_to_weigh(tmp_path
                 use_cache=False)
     (finding,) = model.files[0].findings
     assert built == [1] and finding.frequency is not None and finding.frequency.frequency.value == "per-step"
+
+
+def test_step_one_hands_back_the_bytes_only_of_files_with_findings(tmp_path):
+    # A worker's result travels to the main process pickled; a file with no finding is settled without its text,
+    # so its bytes stay behind (half of what xformers' workers sent).
+    from optpatch import engine
+
+    (tmp_path / "plain.py").write_text("import torch\n\n\ndef f(n):\n    return torch.ones(n) + 1\n")
+    (tmp_path / "moved.py").write_text("import torch\n\n\ndef f(n):\n    return torch.ones(n).cuda()\n")
+    task = engine._FileTask(codes=tuple(rule.code for rule in load_rules()), settings=Settings(), policy=FixPolicy())
+    plain, moved = task((tmp_path / "plain.py", "plain.py")), task((tmp_path / "moved.py", "moved.py"))
+    assert plain.raw is None and moved.raw == (tmp_path / "moved.py").read_bytes()
+    settled = task.settle(plain.record, plain.path, plain.rel, plain.raw)
+    assert settled.error is None and settled.decided == [] and settled.new is None
+    fixed = task.settle(moved.record, moved.path, moved.rel, moved.raw)
+    assert fixed.new is not None and b"device=" in fixed.new
