@@ -347,9 +347,29 @@ def hidden_declaration(unit: CppUnit) -> bool:
         if name.kind != "identifier":
             continue  # `operator[]`
         if _ends_a_type(before) and not _device_or_static(before) and not unit.in_device_function(start):
-            if not in_dropped_function or _bound_named_in_function(text, start, bound):
+            if in_dropped_function:
+                if _bound_named_in_function(text, start, bound):
+                    return True
+            elif not _bound_of(text, bound, unit.constants_around(start)) or _bound_named_in_function(text, start, bound):
                 return True
     return False
+
+
+def _bound_of(text: str, after_bracket: int, constants: frozenset[str]) -> bool:
+    """Every name in the bounds from the `[` just before AFTER_BRACKET on (`[kRows][kCols]`) is one of CONSTANTS
+    (`unit.constants_around`): an array of constant size whatever its element type, unless the function declares
+    one of those names itself."""
+    names: set[str] = set()
+    at = after_bracket
+    while True:
+        end = text.find("]", at)
+        if end < 0 or "[" in text[at:end]:
+            return False  # a bound that holds a subscript, or no end: not read here
+        names |= set(_IDENTIFIER.findall(text, at, end)) - UNEVALUATED_WORDS
+        following = _ANOTHER_DIMENSION.match(text, end + 1)
+        if following is None:
+            return names <= constants
+        at = following.end()
 
 
 def _character_before(text: str, start: int) -> str:
@@ -389,6 +409,7 @@ def _initialised(text: str, after_bracket: int) -> bool:
 
 
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+_ANOTHER_DIMENSION = re.compile(r"\s*\[")
 _BRACE = re.compile(r"[{}]")
 _AFTER_PARAMETERS = re.compile(r"\)\s*(?:(?:const|noexcept|override|final|mutable)\s*)*$")
 

@@ -104,6 +104,10 @@ _SCOPE_KINDS = _FUNCTION_CURSOR_KINDS | frozenset({
 })
 # Declarations that hold other declarations but run no code of their own.
 _CONTAINER_KINDS = _SCOPE_KINDS - _FUNCTION_CURSOR_KINDS
+_CLASS_KINDS = frozenset({
+    CursorKind.CLASS_DECL, CursorKind.STRUCT_DECL, CursorKind.CLASS_TEMPLATE,
+    CursorKind.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, CursorKind.UNION_DECL,
+})
 _DEVICE_WORDS = frozenset({"__device__", "__global__"})
 # Set-up code runs once per process or model: a saving there is noise.
 _ONE_TIME = re.compile(r"(^|_)(init|initialize|setup|set_up|create|build|allocate|register|load)(_|$)", re.I)
@@ -784,6 +788,47 @@ class CppUnit:
         if not functions:
             return Where(Place.UNKNOWN, None, "not inside a function")
         return Where(Place.HOST, functions[0], "")
+
+    def constants_around(self, offset: int) -> frozenset[str]:
+        """Names that mean a constant at `offset` whatever its function declares, from the declarations clang built
+        around it: the non-type parameters of every template there (C++ forbids declaring their names again in
+        their scope), and the static `const` or `constexpr` members with an in-class initialiser (a constant
+        expression, for an integral one) and unscoped enumerators of the innermost class (which its own scope
+        finds before any base's or namespace's). A parameter or local of the same name hides a member: the
+        caller looks for one."""
+        names: set[str] = set()
+        members: set[str] = set()
+        children = self._declarations_here
+        while True:
+            inner = next((child for child in children if self._holds(child, offset)), None)
+            if inner is None or inner.kind not in _SCOPE_KINDS:
+                break
+            inside = self._children_here(inner)
+            names.update(child.spelling for child in inside if child.kind is CursorKind.TEMPLATE_NON_TYPE_PARAMETER)
+            if inner.kind in _CLASS_KINDS:
+                members = {child.spelling for child in inside if self._constant_member(child)}
+                members.update(constant.spelling for child in inside
+                               if child.kind is CursorKind.ENUM_DECL and not child.is_scoped_enum()
+                               for constant in child.get_children() if constant.kind is CursorKind.ENUM_CONSTANT_DECL)
+            if inner.kind in _FUNCTION_CURSOR_KINDS:
+                break
+            children = inside
+        return frozenset(names | members)
+
+    def _holds(self, cursor, offset: int) -> bool:
+        start, end = self.char_offset(cursor.extent.start), self.char_offset(cursor.extent.end)
+        return start is not None and end is not None and start <= offset < end
+
+    def _constant_member(self, cursor) -> bool:
+        """A static data member declared `const` or `constexpr`, with its initialiser in the class."""
+        if cursor.kind is not CursorKind.VAR_DECL:
+            return False
+        start, end = self.char_offset(cursor.extent.start), self.char_offset(cursor.extent.end)
+        if start is None or end is None:
+            return False
+        spellings = [token.spelling for token in self.tokens_in(start, end)]
+        named = spellings.index(cursor.spelling) if cursor.spelling in spellings else len(spellings)
+        return bool({"const", "constexpr"} & set(spellings[:named])) and any(s in ("=", "{") for s in spellings[named:])
 
     def in_device_function(self, offset: int) -> bool:
         """Whether the innermost function declaration clang built around `offset` is `__global__` or `__device__`,

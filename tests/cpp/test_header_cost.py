@@ -161,6 +161,33 @@ def test_a_dropped_function_asks_for_headers_only_for_a_bound_it_declares(tmp_pa
     assert (analysis.headers.outcome is not HeaderOutcome.NOT_NEEDED) == parses, analysis.headers
 
 
+# A statement clang drops inside a function it builds: an unknown macro (CUTLASS's `CUTLASS_PRAGMA_UNROLL`) takes
+# the loop after it along. `Element values[kPerLoad]` has a constant size when `kPerLoad` is the class's static
+# constant or the template's parameter, unless the function declares that name itself.
+DROPPED_LOOP = (
+    "template <{parameters}>\nstruct Sum {{\n  static const int kPerLoad = 2;\n"
+    "  void run(const Element* in, int n{parameter}) {{\n{local}    PRAGMA_UNROLL\n"
+    "    for (int i = 0; i < n; i += 2) {{\n      Element values[{bound}];\n      load(values, in + i);\n    }}\n"
+    "  }}\n}};\n"
+)
+
+
+@pytest.mark.parametrize("parameters, parameter, local, bound, parses", [
+    ("class Element", "", "", "kPerLoad", False),  # the class's static constant
+    ("class Element, int kLanes", "", "", "kLanes * kPerLoad", False),  # and the template's parameter
+    ("class Element", ", int kPerLoad", "", "kPerLoad", True),  # a parameter hides the member
+    ("class Element", "", "    const int kPerLoad = n * 2;\n", "kPerLoad", True),  # and so does a local
+    ("class Element", "", "", "n", True),  # a parameter of the function
+])
+def test_a_dropped_statement_asks_for_headers_only_where_its_bound_may_not_be_constant(
+        tmp_path, counted, parameters, parameter, local, bound, parses):
+    text = DROPPED_LOOP.format(parameters=parameters, parameter=parameter, local=local, bound=bound)
+    root = write(tmp_path / "repo", {"csrc/sum.h": text})
+    analysis = analysed(root, "csrc/sum.h")
+    assert analysis.findings == ()
+    assert (analysis.headers.outcome is not HeaderOutcome.NOT_NEEDED) == parses, analysis.headers
+
+
 def test_a_reworded_diagnostic_changes_no_finding(tmp_path, counted, monkeypatch):
     fixtures = sorted((FIXTURES / "opt201").glob("*.c*"))
     fixtures = [f for f in fixtures if ".fixed." not in f.name]
