@@ -416,7 +416,8 @@ _AFTER_PARAMETERS = re.compile(r"\)\s*(?:(?:const|noexcept|override|final|mutabl
 
 def _bound_named_in_function(text: str, start: int, after_bracket: int) -> bool:
     """Whether a name in the bound of the `name[` at `start` is declared earlier in the function around it, as a
-    parameter or a local (`int n)`, `const int64_t n =`; read as text: clang dropped the function). A name after a
+    parameter or a local (`int n)`, `const int64_t n =`; read as text: clang dropped the function, or the
+    statements between). A name after a
     `*` is skipped: a pointer cannot bound an array, and it is most often a product (`ROUND_DOWN(size, WIDTH *
     span)`, where `span` is a template's parameter)."""
     end = text.find("]", after_bracket)

@@ -820,7 +820,8 @@ class CppUnit:
         return start is not None and end is not None and start <= offset < end
 
     def _constant_member(self, cursor) -> bool:
-        """A static data member declared `const` or `constexpr`, with its initialiser in the class."""
+        """A static data member declared `constexpr`, or `const` and not `inline`, with its initialiser in the
+        class: C++ requires a constant expression there (an `inline` one may be initialised at run time)."""
         if cursor.kind is not CursorKind.VAR_DECL:
             return False
         start, end = self.char_offset(cursor.extent.start), self.char_offset(cursor.extent.end)
@@ -828,19 +829,16 @@ class CppUnit:
             return False
         spellings = [token.spelling for token in self.tokens_in(start, end)]
         named = spellings.index(cursor.spelling) if cursor.spelling in spellings else len(spellings)
-        return bool({"const", "constexpr"} & set(spellings[:named])) and any(s in ("=", "{") for s in spellings[named:])
+        head = set(spellings[:named])
+        constant = "constexpr" in head or ("const" in head and "inline" not in head)
+        return constant and any(spelling in ("=", "{") for spelling in spellings[named:])
 
     def in_device_function(self, offset: int) -> bool:
         """Whether the innermost function declaration clang built around `offset` is `__global__` or `__device__`,
         looked up from the top-level declarations, without the tree (for places the tree has no node for)."""
         children, found = self._declarations_here, None
         while True:
-            inner = None
-            for child in children:
-                start, end = self.char_offset(child.extent.start), self.char_offset(child.extent.end)
-                if start is not None and end is not None and start <= offset < end:
-                    inner = child
-                    break
+            inner = next((child for child in children if self._holds(child, offset)), None)
             if inner is None or inner.kind not in _SCOPE_KINDS:
                 break
             if inner.kind in _FUNCTION_CURSOR_KINDS:
