@@ -88,3 +88,13 @@ def test_a_mistake_in_a_nested_configuration_stops_the_run(monorepo):
     (monorepo / "services" / "api" / "pyproject.toml").write_text("[tool.optpatch]\nbogus = 1\n")
     result = run_cli("check", ".", "--no-cache", cwd=monorepo)
     assert result.returncode == 2 and "unknown key `bogus`" in result.stderr
+
+
+def test_a_files_settings_are_its_folders_without_a_look_at_the_disk(monorepo):
+    # The engine asks `for_file` once per discovered file; it must answer what `for_path` does.
+    from optpatch.config import ConfigResolver
+
+    files = [path for path in monorepo.rglob("*.py")]
+    assert len(files) >= len(VERDICTS)
+    by_file, by_path = ConfigResolver(), ConfigResolver()
+    assert [by_file.for_file(path) for path in files] == [by_path.for_path(path) for path in files]

@@ -123,7 +123,7 @@ def _is_the_root(path: Path, root: Path) -> bool:
 
 
 def _settings_of(configs: ConfigResolver, path: Path) -> Settings:
-    settings = configs.for_path(path)
+    settings = configs.for_file(path)
     if os.environ.get(NO_HEADERS_VARIABLE):  # as --no-headers; in the settings, so in the cache key too
         settings = replace(settings, headers=False)
     return settings
