@@ -131,9 +131,9 @@ def _walk(top: Path, root: Path, excluded: Exclusions, found: Discovery) -> None
             keep_dirs.append(name)
         dirnames[:] = keep_dirs
         for name in sorted(filenames):
-            path = here / name
             if not language_of(name):
                 continue
+            path = here / name
             rel = _join(rel_dir, name)
             if ignored(path, rel, False):
                 continue
