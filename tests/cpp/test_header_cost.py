@@ -188,6 +188,18 @@ def test_a_dropped_statement_asks_for_headers_only_where_its_bound_may_not_be_co
     assert (analysis.headers.outcome is not HeaderOutcome.NOT_NEEDED) == parses, analysis.headers
 
 
+def test_an_outer_classs_constant_is_not_taken_for_an_inner_classs(tmp_path, counted):
+    # Inside `Inner`, a base of its own may declare `kPerLoad` at run time: only the innermost class's constants
+    # (and any template's parameters) are known constants, so the dropped declaration still asks.
+    text = DROPPED_LOOP.format(parameters="class Element", parameter="", local="", bound="kPerLoad").replace(
+        "  void run(", "  struct Inner : Base {\n  void run(").replace("  }\n};\n", "  }\n  };\n};\n")
+    assert "struct Inner" in text and text.count("{") == text.count("}")
+    root = write(tmp_path / "repo", {"csrc/sum.h": text})
+    analysis = analysed(root, "csrc/sum.h")
+    assert analysis.findings == ()
+    assert analysis.headers.outcome is not HeaderOutcome.NOT_NEEDED, analysis.headers
+
+
 def test_a_reworded_diagnostic_changes_no_finding(tmp_path, counted, monkeypatch):
     fixtures = sorted((FIXTURES / "opt201").glob("*.c*"))
     fixtures = [f for f in fixtures if ".fixed." not in f.name]
