@@ -805,7 +805,7 @@ class CppUnit:
                 break
             inside = self._children_here(inner)
             names.update(child.spelling for child in inside if child.kind is CursorKind.TEMPLATE_NON_TYPE_PARAMETER)
-            if inner.kind in _CLASS_KINDS:
+            if inner.kind in _CLASS_KINDS:  # an inner class's replace an outer one's: its bases may hide those
                 members = {child.spelling for child in inside if self._constant_member(child)}
                 members.update(constant.spelling for child in inside
                                if child.kind is CursorKind.ENUM_DECL and not child.is_scoped_enum()
