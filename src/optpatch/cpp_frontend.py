@@ -815,19 +815,22 @@ class CppUnit:
             children = inside
         return frozenset(names | members)
 
-    def _holds(self, cursor, offset: int) -> bool:
+    def _span(self, cursor) -> tuple[int, int] | None:
+        """The characters of the main file that a cindex cursor covers; None where it is not in this file."""
         start, end = self.char_offset(cursor.extent.start), self.char_offset(cursor.extent.end)
-        return start is not None and end is not None and start <= offset < end
+        return None if start is None or end is None else (start, end)
+
+    def _holds(self, cursor, offset: int) -> bool:
+        span = self._span(cursor)
+        return span is not None and span[0] <= offset < span[1]
 
     def _constant_member(self, cursor) -> bool:
         """A static data member declared `constexpr`, or `const` and not `inline`, with its initialiser in the
         class: C++ requires a constant expression there (an `inline` one may be initialised at run time)."""
-        if cursor.kind is not CursorKind.VAR_DECL:
+        span = self._span(cursor) if cursor.kind is CursorKind.VAR_DECL else None
+        if span is None:
             return False
-        start, end = self.char_offset(cursor.extent.start), self.char_offset(cursor.extent.end)
-        if start is None or end is None:
-            return False
-        spellings = [token.spelling for token in self.tokens_in(start, end)]
+        spellings = [token.spelling for token in self.tokens_in(*span)]
         named = spellings.index(cursor.spelling) if cursor.spelling in spellings else len(spellings)
         head = set(spellings[:named])
         constant = "constexpr" in head or ("const" in head and "inline" not in head)

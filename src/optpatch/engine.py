@@ -377,10 +377,7 @@ def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group],
             indexed = iter(_map(_IndexTask(settings.max_file_size), unknown, jobs, None))
             for (path, rel), index in zip(files, found):  # in the files' order whatever the cache held: the graph follows it
                 if index is _UNKNOWN:
-                    fresh: _Indexed | None = next(indexed)
-                    if fresh is not None and store is not None:
-                        store.put(rel, FileRecord(fresh.digest, calls=fresh.calls), fresh.seen)
-                    index = (fresh.digest, fresh.calls) if fresh is not None else None
+                    index = _kept(store, rel, next(indexed))
                 if index is not None:
                     calls[rel] = index
             if store is not None and settings not in stores:
@@ -415,10 +412,15 @@ def _cached_index(path: Path, rel: str, settings: Settings, store):
     if record is not None and record.calls is not None:
         store.remember(rel, seen)
         return digest, record.calls
-    fresh = _indexed(source, digest, seen)
+    return _kept(store, rel, _indexed(source, digest, seen))
+
+
+def _kept(store, rel: str, fresh: "_Indexed | None") -> tuple[str, call_graph.FileCalls] | None:
+    """A file's part of the call graph just read, kept in the cache (when there is one) as the run uses it."""
     if fresh is None:
         return None
-    store.put(rel, FileRecord(fresh.digest, calls=fresh.calls), seen)
+    if store is not None:
+        store.put(rel, FileRecord(fresh.digest, calls=fresh.calls), fresh.seen)
     return fresh.digest, fresh.calls
 
 

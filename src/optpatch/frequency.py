@@ -158,8 +158,7 @@ class Frequencies:
         per_step += [(arc.callee, handed[arc.edge], arc) for arc in arcs if arc.edge in handed and enterable(arc.callee)]
         step_loops = {node: loops for node, d in graph.definitions.items() if (loops := _step_loops(d))}
         per_step += [(arc.callee, FrequencySource.STEP_LOOP, arc) for arc in arcs
-                     if (loops := step_loops.get(arc.caller)) and any(start <= arc.line <= end for start, end in loops)
-                     and enterable(arc.callee)]
+                     if _in_loops(arc.line, step_loops.get(arc.caller, ())) and enterable(arc.callee)]
         frequencies._spread(Frequency.PER_STEP, per_step, enterable)
         once = [(node, source, None) for node, source in sources.items() if source is not None and source not in _PER_STEP]
         once += [(Node(rel, MODULE), FrequencySource.MODULE_LEVEL, None) for rel in graph.files]
@@ -248,6 +247,10 @@ class Frequencies:
         return FileFrequencies(functions, module, measured)
 
 
+def _in_loops(line: int, loops: tuple[tuple[int, int], ...]) -> bool:
+    return any(start <= line <= end for start, end in loops)
+
+
 def _step_loops(definition: Definition) -> tuple[tuple[int, int], ...]:
     """The lines of the loops in which a call runs once a step: the outermost loops of a training, evaluation or
     serving loop's function, and any `while True:` loop (a server's or a worker's)."""
@@ -297,8 +300,8 @@ class FileFrequencies:
         if evidence.path:
             last = evidence.path[-1]
             evidence = replace(evidence, path=evidence.path[:-1] + (replace(last, line=finding.line),))
-        if enclosing is not None and evidence.frequency is not Frequency.PER_STEP and any(
-                start <= finding.line <= end for start, end in enclosing[4]):
+        in_a_step_loop = enclosing is not None and _in_loops(finding.line, enclosing[4])
+        if in_a_step_loop and evidence.frequency is not Frequency.PER_STEP:
             evidence = FrequencyEvidence(Frequency.PER_STEP, FrequencySource.STEP_LOOP, evidence.path[-1:])
         size = finding.impact if finding.size is None else finding.size
         measurement = self._measured(finding, enclosing)
