@@ -347,10 +347,10 @@ def hidden_declaration(unit: CppUnit) -> bool:
         if name.kind != "identifier":
             continue  # `operator[]`
         if _ends_a_type(before) and not _device_or_static(before) and not unit.in_device_function(start):
-            if in_dropped_function:
-                if _bound_named_in_function(text, start, bound):
-                    return True
-            elif not _bound_of(text, bound, unit.constants_around(start)) or _bound_named_in_function(text, start, bound):
+            runtime, constant_locals = _declared_in_function(text, start, bound)
+            if runtime:
+                return True
+            if not in_dropped_function and not _bound_of(text, bound, unit.constants_around(start) | constant_locals):
                 return True
     return False
 
@@ -414,24 +414,47 @@ _BRACE = re.compile(r"[{}]")
 _AFTER_PARAMETERS = re.compile(r"\)\s*(?:(?:const|noexcept|override|final|mutable)\s*)*$")
 
 
-def _bound_named_in_function(text: str, start: int, after_bracket: int) -> bool:
-    """Whether a name in the bound of the `name[` at `start` is declared earlier in the function around it, as a
+def _declared_in_function(text: str, start: int, after_bracket: int) -> tuple[bool, frozenset[str]]:
+    """The names in the bound of the `name[` at `start` that the function around it declares earlier, as a
     parameter or a local (`int n)`, `const int64_t n =`; read as text: clang dropped the function, or the
-    statements between). A name after a
-    `*` is skipped: a pointer cannot bound an array, and it is most often a product (`ROUND_DOWN(size, WIDTH *
-    span)`, where `span` is a template's parameter)."""
+    statements between): whether one of them may be a run-time value, and those that are constants.
+
+    A local is a constant when it is `constexpr`, or `const` and initialised
+    with integer literals alone (`const int request_solutions = 8;`: C++
+    reads a const integral variable so initialised as a constant
+    expression, and the array is no VLA). A name declared both ways may be
+    a run-time value. A name after a `*` is skipped: a pointer cannot bound
+    an array, and it is most often a product (`ROUND_DOWN(size, WIDTH *
+    span)`, where `span` is a template's parameter).
+    """
     end = text.find("]", after_bracket)
     names = set(_IDENTIFIER.findall(text[after_bracket:end])) - UNEVALUATED_WORDS if end > 0 else set()
     body = _function_body_start(text, start)
     if not names or body is None:
-        return False
+        return False, frozenset()
     head = max(text.rfind("(", 0, text.rfind(")", 0, body)), 0)
+    constant: set[str] = set()
     for name in names:
         for declared in re.finditer(rf"[\w>&]\s+{name}\s*[=;,)({{\[]", text[head:start]):
             statement = re.split(r"[;{}(,]", text[head : head + declared.start()])[-1]
-            if "constexpr" not in statement:  # a constexpr local is a constant
-                return True
-    return False
+            if "constexpr" in statement or (text[head + declared.start()] != "&"  # `const int& n = 8`: a reference
+                                            and _constant_initialiser(statement, text, head + declared.end() - 1)):
+                constant.add(name)
+            else:
+                return True, frozenset()
+    return False, frozenset(constant)
+
+
+_CONST = re.compile(r"\bconst\b")
+# An initialiser of integer literals, operators and parentheses only, up to the `;` (`8`, `1 << 10`, `(4 * 32)`).
+_LITERAL_INITIALISER = re.compile(r"=(?:\s|\d[\w']*|[-+*/%()<>~&|^])+;")
+
+
+def _constant_initialiser(statement: str, text: str, after_name: int) -> bool:
+    """Whether the declaration whose text before the name is STATEMENT, and whose name ends before AFTER_NAME (at
+    its `=`), is a `const` one initialised with integer literals alone."""
+    return (_CONST.search(statement) is not None and "volatile" not in statement
+            and _LITERAL_INITIALISER.match(text, after_name) is not None)
 
 
 def _function_body_start(text: str, start: int) -> int | None:

@@ -178,6 +178,13 @@ DROPPED_LOOP = (
     ("class Element", ", int kPerLoad", "", "kPerLoad", True),  # a parameter hides the member
     ("class Element", "", "    const int kPerLoad = n * 2;\n", "kPerLoad", True),  # and so does a local
     ("class Element", "", "", "n", True),  # a parameter of the function
+    # A local `const` initialised with integer literals alone is a constant expression (bitsandbytes' `const int
+    # request_solutions = 8;`); one initialised otherwise, not const, or a reference, may not be.
+    ("class Element", "", "    const int kCount = 8;\n", "kCount", False),
+    ("class Element", "", "    static const size_t kCount = (1 << 3) * 2u;\n", "kCount", False),
+    ("class Element", "", "    const int kCount = kPerLoad + n;\n", "kCount", True),
+    ("class Element", "", "    int kCount = 8;\n", "kCount", True),
+    ("class Element", "", "    const int& kCount = 8;\n", "kCount", True),
 ])
 def test_a_dropped_statement_asks_for_headers_only_where_its_bound_may_not_be_constant(
         tmp_path, counted, parameters, parameter, local, bound, parses):
