@@ -120,6 +120,12 @@ DEPENDENT = {
     "parenthesised-declarator.cpp": (
         "template <int N> void f(int n, int* out) {\n  int (a[n + N]);\n  a[0] = 1;\n  out[0] = a[0];\n}\n"
     ),
+    # A macro whose body only reads arrays (mmcv's filtered_lrelu.cu): an expression in every expansion.
+    "macro-of-reads.cu": (
+        "#define STEP(PX) \\\n  v += b * (float)c_fu[(PX) * up + k]; \\\n  b = s_tile[src + (PX)];\n"
+        "template <int N> void f(const float* c_fu, const float* s_tile, int src, int up, int k, float* out) {\n"
+        "  float v = 0, b = 0;\n  STEP(0)\n  STEP(1)\n  out[0] = v + b;\n}\n"
+    ),
     "macro-of-expressions.cu": (
         "#define AT(p, i) = p[i]\n#define DECL(n) int buf[n]\n"
         "template <int N> void f(int n, int* out) {\n  DECL(n + N);\n  int y AT(out, 0);\n  out[1] = y + buf[0];\n}\n"
@@ -151,7 +157,7 @@ def test_fast_path_agrees_with_the_walk_over_every_node(name, text, monkeypatch)
 
 @pytest.mark.parametrize("name", [
     "constant-per-instantiation.cu", "template-parameter.cu", "subscripts-only.cu", "a-word-not-a-pragma.cu",
-    "literal-bounds-only.cu", "nothing-but-expressions.cu",
+    "literal-bounds-only.cu", "nothing-but-expressions.cu", "macro-of-reads.cu",
 ])
 def test_files_without_a_candidate_are_judged_without_the_tree(name):
     unit = CppUnit(_source(name, DEPENDENT[name]))
