@@ -448,7 +448,9 @@ def _declared_in_function(text: str, start: int, after_bracket: int) -> tuple[bo
 
 _CONST = re.compile(r"\bconst\b")
 # An initialiser of integer literals, operators and parentheses only, up to the `;` (`8`, `1 << 10`, `(4 * 32)`).
-_LITERAL_INITIALISER = re.compile(r"=(?:\s|\d[\w']*|[-+*/%()<>~&|^])+;")
+# Possessive: a literal is taken whole, never split into shorter ones to retry (`= 123...9 + seed;` would try every
+# split of its digits: exponential in their number).
+_LITERAL_INITIALISER = re.compile(r"=(?:\s|\d[\w']*+|[-+*/%()<>~&|^])++;")
 
 
 def _constant_initialiser(statement: str, text: str, after_name: int) -> bool:

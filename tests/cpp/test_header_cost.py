@@ -195,6 +195,29 @@ def test_a_dropped_statement_asks_for_headers_only_where_its_bound_may_not_be_co
     assert (analysis.headers.outcome is not HeaderOutcome.NOT_NEEDED) == parses, analysis.headers
 
 
+def test_a_long_literal_in_a_local_initialiser_is_read_in_one_pass():
+    # `const uint64_t kSeed = 1234...9 + n;` is no constant; telling so once tried every split of the digits into
+    # shorter literals (2**80 of them here): a hang, which the alarm turns into a failure.
+    import signal
+    import sys
+
+    candidates = sys.modules[RULES[0].__module__.rsplit(".", 1)[0] + ".candidates"]
+
+    def hung(*_):
+        raise TimeoutError("the initialiser's pattern backtracks")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        text = "const uint64_t kSeed = " + "1" * 80 + " + n;"
+        assert not candidates._constant_initialiser("const uint64_t", text, text.index("="))
+        text = "const uint64_t kSeed = " + "1" * 80 + "ull;"
+        assert candidates._constant_initialiser("const uint64_t", text, text.index("="))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_an_outer_classs_constant_is_not_taken_for_an_inner_classs(tmp_path, counted):
     # Inside `Inner`, a base of its own may declare `kPerLoad` at run time: only the innermost class's constants
     # (and any template's parameters) are known constants, so the dropped declaration still asks.
