@@ -30,7 +30,9 @@ _CONSTANT_BOUND = re.compile(r"[ \t]*(?:0[xX][0-9a-fA-F]+|[0-9]+)[uUlLzZ]*[ \t]*
 # diagnostic ignored`, `_Pragma`, `__pragma`, the digraph `%:pragma`) or a GNU line marker whose flag makes
 # what follows a system header (`# 1 "x.h" 3`). Matched loosely: a false match costs only the walk.
 _LINE_MARKER = re.compile(r"(?:#|%:)[ \t]*\d")
-_PRAGMA_LINE = re.compile(r"^[^\n]*#[^\n]*pragma(?:[^\n]*\\\r?\n)*[^\n]*", re.M)  # with its continuation lines
+# A line with a `#` before a `pragma`, with its continuation lines. The first `#` is taken, and the first `pragma`
+# after it: a line of many `#` is read once, not once for each (the same lines, in linear time).
+_PRAGMA_LINE = re.compile(r"^[^\n#]*#[^\n]*?pragma(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
 
 
 def _may_silence_the_vla_warning(text: str) -> bool:

@@ -206,3 +206,29 @@ def test_the_names_before_brackets_read_backwards_are_the_forward_regex_matches(
     for text in texts:
         expected = [(m.start(1), m.end(1), m.end()) for m in FORWARD.finditer(text)]
         assert CANDIDATES._names_before_brackets(text) == expected, text
+
+
+def test_pragma_lines_are_found_as_a_backtracking_search_finds_them_and_in_linear_time():
+    """`_PRAGMA_LINE` takes a line's first `#` and the first `pragma` after it: the lines (with their continuations)
+    that the plain pattern, which tried every `#` of a line, finds; a line of 300,000 `#` once took it seconds."""
+    import random
+    import re
+    import signal
+
+    plain = re.compile(r"^[^\n]*#[^\n]*pragma(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
+    pieces = ["#", "pragma", " ", "x", "\\\n", "\\\r\n", "\n", "/*", "diagnostic", "%:"]
+    generator = random.Random(11)
+    for _ in range(20000):
+        text = "".join(generator.choice(pieces) for _ in range(generator.randint(0, 30)))
+        assert CANDIDATES._PRAGMA_LINE.findall(text) == plain.findall(text), repr(text)
+
+    def hung(*_):
+        raise TimeoutError("the pragma pattern is not linear")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        assert not CANDIDATES._may_silence_the_vla_warning("// diagnostic\n" + "#" * 300_000 + "\n")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
