@@ -110,6 +110,23 @@ def test_pre_commit_hooks_decide_and_their_arguments_count(tmp_path):
     assert _python(tmp_path, "vendor/core/a.py").formatter is None  # the config's top-level exclude
 
 
+def test_a_root_below_the_repository_top_reads_the_top_s_hooks_with_the_top_s_paths(tmp_path):
+    # pre-commit runs at the repository's top and matches its patterns there: a run rooted at `server/` (a
+    # pyproject.toml of its own, as text-generation-inference has) must see the top's hooks, and see `m.py` as
+    # `server/m.py`; a folder with no `.git` above it reads only its own configuration.
+    hooks = "repos:\n  - repo: https://github.com/psf/black\n    rev: 24.2.0\n    hooks:\n      - id: black\n" \
+            "        files: ^server/\n        args: [--line-length=100]\n"
+    _tree(tmp_path, {".pre-commit-config.yaml": hooks, "server/pyproject.toml": "[project]\nname = 's'\n"})
+    (tmp_path / ".git").mkdir()
+    server = read_formatter_config(tmp_path / "server", ["m.py", "tools/t.py"])
+    assert (server.python_style("m.py").formatter, server.python_style("m.py").line_length) == (PythonFormatter.BLACK, 100)
+    assert server.python_style("tools/t.py").formatter is PythonFormatter.BLACK
+    assert read_formatter_config(tmp_path, ["server/m.py"]).python_style("server/m.py") == server.python_style("m.py")
+    assert read_formatter_config(tmp_path, ["other/m.py"]).python_style("other/m.py").formatter is None  # `files`
+    (tmp_path / ".git").rmdir()
+    assert read_formatter_config(tmp_path / "server", ["m.py"]).python_style("m.py").formatter is None
+
+
 def test_ruff_hook_with_config_overrides(tmp_path):
     _tree(tmp_path, {".pre-commit-config.yaml": """\
 repos:
@@ -228,3 +245,43 @@ def test_malformed_configuration_is_read_as_its_tool_would_refuse_it(tmp_path, f
     _tree(tmp_path, files)
     config = read_formatter_config(tmp_path, ["a.py", "b.cpp"])
     assert isinstance(config.python_style("a.py"), PythonStyle) and isinstance(config.cpp_style("b.cpp"), CppStyle)
+
+
+NESTED_PROJECT_MODULE = """\
+import torch
+
+
+def mask_of(batch_size, pixel_values, patch_size):
+    mask = torch.ones(
+        (
+            batch_size,
+            pixel_values.size(2) // patch_size,
+            pixel_values.size(3) // patch_size,
+        )
+    )
+    mask = mask.to(dtype=torch.bool, device=pixel_values.device)
+    return mask
+"""
+
+
+def test_a_file_named_alone_in_a_nested_project_is_fixed_as_black_lays_it_out(tmp_path):
+    # As pre-commit names it: `server/pkg/m.py` from the repository's top, where the black hook is; the nearest
+    # pyproject.toml makes `server/` optpatch's root. The fix merges the `.to` into the call, laid out as black
+    # would (text-generation-inference's idefics2.py: once `), device=..., dtype=torch.bool` on one line).
+    import subprocess
+
+    from conftest import run_cli
+    from formatters import black
+
+    hooks = "repos:\n  - repo: https://github.com/psf/black\n    rev: 24.2.0\n    hooks:\n      - id: black\n"
+    _tree(tmp_path, {".pre-commit-config.yaml": hooks, "server/pyproject.toml": "[project]\nname = 's'\n",
+                     "server/pkg/m.py": NESTED_PROJECT_MODULE})
+    (tmp_path / ".git").mkdir()
+    assert subprocess.run([str(black()), "--check", "-q", "server/pkg/m.py"], cwd=tmp_path).returncode == 0
+    fixed = run_cli("check", "server/pkg/m.py", "--fix", "--no-cache", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    text = (tmp_path / "server/pkg/m.py").read_text()
+    assert "mask.to(" not in text and "device=pixel_values.device" in text, text
+    checked = subprocess.run([str(black()), "--check", "--diff", "-q", "server/pkg/m.py"], cwd=tmp_path,
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout

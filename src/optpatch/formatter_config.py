@@ -5,7 +5,8 @@ optpatch shapes its edits the way the project's formatter would
 project's formatter check still passes it. For each file this finds which
 formatter the project runs on it, and with which settings:
 
-- `.pre-commit-config.yaml` at the root: the ruff-format, black, ufmt and
+- `.pre-commit-config.yaml` at the repository's top (the nearest folder
+  with `.git` or `.hg` at or above the scanned root): the ruff-format, black, ufmt and
   yapf hooks, their `files` / `exclude` and `args` (`--line-length`, `-S`,
   `-C`, `--config KEY=VALUE`), the black version they pin, and
   `double-quote-string-fixer`; a clang-format hook and its `files`. When
@@ -174,8 +175,11 @@ class FormatterConfig:
     the files' digests (its part of the cache key): nothing is parsed then.
     """
 
-    files: tuple[tuple[str, bytes], ...] = ()  # (relative path, bytes) of every configuration file found
+    files: tuple[tuple[str, bytes], ...] = ()  # (path relative to the repository's top, bytes) of each file found
     black_markers: frozenset[str] = frozenset()  # directories holding `.git` or `.hg`: black's project roots
+    # The scanned root's folder within the repository's top (`read_formatter_config`): "" when it is the top. The
+    # paths asked about are relative to the root; the configuration's, and the hooks' patterns, to the top.
+    prefix: str = ""
 
     @property
     def sources(self) -> tuple[tuple[str, str], ...]:
@@ -186,13 +190,13 @@ class FormatterConfig:
         return _parse(dict(self.files), self.black_markers)
 
     def style_of(self, rel: str, language: Language) -> PythonStyle | CppStyle:
-        return self._settings.style_of(rel, language)
+        return self._settings.style_of(_join(self.prefix, rel), language)
 
     def python_style(self, rel: str) -> PythonStyle:
-        return self._settings.python_style(rel)
+        return self._settings.python_style(_join(self.prefix, rel))
 
     def cpp_style(self, rel: str) -> CppStyle:
-        return self._settings.cpp_style(rel)
+        return self._settings.cpp_style(_join(self.prefix, rel))
 
 
 @dataclass(frozen=True)
@@ -330,12 +334,19 @@ _RUFF_EXTEND = re.compile(r"""^\s*extend\s*=\s*["']([^"']+)["']""", re.M)
 
 
 def read_formatter_config(root: Path, rels: Iterable[str]) -> FormatterConfig:
-    """The configuration files that can govern `rels` (paths relative to `root`): one listing per directory."""
+    """The configuration files that can govern `rels` (paths relative to `root`): one listing per directory.
+
+    They are looked for from the repository's top (`_repository_top`) down:
+    a run on `server/` of a repository whose `.pre-commit-config.yaml` runs
+    black lays its edits out for black, as a run on the whole repository
+    does, and the hooks' `files` patterns see the paths pre-commit gives them.
+    """
+    top, prefix = _repository_top(root)
     files: dict[str, bytes] = {}
     markers: set[str] = set()
-    for directory in sorted({directory for rel in rels for directory in _ancestors(rel)}):
+    for directory in sorted({directory for rel in rels for directory in _ancestors(_join(prefix, rel))}):
         try:
-            names = set(os.listdir(root / directory))
+            names = set(os.listdir(top / directory))
         except OSError:
             continue
         if names & {".git", ".hg"}:
@@ -343,10 +354,20 @@ def read_formatter_config(root: Path, rels: Iterable[str]) -> FormatterConfig:
         wanted = _CONFIG_NAMES + ((".pre-commit-config.yaml",) if directory == "" else ())
         for name in wanted:
             if name in names:
-                _read_into(files, root, _join(directory, name))
+                _read_into(files, top, _join(directory, name))
     for rel in [rel for rel in files if rel.endswith((".toml",))]:
-        _read_extended(files, root, rel, depth=0)
-    return FormatterConfig(tuple(sorted(files.items())), frozenset(markers))
+        _read_extended(files, top, rel, depth=0)
+    return FormatterConfig(tuple(sorted(files.items())), frozenset(markers), prefix)
+
+
+def _repository_top(root: Path) -> tuple[Path, str]:
+    """The nearest folder at or above ROOT that holds `.git` or `.hg` (where pre-commit runs, and its patterns
+    start), and ROOT's path within it; ROOT itself, and "", where none does."""
+    absolute = root.absolute()
+    for candidate in (absolute, *absolute.parents):
+        if (candidate / ".git").exists() or (candidate / ".hg").exists():
+            return candidate, absolute.relative_to(candidate).as_posix().removeprefix(".")
+    return root, ""
 
 
 def _read_into(files: dict[str, bytes], root: Path, rel: str) -> None:
