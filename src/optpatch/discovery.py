@@ -33,6 +33,18 @@ GENERATED_SUFFIXES = ("_pb2.py", "_pb2_grpc.py", ".pb.h", ".pb.cc")
 ANALYSED_SUFFIXES = tuple(sorted(PYTHON_SUFFIXES)) + tuple(sorted(CPP_SUFFIXES))
 
 
+
+def repository_of(root: Path) -> tuple[Path, str]:
+    """The repository holding ROOT (the nearest folder at or above it with `.git` or `.hg`, else ROOT itself), and
+    ROOT's path within it ("" at its top): where pre-commit runs and its patterns start (formatter_config.py), and
+    where code scanning places an alert (reporters/sarif.py), whichever folder of it was scanned."""
+    absolute = root.absolute()
+    for folder in (absolute, *absolute.parents):
+        if (folder / ".git").exists() or (folder / ".hg").exists():
+            inside = absolute.relative_to(folder).as_posix()
+            return folder, "" if inside == "." else inside
+    return root, ""
+
 @dataclass
 class Discovery:
     files: list[tuple[Path, str]] = field(default_factory=list)  # (absolute, relative)

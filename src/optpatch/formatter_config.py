@@ -50,6 +50,7 @@ from typing import Iterable
 
 import pathspec
 
+from optpatch.discovery import repository_of
 from optpatch.model import Language
 
 
@@ -336,12 +337,12 @@ _RUFF_EXTEND = re.compile(r"""^\s*extend\s*=\s*["']([^"']+)["']""", re.M)
 def read_formatter_config(root: Path, rels: Iterable[str]) -> FormatterConfig:
     """The configuration files that can govern `rels` (paths relative to `root`): one listing per directory.
 
-    They are looked for from the repository's top (`_repository_top`) down:
+    They are looked for from the repository's top (`discovery.repository_of`) down:
     a run on `server/` of a repository whose `.pre-commit-config.yaml` runs
     black lays its edits out for black, as a run on the whole repository
     does, and the hooks' `files` patterns see the paths pre-commit gives them.
     """
-    top, prefix = _repository_top(root)
+    top, prefix = repository_of(root)
     files: dict[str, bytes] = {}
     markers: set[str] = set()
     for directory in sorted({directory for rel in rels for directory in _ancestors(_join(prefix, rel))}):
@@ -359,15 +360,6 @@ def read_formatter_config(root: Path, rels: Iterable[str]) -> FormatterConfig:
         _read_extended(files, top, rel, depth=0)
     return FormatterConfig(tuple(sorted(files.items())), frozenset(markers), prefix)
 
-
-def _repository_top(root: Path) -> tuple[Path, str]:
-    """The nearest folder at or above ROOT that holds `.git` or `.hg` (where pre-commit runs, and its patterns
-    start), and ROOT's path within it; ROOT itself, and "", where none does."""
-    absolute = root.absolute()
-    for candidate in (absolute, *absolute.parents):
-        if (candidate / ".git").exists() or (candidate / ".hg").exists():
-            return candidate, absolute.relative_to(candidate).as_posix().removeprefix(".")
-    return root, ""
 
 
 def _read_into(files: dict[str, bytes], root: Path, rel: str) -> None:

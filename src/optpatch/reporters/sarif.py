@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from optpatch import __version__
 from optpatch.baseline import fingerprint
+from optpatch.discovery import repository_of
 from optpatch.model import Decided, Finding, Region, Verdict
 from optpatch.reporters import ReportOptions
 from optpatch.reporters.json_report import summary_of
@@ -40,7 +41,8 @@ _LEVEL = {Verdict.FIX: "warning", Verdict.ADVICE: "note", Verdict.KEEP: "none"}
 def render_sarif(result: RunResult, options: ReportOptions = ReportOptions()) -> str:
     rules = load_rules()
     rule_index = {rule.code: index for index, rule in enumerate(rules)}
-    repository, prefix = repository_of(result.root)
+    repository, inside = repository_of(result.root)
+    prefix = inside + "/" if inside else ""  # an alert is placed by its path from the repository's top
     run = {
         "tool": {
             "driver": {
@@ -75,19 +77,6 @@ def rule_descriptor(rule: type[Rule]) -> dict:
         "defaultConfiguration": {"level": "warning"},
         "properties": {"tags": list(rule.tags), "language": rule.language, "default_tier": rule.default_tier},
     }
-
-
-def repository_of(root: Path) -> tuple[Path, str]:
-    """The repository holding ROOT (the nearest folder with .git, else ROOT), and ROOT's path in it as a URI prefix.
-
-    Code scanning places an alert by its path from the repository's root,
-    whichever folder of it was scanned.
-    """
-    for folder in (root, *root.parents):
-        if (folder / ".git").exists():
-            inside = root.relative_to(folder).as_posix()
-            return folder, "" if inside == "." else inside + "/"
-    return root, ""
 
 
 def invocation(result: RunResult, prefix: str = "") -> dict:
