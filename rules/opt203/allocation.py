@@ -48,7 +48,9 @@ def allocation_of(unit: CppUnit, call: Node) -> Kept | Allocation:
         first = unit.tokens_in(parent.start, parent.end)[0]
         left = next((c for c in parent.walk() if c.kind is CursorKind.DECL_REF_EXPR and c.start == first.start), None)
         name, target = first.spelling, unit.referenced(left) if left is not None else None
-        if target is None or target.kind is not CursorKind.VAR_DECL:  # a parameter, a member (`MEMBER_REF_EXPR`)
+        if target is None:  # a name this parse could not resolve: the project's headers may declare it
+            return Kept(f"assigned to `{name}`, which this parse could not resolve", KeepCategory.UNRESOLVED)
+        if target.kind is not CursorKind.VAR_DECL:  # a parameter, a member (`MEMBER_REF_EXPR`)
             return Kept("assigned to something other than a local variable", KeepCategory.STORED)
     else:
         return _direct_use(unit, expression)

@@ -14,7 +14,7 @@ from .kernel import ACCESSOR_METHODS, POINTER_METHODS, kernel_use, launch_of
 
 # Host calls that write every element of the tensor they are called on (`copy_` broadcasts its source to
 # the whole of it, or throws).
-_FULL_WRITES = frozenset({"fill_", "zero_", "copy_"})
+FULL_WRITES = frozenset({"fill_", "zero_", "copy_"})
 # Statements and operators under which a use need not run whenever the statement around them does.
 _BRANCH_KINDS = frozenset({
     CursorKind.IF_STMT, CursorKind.SWITCH_STMT, CursorKind.CASE_STMT, CursorKind.DEFAULT_STMT,
@@ -45,7 +45,7 @@ def first_use(unit: CppUnit, allocation: Allocation) -> Kept | tuple[Tier, list[
     launch = launch_of(unit, index)
     if launch is not None:
         return kernel_use(unit, allocation, use, launch, statement is not None)
-    if statement is not None and method in _FULL_WRITES and _is_statement_call(unit, index, statement):
+    if statement is not None and method in FULL_WRITES and _is_statement_call(unit, index, statement):
         self_read = _self_read(unit, allocation, index, method)
         if self_read is not None:
             return self_read
@@ -54,12 +54,12 @@ def first_use(unit: CppUnit, allocation: Allocation) -> Kept | tuple[Tier, list[
         proof = element_loop(unit, allocation, use, statement)
         if proof:
             return Tier.SAFE, proof
-    out_op = _out_op(unit, index)
-    if out_op and statement is not None:
+    op = out_op(unit, index)
+    if op and statement is not None:
         padded = padded_size(unit, allocation.call)
         if padded is not None:
             return padded
-        return Tier.VALIDATE, [f"L{line}: `{out_op}` writes its output `{allocation.name}`",
+        return Tier.VALIDATE, [f"L{line}: `{op}` writes its output `{allocation.name}`",
                                "an op's output is written in full only if it does not resize it: left to --validate"]
     return _blocking_use(unit, allocation, use, method, statement is not None)
 
@@ -114,7 +114,7 @@ def _self_read(unit: CppUnit, allocation: Allocation, index: int, method: str) -
     return None
 
 
-def _out_op(unit: CppUnit, index: int) -> str:
+def out_op(unit: CppUnit, index: int) -> str:
     """`at::mm_out(out, a, b)` / `torch::add_out(out, ...)`: the op, when the reference is its first argument."""
     tokens = unit.tokens
     if index < 4 or tokens[index - 1].spelling != "(" or tokens[index + 1].spelling not in (",", ")"):

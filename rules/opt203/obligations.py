@@ -7,6 +7,10 @@ the site, with its reason:
    kernel.py), which also sets the tier.
 
 A call that meets them all becomes `empty` / `empty_like`, with the same arguments.
+
+Without the project's headers, a kept site whose verdict they may change (an unknown side, an unresolved
+holder, a first use the tokens show may still be a full write: header_questions.py) is noted with
+`unit.ask_headers`, and only such a note, or a fix, starts a parse with them (`ZerosToEmptyCpp.needs_headers`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from optpatch.rule.cpp import CppUnit, Node, Place, Token
 
 from .allocation import allocation_of
 from .first_use import first_use
+from .header_questions import may_become_a_fix
 from .sites import EMPTY_OF
 
 IMPACT_BASIS = (
@@ -30,13 +35,21 @@ def examine(unit: CppUnit, call: Node) -> tuple[Context, Kept | Proven]:
     where = unit.where(call)
     context = unit.run_context(call, where.function)
     if where.place is not Place.HOST:
+        if where.place is not Place.DEVICE:
+            _ask_headers(unit, call, f"cannot tell host from device code: {where.reason}")
         category = KeepCategory.DEVICE_CODE if where.place is Place.DEVICE else KeepCategory.UNRESOLVED
         return context, Kept(f"not host code: {where.reason}", category)
     allocation = allocation_of(unit, call)
     if isinstance(allocation, Kept):
+        if allocation.category is KeepCategory.UNRESOLVED:
+            _ask_headers(unit, call, allocation.reason)
         return context, allocation
     written = first_use(unit, allocation)
     if isinstance(written, Kept):
+        if not unit.with_headers:
+            question = may_become_a_fix(unit, allocation)
+            if question is not None:
+                _ask_headers(unit, call, question)
         return context, written
     tier, proof = written
     name = _callee_token(unit, call)
@@ -49,6 +62,12 @@ def examine(unit: CppUnit, call: Node) -> tuple[Context, Kept | Proven]:
     }.get(context, (Impact.MEDIUM, IMPACT_BASIS))
     replacement = unit.text(call.start, name.start) + EMPTY_OF[call.spelling] + unit.text(name.end, call.end)
     return context, Proven("; ".join(proof), tier, (edit,), impact, basis, " ".join(replacement.split()), tuple(proof))
+
+
+def _ask_headers(unit: CppUnit, call: Node, why: str) -> None:
+    """Note a kept site the project's headers may make a fix (`ZerosToEmptyCpp.needs_headers` reads the notes)."""
+    if not unit.with_headers:
+        unit.ask_headers(f"OPT203 L{unit.line_of(call.start)}: {why}")
 
 
 def _callee_token(unit: CppUnit, call: Node) -> Token | None:

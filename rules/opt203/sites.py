@@ -41,9 +41,9 @@ def _is_torch_factory(unit: CppUnit, call: Node) -> bool:
     return function and unit.declared_by_library(callee, ("at", "torch"))
 
 
-def unparsed(unit: CppUnit, analysed: set[int]) -> Iterator[tuple[tuple[int, int], Kept]]:
+def unparsed(unit: CppUnit, analysed: set[int]) -> Iterator[tuple[int, tuple[int, int], Kept]]:
     """`torch::zeros(` / `at::zeros_like(` in host code that did not resolve to torch's factory (no token of
-    `analysed` did): where each is, and its keep."""
+    `analysed` did): the index of its `torch` or `at` token, where it is, and its keep."""
     tokens = unit.tokens
     for index, token in enumerate(tokens):
         if token.spelling not in EMPTY_OF or token.start in analysed or index < 2 or index + 1 >= len(tokens):
@@ -54,4 +54,4 @@ def unparsed(unit: CppUnit, analysed: set[int]) -> Iterator[tuple[tuple[int, int
             continue
         without = "" if unit.with_headers else " without the project's headers"
         reason = f"this statement does not parse{without} (unknown types in it); not analysed"
-        yield unit.position(tokens[index - 2].start), Kept(reason, KeepCategory.UNRESOLVED)
+        yield index - 2, unit.position(tokens[index - 2].start), Kept(reason, KeepCategory.UNRESOLVED)

@@ -242,6 +242,22 @@ def matching_bracket(tokens: list[Token], index: int) -> int | None:
     return None
 
 
+def opening_bracket(tokens: list[Token], index: int) -> int | None:
+    """Index of the bracket that opens tokens[index] ( `)`, `]` or `}` ), read backwards: `matching_bracket`'s mirror."""
+    openers = {")": "(", "]": "[", "}": "{"}
+    closer = tokens[index].spelling
+    depth = 0
+    for position in range(index, -1, -1):
+        spelling = tokens[position].spelling
+        if spelling == closer:
+            depth += 1
+        elif spelling == openers[closer]:
+            depth -= 1
+            if depth == 0:
+                return position
+    return None
+
+
 def kernel_name(tokens: list[Token], opener: int) -> str:
     """The name before `<<<`, skipping template arguments (`kernel<scalar_t><<<...>>>`)."""
     index, depth = opener - 1, 0

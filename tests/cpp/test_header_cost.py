@@ -334,19 +334,21 @@ def test_a_narrowed_run_never_builds_a_precompiled_header_an_earlier_run_put_off
 
 
 def test_a_put_off_parse_says_which_rule_wanted_it_and_for_which_lines(tmp_path, counted):
-    # OPT203 asks for the headers by the default `needs_headers` (any finding): the report names it and its sites,
-    # not "a rule asked".
+    # OPT203 asks for the headers for a `zeros` call this parse could not type, whose next use may write it in
+    # full: the report names the rule, the site and the use, not "a rule asked".
     root = write(tmp_path / "repo", {
-        "include/cutlass/widget.h": "#pragma once\nconstexpr int kWidth = 4;\n",
-        "csrc/acc.cpp": "#include <cutlass/widget.h>\nvoid f(torch::Tensor x) {\n  auto out = torch::zeros_like(x);\n"
-                        "  out.add_(x);\n}\n",
+        "include/cutlass/widget.h": "#pragma once\nstruct Options {};\n",
+        "csrc/acc.cpp": "#include <cutlass/widget.h>\nvoid f(torch::Tensor x) {\n  auto out = torch::zeros({4}, Options{});\n"
+                        "  out.fill_(1);\n}\n",
     })
     rules = [rule for rule in load_rules() if rule.code == "OPT203"]
     run = HeaderSetup.for_run(root, None, True)
     analysis = analyse_text(read_source(root / "csrc/acc.cpp", "csrc/acc.cpp"), rules, headers=run)
     assert [(f.code, f.line, f.verdict.value) for f in analysis.findings] == [("OPT203", 3, "keep")]
     assert analysis.headers.outcome is HeaderOutcome.PUT_OFF, analysis.headers
-    assert analysis.headers.detail.startswith("wanted for OPT203 L3: judged without the project's headers; ")
+    assert analysis.headers.detail.startswith(
+        "wanted for OPT203 L3: a `zeros` call this parse could not type; L4: `out` is written by `fill_`"), \
+        analysis.headers.detail
     assert counted("build") == 0
 
 
