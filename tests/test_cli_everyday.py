@@ -156,3 +156,29 @@ def test_sarif_uris_are_relative_to_the_repository_root(tmp_path):
     assert run["originalUriBaseIds"]["SRCROOT"]["uri"] == repo.resolve().as_uri() + "/"
     location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
     assert location == {"uri": "services/api/model.py", "uriBaseId": "SRCROOT"}
+
+
+# -- a project inside a repository ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where, named", [(".", "server/pkg/m.py"), ("server", "."), ("server/pkg", "m.py")])
+def test_the_diff_of_a_project_inside_a_repository_applies_from_any_of_its_folders(tmp_path, where, named):
+    """text-generation-inference keeps its Python package in `server/`, with its own pyproject.toml, which makes
+    `server/` optpatch's root; `git apply` reads a patch's paths from the repository's top, wherever it runs (a
+    patch relative to `server/` is refused at the top and skipped inside `server/`)."""
+    import subprocess
+
+    (tmp_path / "server" / "pkg").mkdir(parents=True)
+    (tmp_path / "server" / "pyproject.toml").write_text("[project]\nname = 's'\n")
+    (tmp_path / "server" / "pkg" / "m.py").write_text(FIXABLE)
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "i"]):
+        subprocess.run(git + command, cwd=tmp_path, check=True)
+    checked = run_cli("check", named, "--diff", "--no-cache", cwd=tmp_path / where)
+    assert checked.returncode == 1, checked.stderr
+    assert checked.stdout.startswith("diff --git a/server/pkg/m.py b/server/pkg/m.py\n"), checked.stdout
+    (tmp_path / "p.diff").write_text(checked.stdout)
+    for folder in (tmp_path, tmp_path / "server" / "pkg"):
+        applied = subprocess.run(["git", "apply", "--numstat", "--check", str(tmp_path / "p.diff")], cwd=folder,
+                                 capture_output=True, text=True)
+        assert applied.returncode == 0 and applied.stdout.split() == ["1", "1", "server/pkg/m.py"], applied

@@ -640,7 +640,8 @@ def _written_note(written: list[str], repo: Path) -> str | None:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--fix", is_flag=True, help="Apply the fixes in place (what the pre-commit hook `optpatch-fix` runs).")
 @click.option("--diff", "show_diff", is_flag=True,
-              help="Print the patch of the fixes on stdout and change nothing (the report goes to stderr).")
+              help="Print the patch of the fixes on stdout, with paths from the repository's top as `git diff` writes "
+                   "them, and change nothing (the report goes to stderr).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when fixable findings exist (still 3 for files not analysed).")
 @click.option(
     "--write-baseline", type=click.Path(path_type=Path, dir_okay=False),
@@ -685,9 +686,12 @@ def check(paths: tuple[Path, ...], fix: bool, show_diff: bool, exit_zero: bool, 
     note = None
     refused_writes = False
     if show_diff:
+        from optpatch.discovery import repository_of
         from optpatch.patch import write_patch
 
-        sys.stdout.buffer.write(write_patch(result.changes))
+        # Paths from the repository's top, as `git diff` writes them: `git apply` reads them so from any folder of
+        # the repository. The root may be a project inside it (`server/`, with its own pyproject.toml).
+        sys.stdout.buffer.write(write_patch(result.changes, repository_of(session.root)[1]))
         sys.stdout.flush()
     if fix:
         from optpatch.writer import write_fixes

@@ -45,6 +45,7 @@ def repository_of(root: Path) -> tuple[Path, str]:
             return folder, "" if inside == "." else inside
     return root, ""
 
+
 @dataclass
 class Discovery:
     files: list[tuple[Path, str]] = field(default_factory=list)  # (absolute, relative)

@@ -24,15 +24,16 @@ _LINE = re.compile(rb"[^\n]*\n|[^\n]+\Z")  # git's notion of a line: ends at LF 
 _NO_NEWLINE = b"\\ No newline at end of file\n"
 
 
-def write_patch(changes: Iterable[FileChange]) -> bytes:
-    """One patch for many files, in path order."""
+def write_patch(changes: Iterable[FileChange], folder: str = "") -> bytes:
+    """One patch for many files, in path order; each path under FOLDER ("server": `a/server/pkg/m.py`) when given."""
     ordered = sorted(changes, key=lambda change: change.rel)
-    return b"".join(file_diff(change) for change in ordered if change.old != change.new)
+    return b"".join(file_diff(change, folder) for change in ordered if change.old != change.new)
 
 
-def file_diff(change: FileChange) -> bytes:
+def file_diff(change: FileChange, folder: str = "") -> bytes:
     a, b = _LINE.findall(change.old), _LINE.findall(change.new)
-    old_name, new_name = _quote("a/" + change.rel), _quote("b/" + change.rel)
+    path = f"{folder}/{change.rel}" if folder else change.rel
+    old_name, new_name = _quote("a/" + path), _quote("b/" + path)
     out = [b"diff --git %s %s\n--- %s\n+++ %s\n" % (old_name, new_name, old_name, new_name)]
     for hunk in hunks(opcodes(a, b, change.blocks), CONTEXT_LINES):
         first, last = hunk[0], hunk[-1]
