@@ -350,28 +350,31 @@ def hidden_declaration(unit: CppUnit) -> bool:
         if name.kind != "identifier":
             continue  # `operator[]`
         if _ends_a_type(before) and not _device_or_static(before) and not unit.in_device_function(start):
-            runtime, constant_locals = _declared_in_function(text, start, bound)
+            names = _bound_names(text, bound)
+            runtime, constant_locals = _declared_in_function(text, start, names or frozenset())
             if runtime:
                 return True
-            if not in_dropped_function and not _bound_of(text, bound, unit.constants_around(start) | constant_locals):
+            # Made only of constants (`unit.constants_around`, or locals just read as such): an array of constant
+            # size whatever its element type.
+            constants = unit.constants_around(start) | constant_locals
+            if not in_dropped_function and (names is None or not names <= constants):
                 return True
     return False
 
 
-def _bound_of(text: str, after_bracket: int, constants: frozenset[str]) -> bool:
-    """Every name in the bounds from the `[` just before AFTER_BRACKET on (`[kRows][kCols]`) is one of CONSTANTS
-    (`unit.constants_around`): an array of constant size whatever its element type, unless the function declares
-    one of those names itself."""
+def _bound_names(text: str, after_bracket: int) -> frozenset[str] | None:
+    """The names in the bounds from the `[` just before AFTER_BRACKET on (`[kRows][kCols]`), but for `sizeof` and
+    the like; None for a bound that holds a subscript, or has no end: not read here."""
     names: set[str] = set()
     at = after_bracket
     while True:
         end = text.find("]", at)
         if end < 0 or "[" in text[at:end]:
-            return False  # a bound that holds a subscript, or no end: not read here
+            return None
         names |= set(_IDENTIFIER.findall(text, at, end)) - UNEVALUATED_WORDS
         following = _ANOTHER_DIMENSION.match(text, end + 1)
         if following is None:
-            return names <= constants
+            return frozenset(names)
         at = following.end()
 
 
@@ -417,8 +420,8 @@ _BRACE = re.compile(r"[{}]")
 _AFTER_PARAMETERS = re.compile(r"\)\s*(?:(?:const|noexcept|override|final|mutable)\s*)*$")
 
 
-def _declared_in_function(text: str, start: int, after_bracket: int) -> tuple[bool, frozenset[str]]:
-    """The names in the bound of the `name[` at `start` that the function around it declares earlier, as a
+def _declared_in_function(text: str, start: int, names: frozenset[str]) -> tuple[bool, frozenset[str]]:
+    """The NAMES of the bounds of the `name[` at `start` that the function around it declares earlier, as a
     parameter or a local (`int n)`, `const int64_t n =`; read as text: clang dropped the function, or the
     statements between): whether one of them may be a run-time value, and those that are constants.
 
@@ -430,8 +433,6 @@ def _declared_in_function(text: str, start: int, after_bracket: int) -> tuple[bo
     an array, and it is most often a product (`ROUND_DOWN(size, WIDTH *
     span)`, where `span` is a template's parameter).
     """
-    end = text.find("]", after_bracket)
-    names = set(_IDENTIFIER.findall(text[after_bracket:end])) - UNEVALUATED_WORDS if end > 0 else set()
     body = _function_body_start(text, start)
     if not names or body is None:
         return False, frozenset()
