@@ -15,7 +15,8 @@ bounds need), and each parse of the file loads it:
 What is precompiled is exactly the file's preamble: the `#include` lines
 before its first code or other directive (comments, blank lines, `#pragma
 once` and an include guard may come between; one-line `#define` and
-`#undef` lines, which may steer the headers, join them), up to the last
+`#undef` lines, which may steer the headers, join them, and so does an
+`#if` block of includes alone, taken whole), up to the last
 include that names a heavy library (torch, ATen, c10, pybind11, CUDA and
 its libraries, the x86 intrinsics), or is a project header that reaches
 one through its own quoted includes (`LocalHeaders`, read as text). The
@@ -113,7 +114,10 @@ def preamble_of(text: str, local: "LocalHeaders | None" = None) -> Preamble | No
     heavy_end = 0
     in_comment = False
     guard: str | None = None
+    block_end = -1  # the last line of a conditional block of includes taken whole
     for index, line in enumerate(lines):
+        if index <= block_end:
+            continue
         stripped = line.strip()
         if in_comment:
             in_comment = "*/" not in stripped
@@ -142,11 +146,53 @@ def preamble_of(text: str, local: "LocalHeaders | None" = None) -> Preamble | No
         if _MACRO.match(line) and "/*" not in line:  # `#define NOMINMAX` before torch's headers: it goes with them
             includes.append(index)
             continue
+        block = _conditional_includes(lines, index, local)
+        if block is not None:  # `#ifdef WITH_CUDA` / `#include <ATen/cuda/CUDAContext.h>` / `#endif`
+            block_end, heavy = block
+            includes.extend(range(index, block_end + 1))
+            if heavy:
+                heavy_end = len(includes)
+            continue
         break
     chosen = tuple(includes[:heavy_end])
     if not chosen:
         return None
     return Preamble("".join(lines[i] for i in chosen), chosen)
+
+
+_CONDITIONAL_OPEN = re.compile(r"^[ \t]*#[ \t]*if(?:n?def)?\b")
+_CONDITIONAL_MIDDLE = re.compile(r"^[ \t]*#[ \t]*(?:else|elif|elifn?def)\b")
+_CONDITIONAL_CLOSE = re.compile(r"^[ \t]*#[ \t]*endif\b")
+
+
+def _conditional_includes(lines: list[str], start: int, local: "LocalHeaders | None") -> tuple[int, bool] | None:
+    """The `#if`/`#ifdef` block opened at lines[start], when it holds only includes, one-line macros, blank lines
+    and `//` comments (nested blocks too): its last line, and whether one of its includes is heavy. None
+    otherwise. Such a block goes into the preamble whole: the precompiled header is built with the file's flags,
+    so it takes the branch the file would. Without it, a file that opens with `#ifdef WITH_CUDA` includes had no
+    preamble, and its parse with headers read torch's whole (pytorch3d: 14 s on a first run). 25 of DeepSpeed's
+    234 C++/CUDA files open with such a block, 19 of CUTLASS's 2,381, 3 of pytorch3d's 146."""
+    if not _CONDITIONAL_OPEN.match(lines[start]):
+        return None
+    depth, heavy = 0, False
+    for index in range(start, len(lines)):
+        line = lines[index]
+        stripped = line.strip()
+        if _CONDITIONAL_OPEN.match(line):
+            depth += 1
+        elif _CONDITIONAL_CLOSE.match(line):
+            depth -= 1
+            if depth == 0:
+                return index, heavy
+        elif _CONDITIONAL_MIDDLE.match(line) or not stripped or stripped.startswith("//"):
+            continue
+        elif (match := _INCLUDE.match(line)) is not None:
+            name = match.group(2).strip()
+            heavy = heavy or bool(match.group(1) == "<" and _HEAVY.match(name)
+                                  or match.group(1) == '"' and local and local.heavy(name))
+        elif not (_MACRO.match(line) and "/*" not in line):
+            return None
+    return None
 
 
 class LocalHeaders:

@@ -215,6 +215,25 @@ def test_the_preamble_is_the_leading_includes_up_to_the_last_heavy_one():
     assert preamble_of("#define F(a) \\\n  a\n#include <torch/extension.h>\nint x;\n") is None
 
 
+def test_a_block_of_conditional_includes_goes_into_the_preamble_whole():
+    """pytorch3d opens files with `#ifdef WITH_CUDA` includes: without them in the preamble there was none, and the
+    parse with headers read torch's whole (14 s of a first run)."""
+    text = ("/* licence */\n#ifdef WITH_CUDA\n#include <ATen/cuda/CUDAContext.h>\n#else\n// CPU\n#endif\n"
+            "#include <torch/extension.h>\nint x;\n")
+    preamble = preamble_of(text)
+    assert preamble.lines == (1, 2, 3, 4, 5, 6)
+    assert preamble.text.startswith("#ifdef WITH_CUDA\n") and preamble.text.endswith("#include <torch/extension.h>\n")
+    assert len(preamble.blank(text).encode()) == len(text.encode()) and "int x;" in preamble.blank(text)
+    # Nested blocks and one-line macros are taken too; a block alone is heavy through its own includes.
+    nested = "#if A\n#if B\n#define X 1\n#include <cuda_runtime.h>\n#endif\n#endif\nint x;\n"
+    assert preamble_of(nested).lines == (0, 1, 2, 3, 4, 5)
+    # A block that holds code is the file's, and ends the preamble; so does one that never closes.
+    assert preamble_of("#include <torch/extension.h>\n#if A\nint y;\n#endif\n").lines == (0,)
+    assert preamble_of("#if A\n#include <torch/extension.h>\nint y;\n") is None
+    # Light includes alone make no precompiled header.
+    assert preamble_of("#ifdef A\n#include <vector>\n#endif\nint x;\n") is None
+
+
 def test_a_precompiled_preamble_is_reused_until_a_header_it_read_changes(tmp_path, monkeypatch):
     monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path / "cache"))
     # A project stand-in named like torch's header: precompiled as torch's would be, in milliseconds.
