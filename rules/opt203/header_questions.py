@@ -51,20 +51,30 @@ def may_become_a_fix(unit: CppUnit, allocation: Allocation) -> str | None:
 
 def unparsed_may_become_a_fix(unit: CppUnit, scope: int) -> str | None:
     """The same for a `torch::zeros(...)` the parse without headers could not type, tokens[scope] its `torch` or
-    `at`: its local and its block read from the tokens. Returned (`return torch::zeros(...)`), it stays kept; held
-    in any way other than `name = ...` (`T x(torch::zeros(...))`), the question stays open."""
+    `at`: its local and its block read from the tokens. Only a local holds a tensor OPT203 follows: a call used in
+    an expression (an argument, `at::cat({at::zeros(...), x})`, an operand, returned) stays kept whatever the
+    headers say; `T x(torch::zeros(...))` is a local too, which only the headers can follow."""
     tokens = unit.tokens
     before = tokens[scope - 1].spelling if scope else ""
-    if before == "return":
-        return None
+    if before in ("(", "{") and _declares_a_local(tokens, scope - 1):
+        return "a local initialised in a way only the parse with headers can follow"
     if before != "=" or scope < 2 or tokens[scope - 2].kind != "identifier" or (
             scope >= 3 and tokens[scope - 3].spelling in (".", "->", "::")):
-        return "held in a way only the parse with headers can tell"
+        return None
     block_open = _enclosing_brace(tokens, scope)
     statement_end = _statement_end(tokens, scope)
     if block_open is None or statement_end is None:
         return "its statement or block does not close"
     return _question(unit, tokens[scope - 2].spelling, statement_end, block_open)
+
+
+def _declares_a_local(tokens: list[Token], bracket: int) -> bool:
+    """`T x(` or `T x{` at tokens[bracket]: a name after something that ends a type, not a call `f(` or `a.f(`."""
+    if bracket < 2 or tokens[bracket - 1].kind != "identifier":
+        return False
+    before = tokens[bracket - 2]
+    return before.kind in ("identifier", "keyword") and before.spelling != "return" or before.spelling in (
+        ">", "*", "&", "&&")
 
 
 def _question(unit: CppUnit, name: str, statement_end: int, block_open: int) -> str | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from optpatch.rule import Context, Edit, Impact, KeepCategory, Kept, Proven
 from optpatch.rule.cpp import CppUnit, Node, Place, Token
 
-from .allocation import allocation_of
+from .allocation import Allocation, allocation_of
 from .first_use import first_use
 from .header_questions import may_become_a_fix
 from .sites import EMPTY_OF
@@ -36,20 +36,18 @@ def examine(unit: CppUnit, call: Node) -> tuple[Context, Kept | Proven]:
     context = unit.run_context(call, where.function)
     if where.place is not Place.HOST:
         if where.place is not Place.DEVICE:
-            _ask_headers(unit, call, f"cannot tell host from device code: {where.reason}")
+            # Only host code can call torch's factories, so the headers matter only if they may prove the rest.
+            _ask_headers(unit, call, _question(unit, call, allocation_of(unit, call)),
+                         f"cannot tell host from device code: {where.reason}; ")
         category = KeepCategory.DEVICE_CODE if where.place is Place.DEVICE else KeepCategory.UNRESOLVED
         return context, Kept(f"not host code: {where.reason}", category)
     allocation = allocation_of(unit, call)
     if isinstance(allocation, Kept):
-        if allocation.category is KeepCategory.UNRESOLVED:
-            _ask_headers(unit, call, allocation.reason)
+        _ask_headers(unit, call, _question(unit, call, allocation))
         return context, allocation
     written = first_use(unit, allocation)
     if isinstance(written, Kept):
-        if not unit.with_headers:
-            question = may_become_a_fix(unit, allocation)
-            if question is not None:
-                _ask_headers(unit, call, question)
+        _ask_headers(unit, call, _question(unit, call, allocation))
         return context, written
     tier, proof = written
     name = _callee_token(unit, call)
@@ -64,10 +62,20 @@ def examine(unit: CppUnit, call: Node) -> tuple[Context, Kept | Proven]:
     return context, Proven("; ".join(proof), tier, (edit,), impact, basis, " ".join(replacement.split()), tuple(proof))
 
 
-def _ask_headers(unit: CppUnit, call: Node, why: str) -> None:
+def _question(unit: CppUnit, call: Node, allocation: Allocation | Kept) -> str | None:
+    """What the project's headers could still prove of a site kept without them, or None when nothing: a local the
+    parse could not resolve, or a first use the tokens show may be a full write (header_questions.py)."""
+    if unit.with_headers:
+        return None
+    if isinstance(allocation, Kept):
+        return allocation.reason if allocation.category is KeepCategory.UNRESOLVED else None
+    return may_become_a_fix(unit, allocation)
+
+
+def _ask_headers(unit: CppUnit, call: Node, question: str | None, context: str = "") -> None:
     """Note a kept site the project's headers may make a fix (`ZerosToEmptyCpp.needs_headers` reads the notes)."""
-    if not unit.with_headers:
-        unit.ask_headers(f"OPT203 L{unit.line_of(call.start)}: {why}")
+    if question is not None:
+        unit.ask_headers(f"OPT203 L{unit.line_of(call.start)}: {context}{question}")
 
 
 def _callee_token(unit: CppUnit, call: Node) -> Token | None:

@@ -30,6 +30,7 @@ API = (
     "void consume(const torch::Tensor& t);\n"
     "torch::Tensor convert(const torch::Tensor& t);\n"
     "#define USE_FAST_PATH 1\n"
+    "#define MY_API  // an export macro: the parse without headers cannot tell what the function is\n"
     "#define MY_DISPATCH(TYPE, ...) __VA_ARGS__()  // a project's own dispatch macro: runs the lambda once\n"
     "#ifdef __CUDACC__\n__global__ void fill_kernel(float* out, int n);\n#endif\n"
 )
@@ -41,6 +42,7 @@ def body(lines: str) -> str:
 
 
 UNTYPED = f"{HEAD}void f(torch::Tensor x, bool b) {{\n  auto out = torch::zeros({{4}}, Options{{}});\n"
+API_FUNCTION = f"{HEAD}MY_API void f(torch::Tensor x, bool b) {{\n  auto out = torch::zeros_like(x);\n"
 LAUNCH = "MY_DISPATCH(x.scalar_type(), [&] { fill_kernel<<<1, 128>>>(out.data_ptr<float>(), 4); });\n"
 
 # Kept without the headers, and kept with them: the tokens settle it, so no parse with headers starts.
@@ -61,10 +63,19 @@ FINAL = {
     # the `zeros` call itself does not parse without the headers (`Options` is the project's)
     "untyped, stored": ("k.cpp", UNTYPED + "  Params params;\n  params.out = out.data_ptr<float>();\n"
                                            "  launch(params);\n}\n"),
+    # gsplat's `SphericalHarmonics.cpp`: a function whose head the parse without headers cannot read is no proven
+    # host code; but the tokens show its `zeros` is passed on, whatever the function is
+    "in a function of unknown kind": ("k.cpp", API_FUNCTION + "  consume(convert(out));\n}\n"),
+    # gsplat's `at::cat({at::zeros({1}, int_opts), tail})`: no local holds it
+    "untyped, an argument": ("k.cpp", f"{HEAD}void f(torch::Tensor x, bool b) {{\n"
+                                      "  consume(torch::zeros({4}, Options{}));\n}\n"),
 }
 # Kept without the headers, which make them fixes: a parse with headers is wanted.
 ASKED = {
     "untyped, then filled": ("k.cpp", UNTYPED + "  out.fill_(1);\n}\n"),
+    "in a function of unknown kind, then copied into": ("k.cpp", API_FUNCTION + "  out.copy_(convert(x));\n}\n"),
+    "untyped, initialised directly": ("k.cpp", f"{HEAD}void f(torch::Tensor x, bool b) {{\n"
+                                               "  torch::Tensor out(torch::zeros({4}, Options{}));\n  out.fill_(1);\n}\n"),
     # the parse without headers reads `consume(out)`: the full write is in the branch only the headers take
     "an #if before the use": ("k.cpp", body("#if USE_FAST_PATH\n  out.copy_(convert(x));\n#else\n  consume(out);\n"
                                             "#endif\n")),
