@@ -10,6 +10,8 @@ keeps the site unless a wait between the streams lies in between.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from optpatch.analysis.torch_values import torch_callee
@@ -35,6 +37,8 @@ _ALIASING_METHODS = frozenset({
 })
 _ALIASING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
 _ALIASING_TORCH_FUNCTIONS = frozenset(f"torch.{name}" for name in _ALIASING_METHODS | {"atleast_1d", "atleast_2d", "broadcast_to"})
+# How compiled extensions' modules are usually named (`amp_C`, `fused_layer_norm_cuda`, `deform_conv_ext`).
+_EXTENSION_MODULE = re.compile(r"(?:^|_)(?:C|cuda|cpp|ext)$")
 # Calls that keep their argument: a container's methods, and classes (a dataclass of inputs, a namedtuple).
 _STORING_METHODS = frozenset({"append", "extend", "insert", "add", "put", "put_nowait", "setdefault", "update", "appendleft"})
 
@@ -190,6 +194,24 @@ class Readers:
                 return f"the result is stored by `.{method}()`"
             if method[:1].isupper():
                 return f"the result is passed to `{method}(...)`, which may keep it"
+            extension = self._compiled_extension(call) if isinstance(call, cst.Call) else None
+            if extension is not None:
+                return (f"the result goes to `{module.text(call.func)}(...)` of `{extension}`, named as compiled "
+                        "extensions are: its kernels may run on the legacy default stream, not the current one")
+        return None
+
+    def _compiled_extension(self, call: cst.Call) -> str | None:
+        """The module of an imported callee named as `torch.utils.cpp_extension` builds usually are (`amp_C`,
+        `fused_layer_norm_cuda`, `ngram_repeat_block_cuda`): a launch there may ignore the current stream
+        (fairseq's `ngram_repeat_block_cuda` launches on the legacy default stream), so a read there is not
+        proven to wait for the copy."""
+        if self._torch_call(call) or not self.module.is_import(_root_name(call.func)):
+            return None
+        for name in self.module.qualified_names(call.func):
+            parts = name.split(".")[:-1]
+            extension = next((part for part in parts if _EXTENSION_MODULE.search(part)), None)
+            if extension is not None:
+                return extension
         return None
 
     def _kept_by_call(self, arg: cst.Arg) -> bool:
@@ -199,3 +221,9 @@ class Readers:
 
     def _torch_call(self, call) -> bool:
         return isinstance(call, cst.Call) and torch_callee(self.module, call) is not None
+
+
+def _root_name(node: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node

@@ -161,13 +161,14 @@ class PinnedAsyncH2D(Rule):
     Pinning a large tensor costs a host copy. Names are resolved within one
     function, flow-insensitively. A callee that keeps its argument and reads
     it later on another stream is not seen (classes and container methods
-    count as keeping it; other calls do not). A call that is not torch's,
-    a compiled extension's included, is taken to queue its work on the
-    current stream, as PyTorch's custom ops must. An extension that launches
-    on the legacy default stream (`kernel<<<grid, block>>>`, no stream)
-    ignores that, and races with the copy while a side stream is current.
-    fairseq's `ngram_repeat_block_cuda` probe is one (found in review); its
-    own `torch.rand` input races there already. `.pin_memory()` returns a
+    count as keeping it; other calls do not). A call that is not torch's is
+    taken to queue its work on the current stream, as PyTorch's custom ops
+    must. A compiled extension may not: fairseq's `ngram_repeat_block_cuda`
+    launches on the legacy default stream (`kernel<<<grid, block>>>`, no
+    stream), which does not wait for a copy queued on a side stream. So a
+    result read by a module named as extensions are (`amp_C`,
+    `fused_layer_norm_cuda`, `*_cpp`, `*_ext`) is `validate`. An extension
+    named otherwise is not recognised. `.pin_memory()` returns a
     tensor that is already pinned as it is, so `torch.from_numpy(a)` over an
     array that is itself a view of pinned memory is not copied, and a later
     write to that array would race with the copy: not tracked. The rule does

@@ -142,3 +142,37 @@ def test_a_copy_to_the_host_is_an_untagged_cpu_tensor():
         on_device = torch.tensor([1, 2], device="cuda")
         back = on_device.to("cpu")
     assert device_of(on_device) == torch.device("cuda", 0) and device_of(back) == torch.device("cpu")
+
+
+EXTENSION_CALLER = """\
+import torch
+
+from fairseq import ngram_repeat_block_cuda
+from fairseq import ngram_helpers
+
+
+def probe(lprobs):
+    tokens = torch.tensor([[4, 4, 3, 2], [1, 2, 3, 4]], dtype=torch.long, device="cuda")
+    outputs = {callee}(tokens, lprobs)
+    outputs = outputs + 4
+    return True
+
+
+# The edit fits within this file's longest line: {padding}
+"""
+
+
+@pytest.mark.parametrize("callee, tier", [
+    # fairseq's probe: the extension launches `banRepeatedTokens<<<blocks, threads, shared>>>`, on the legacy
+    # default stream, which does not wait for a copy queued on a side stream (found in review)
+    ("ngram_repeat_block_cuda.forward", "validate"),
+    # a Python function is taken to queue its work on the current stream, as torch's ops do
+    ("ngram_helpers.forward", "safe"),
+])
+def test_a_copy_read_by_a_compiled_extension_is_not_proven_safe(tmp_path, callee, tier):
+    path = tmp_path / "ngram_repeat_block.py"
+    analysis = analyse(path, ("OPT103",), text=EXTENSION_CALLER.format(callee=callee, padding="x" * 80))
+    (finding,) = [f for f in analysis.findings if f.code == "OPT103"]
+    assert (finding.verdict.value, finding.fix.tier.value) == ("fix", tier), finding.reason
+    if tier == "validate":
+        assert "`ngram_repeat_block_cuda`, named as compiled extensions are" in finding.reason
