@@ -10,7 +10,7 @@ first). The tokens hold every use. The headers can only make a site a fix
 where the first token that names the variable after the allocation is one of
 the forms `first_use` proves a full write from (all read from the tokens):
 
-- a kernel launch's argument (`launch_of`);
+- a kernel launch's argument, the whole tensor's data (`launch_of`, `whole_tensor_argument`);
 - `name.fill_(`, `name.zero_(`, `name.copy_(`;
 - `T* p = name.data_ptr<T>();` (or `.accessor`) with a `for` right after it that writes `p[` first;
 - the output of `at::*_out(name, ...)`.
@@ -30,7 +30,7 @@ from optpatch.rule.cpp import CppUnit, Token, matching_bracket, opening_bracket
 
 from .allocation import Allocation
 from .first_use import FULL_WRITES, out_op
-from .kernel import launch_of
+from .kernel import launch_of, whole_tensor_argument
 
 _ELEMENT_HANDLES = frozenset({"accessor", "data_ptr", "mutable_data_ptr"})
 _CONDITIONAL_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else)\b", re.M)
@@ -100,8 +100,10 @@ def _question(unit: CppUnit, name: str, statement_end: int, block_open: int) -> 
 def _full_write_form(unit: CppUnit, use: int) -> str | None:
     """The full-write form the tokens around tokens[use] may be, or None."""
     tokens = unit.tokens
-    if launch_of(unit, use) is not None:
-        return "goes to a kernel launch"
+    launch = launch_of(unit, use)
+    if launch is not None:  # the whole tensor's data, or a part of it (`out.contiguous().data_ptr()`: a copy's)
+        argument = [t.spelling for t in launch.arguments[launch.position]]
+        return "goes to a kernel launch" if whole_tensor_argument(argument, tokens[use].spelling) else None
     if out_op(unit, use):
         return "is an op's output"
     method = tokens[use + 2].spelling if use + 2 < len(tokens) and tokens[use + 1].spelling in (".", "->") else ""

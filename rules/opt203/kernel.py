@@ -64,7 +64,7 @@ def kernel_use(unit: CppUnit, allocation: Allocation, use: Node, launch: Launch,
         return Kept(f"{where} goes to kernel `{launch.kernel}` on a path that may not run (a branch, a loop): "
                     "elsewhere it is read as zeros", KeepCategory.CONDITION)
     argument = [t.spelling for t in launch.arguments[launch.position]]
-    if not _whole_tensor_argument(argument, allocation.name):
+    if not whole_tensor_argument(argument, allocation.name):
         return Kept(f"{where} reaches kernel `{launch.kernel}` as `{''.join(argument)}`: not the whole tensor's data",
                     KeepCategory.PASSED)
     padded = padded_size(unit, allocation.call)
@@ -95,7 +95,7 @@ def kernel_use(unit: CppUnit, allocation: Allocation, use: Node, launch: Launch,
     return Tier.VALIDATE, proof
 
 
-def _whole_tensor_argument(argument: list[str], name: str) -> bool:
+def whole_tensor_argument(argument: list[str], name: str) -> bool:
     """`out.data_ptr<T>()`, `(T*)out.data_ptr()`, `reinterpret_cast<T*>(out.data_ptr())`, `out.packed_accessor32<...>()`."""
     if name not in argument:
         return False

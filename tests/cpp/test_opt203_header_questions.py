@@ -58,6 +58,8 @@ FINAL = {
     # DeepSpeed's sparse_attention/utils.cpp: a nested element loop, which OPT203 does not prove
     "nested loop": ("k.cpp", body("  float* p = out.data_ptr<float>();\n  for (int i = 0; i < 2; ++i)\n"
                                   "    for (int j = 0; j < 2; ++j) p[2 * i + j] = 1;\n")),
+    # a launch given a part of the tensor's data (pytorch3d's interp_face_attrs.cu: `pix_attrs.contiguous()...`)
+    "launch of a part": ("k.cu", body("  fill_kernel<<<1, 128>>>(out.data_ptr<float>() + 4, 4);\n")),
     # apex's focal_loss_cuda_kernel.cu: the launch is in a dispatch macro's lambda, on one branch
     "launch on a branch": ("k.cu", body(f"  if (b) {{\n    {LAUNCH}  }}\n")),
     # the `zeros` call itself does not parse without the headers (`Options` is the project's)
