@@ -159,6 +159,18 @@ def test_yapf_column_limit(tmp_path):
     assert (_python(tmp_path, "a.py").formatter, _python(tmp_path, "a.py").line_length) == (PythonFormatter.YAPF, 119)
 
 
+@pytest.mark.parametrize("files, splits", [
+    ({"pyproject.toml": "[tool.yapf]\nbased_on_style = \"pep8\"\nsplit_before_named_assigns = false\n"}, False),
+    ({".style.yapf": "[style]\nbased_on_style = pep8\nSPLIT_BEFORE_NAMED_ASSIGNS = False\n"}, False),
+    ({"setup.cfg": "[yapf]\nbased_on_style = google\n"}, True),
+])
+def test_yapf_split_before_named_assigns(tmp_path, files, splits):
+    # pytorch_geometric turns it off: yapf then packs a split call's keywords with the arguments before them
+    _tree(tmp_path, files)
+    style = _python(tmp_path, "a.py")
+    assert (style.formatter, style.yapf_splits_before_keywords) == (PythonFormatter.YAPF, splits)
+
+
 def test_an_unreadable_configuration_governs_nothing(tmp_path):
     _tree(tmp_path, {"pyproject.toml": "[tool.black\n", ".pre-commit-config.yaml": "repos: [\n"})
     assert _python(tmp_path, "a.py") == PythonStyle()

@@ -34,7 +34,8 @@ def site_edits(module: PythonModule, site: Site, device: DeviceSpelling) -> list
         elif op.legacy is not None:
             edits.add(module.replace(op.call.args[0].value, legacy_dtype_text(module, op)))
     edits.add(_move_deletion(module, site.move_call) if site.second is None else _delete_line(module, site.second))
-    return edits.edits()
+    written = edits.edits()
+    return edits.layout_keep(unreproduced_break=False) or written
 
 
 def keyword_edits(module: PythonModule, call: cst.Call, keywords: dict[str, str]) -> FormattedEdits:

@@ -35,7 +35,11 @@ def index_verdict(module: PythonModule, call: cst.Call, reads: FunctionReads) ->
         return kept
     tier, evidence = kept
     table = module.text(tables[0])
-    edits = keyword_edits(module, call, {"device": f"{table}.device"}).edits()
+    formatted = keyword_edits(module, call, {"device": f"{table}.device"})
+    edits = formatted.edits()
+    unwritable = formatted.layout_keep(unreproduced_break=False)
+    if unwritable is not None:
+        return unwritable
     impact, basis = (Impact.LOW, ONCE_BASIS) if module.context(call) is Context.ONCE else arange_impact(module, call)
     start, end = module.span(call)
     proof = [f"`{name}` is read only as an index of `{table}` ({len(tables)} use(s)), which copies it to "

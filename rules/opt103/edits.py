@@ -67,11 +67,7 @@ def _edits(module: PythonModule, site: Site) -> list[Edit] | Kept:
 def _shaped(formatted: FormattedEdits) -> list[Edit] | Kept:
     """The edits, or a keep where the formatter would lay the statement out again in a way optpatch does not know."""
     edits = formatted.edits()
-    if formatted.unreproduced_break:
-        return Kept(f"the edit passes the line limit of {formatted.module.style.formatter.value}, which lays this "
-                    "statement out in a way optpatch does not reproduce (docs/formatting.md): kept rather than "
-                    "written in a layout the formatter check would reject", KeepCategory.CANNOT_SPELL)
-    return edits
+    return formatted.layout_keep(unreproduced_break=True) or edits
 
 
 def _device_keyword_edits(module: PythonModule, site: Site, formatted: FormattedEdits | None) -> list[Edit] | Kept:

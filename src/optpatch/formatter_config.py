@@ -80,6 +80,9 @@ class PythonStyle:
     tabs: bool = False  # ruff's `indent-style = "tab"`: not reproduced, edits stay as written
     black_before_23: bool = False  # the pinned black predates 23.1's stable style
     black_targets_known: bool = False  # black's target versions are configured, so its trailing commas are known
+    # yapf's `split_before_named_assigns` (on in every base style): off, yapf packs a split call's keywords
+    # with the arguments before them, as it finds best, which python_edits.py does not reproduce.
+    yapf_splits_before_keywords: bool = True
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,7 @@ class _Settings:
     ruff: tuple[tuple[str, _RuffConfig], ...] = ()  # by directory
     black: tuple[tuple[str, _BlackConfig], ...] = ()  # by project root
     black_roots: tuple[str, ...] = ()  # directories black would take for a project root
-    yapf: tuple[tuple[str, int], ...] = ()  # by directory: column_limit
+    yapf: tuple[tuple[str, _YapfConfig], ...] = ()  # by directory
     clang: tuple[tuple[str, CppStyle | None], ...] = ()  # by directory; None: DisableFormat
 
     @cached_property
@@ -222,7 +225,7 @@ class _Settings:
         return dict(self.black)
 
     @cached_property
-    def _yapf(self) -> dict[str, int]:
+    def _yapf(self) -> dict[str, "_YapfConfig"]:
         return dict(self.yapf)
 
     @cached_property
@@ -287,8 +290,9 @@ class _Settings:
                 black_before_23=version is not None and version < (23, 1),
                 black_targets_known=black.targets or (hook is not None and hook.targets),
             )
-        limit = self._nearest(self._yapf, rel)
-        return PythonStyle(formatter, hook.line_length if hook and hook.line_length else limit or YAPF_DEFAULT_COLUMN_LIMIT)
+        yapf = self._nearest(self._yapf, rel) or _YapfConfig(YAPF_DEFAULT_COLUMN_LIMIT)
+        return PythonStyle(formatter, hook.line_length if hook and hook.line_length else yapf.column_limit,
+                           yapf_splits_before_keywords=yapf.split_before_named_assigns)
 
     def cpp_style(self, rel: str) -> CppStyle:
         hooks = [hook for hook in self.hooks if hook.kind == "clang-format" and hook.takes(rel, Language.CPP)]
@@ -397,9 +401,9 @@ def _parse(files: dict[str, bytes], markers: frozenset[str]) -> _Settings:
             black_roots.append(directory)
         if black_config is not None:
             black.append((directory, black_config))
-        limit = parser.yapf(directory)
-        if limit is not None:
-            yapf.append((directory, limit))
+        yapf_config = parser.yapf(directory)
+        if yapf_config is not None:
+            yapf.append((directory, yapf_config))
         found, clang_style = parser.clang_format(directory)
         if found:
             clang.append((directory, clang_style))
@@ -507,18 +511,18 @@ class _Parser:
 
     # -- yapf ---------------------------------------------------------------------------------------------
 
-    def yapf(self, directory: str) -> int | None:
+    def yapf(self, directory: str) -> "_YapfConfig | None":
         text = self.text(_join(directory, ".style.yapf"))
         if text is not None:
-            return _yapf_limit(_ini_section(text, "style"))
+            return _yapf_config(_ini_section(text, "style"))
         table = _tool_table(self.toml(_join(directory, "pyproject.toml")), "yapf")
         if table is not None:
-            return _yapf_limit({str(k).lower(): str(v) for k, v in table.items()})
+            return _yapf_config({str(k).lower(): str(v) for k, v in table.items()})
         text = self.text(_join(directory, "setup.cfg"))
         if text is not None:
             section = _ini_section(text, "yapf")
             if section is not None:
-                return _yapf_limit(section)
+                return _yapf_config(section)
         return None
 
     # -- clang-format -------------------------------------------------------------------------------------
@@ -634,12 +638,23 @@ def _black_config(table: dict) -> _BlackConfig:
     )
 
 
-def _yapf_limit(section: dict | None) -> int:
+@dataclass(frozen=True)
+class _YapfConfig:
+    """What optpatch reads of a yapf style: its column limit, and whether it splits before every keyword of a split
+    call (`split_before_named_assigns`, on in every base style)."""
+
+    column_limit: int
+    split_before_named_assigns: bool = True
+
+
+def _yapf_config(section: dict | None) -> _YapfConfig:
     section = section or {}
     limit = section.get("column_limit")
+    split = str(section.get("split_before_named_assigns", "true")).strip().lower() not in ("false", "0", "no", "off")
     if limit is not None and str(limit).strip().isdigit():
-        return int(str(limit).strip())
-    return _YAPF_BASES.get(str(section.get("based_on_style", "pep8")).strip().lower(), YAPF_DEFAULT_COLUMN_LIMIT)
+        return _YapfConfig(int(str(limit).strip()), split)
+    base = str(section.get("based_on_style", "pep8")).strip().lower()
+    return _YapfConfig(_YAPF_BASES.get(base, YAPF_DEFAULT_COLUMN_LIMIT), split)
 
 
 def _ini_section(text: str, name: str) -> dict | None:

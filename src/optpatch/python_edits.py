@@ -50,9 +50,10 @@ import libcst as cst
 
 from optpatch.formatter_config import PythonFormatter, PythonStyle, Quotes
 from optpatch.line_limits import line_limit
-from optpatch.model import Edit
+from optpatch.model import Edit, KeepCategory
 from optpatch.python_frontend import PythonModule
 from optpatch.python_layout import Dialect, LayoutStyle, Unsupported, layout_statement, width
+from optpatch.rule.verdicts import Kept
 
 _COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar, cst.FunctionDef, cst.ClassDef, cst.Match,
              cst.SimpleStatementSuite)
@@ -68,9 +69,22 @@ class FormattedEdits:
         self.module = module
         self._keywords: list[tuple[cst.Call, str]] = []  # (call, "name=value, ...")
         self._others: list[Edit] = []
-        # Set by `edits()`: under black or ruff, a statement python_layout does not reproduce had to be broken by
-        # the keyword's own layout, which the formatter's check would likely reject.
-        self.unreproduced_break = False
+        # Set by `edits()`, why the formatter would lay the edited statement out in a way optpatch does not
+        # reproduce, so that its check would likely reject the edit. Under yapf without `split_before_named_assigns`:
+        # a keyword joins a call split over lines, whose arguments yapf packs again as it finds best.
+        self.repacked: str | None = None
+        # Under black or ruff: a statement python_layout does not reproduce had to be broken by the keyword's own
+        # layout (OPT103 keeps such a site; OPT102's edits there pass the formatters, test_formatter_shapes.py).
+        self.unreproduced_break: str | None = None
+
+    def layout_keep(self, *, unreproduced_break: bool) -> Kept | None:
+        """After `edits()`: the keep of a fix whose layout the formatter's check would likely reject, or None. A
+        yapf repack always keeps it; an unreproduced break under black or ruff only with `unreproduced_break`."""
+        why = self.repacked or (self.unreproduced_break if unreproduced_break else None)
+        if why is None:
+            return None
+        return Kept(f"{why} (docs/formatting.md): kept rather than written in a layout the formatter check would "
+                    "reject", KeepCategory.CANNOT_SPELL)
 
     def insert_keyword(self, call: cst.Call, name: str, value: str) -> "FormattedEdits":
         """`name=value` after the call's last argument (keywords added to one call keep their order)."""
@@ -105,8 +119,12 @@ class FormattedEdits:
                 local: list[Edit] = []
                 for index, (call, added) in enumerate(keywords):  # each judged with the ones before it as laid out
                     local += _local_keywords(module, call, added, local + plain[index:] + inside)
+                    if _yapf_packs_again(module, call):
+                        self.repacked = ("yapf, without `split_before_named_assigns`, packs the arguments "
+                                                    "of this call, split over lines, again as it finds best")
                 if _layout_style(module.style) is not None and any("\n" in edit.text for edit in local):
-                    self.unreproduced_break = True
+                    self.unreproduced_break = (f"the edit passes the line limit of {module.style.formatter.value}, "
+                                                "which lays this statement out in a way optpatch does not reproduce")
                 shaped = local + inside
             result += shaped
         return sorted(result + others)
@@ -305,6 +323,18 @@ def _local_keywords(module: PythonModule, call: cst.Call, added: str, raw: list[
     else:
         indentation = last_indentation
     return [Edit(last_end, last_end, f",{_newline(text)}{indentation}{added}")]
+
+
+def _yapf_packs_again(module: PythonModule, call: cst.Call) -> bool:
+    """yapf without `split_before_named_assigns`, and a call whose arguments span lines: yapf fills them into lines
+    as its costs choose (pytorch_geometric: `torch.ones(x.size()[:-1],` / `dtype=torch.long)` with `device=` added
+    becomes `torch.ones(x.size()[:-1], dtype=torch.long,` / `device=x.device)`)."""
+    style = module.style
+    if style.formatter is not PythonFormatter.YAPF or style.yapf_splits_before_keywords or not call.args:
+        return False
+    start, _ = module.span(call.args[0])
+    _, end = module.span(call.args[-1])
+    return "\n" in module.source.text[start:end]
 
 
 def _applied(text: str, edits: list[Edit]) -> str:

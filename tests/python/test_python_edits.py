@@ -67,6 +67,20 @@ def test_yapf_puts_a_keyword_of_a_split_argument_list_on_its_own_line():
     assert _rewrite(text, YAPF) == HEAD + "    return torch.zeros(n,\n                       4,\n                       device=device)\n"
 
 
+def test_yapf_without_split_before_named_assigns_keeps_a_keyword_for_a_split_argument_list():
+    """yapf then packs the call's arguments again as its costs choose (pytorch_geometric's git_mol.py: `dtype=` moved
+    up to the first line once `device=` joined it), which optpatch does not reproduce: the site is kept."""
+    text = HEAD + "    return torch.zeros(n,\n                       4).to(device)\n"
+    style = PythonStyle(PythonFormatter.YAPF, 60, yapf_splits_before_keywords=False)
+    source = SourceFile("m.py", None, text.encode(), text, "utf-8", False, "python")
+    result = analyse_file(source, select_rules(load_rules(), ("OPT102",)), Settings(), FixPolicy(), style=style)
+    (finding,) = result.findings
+    assert finding.verdict.value == "keep" and "split_before_named_assigns" in finding.reason, finding.reason
+    # On one line, the keyword joins it as before.
+    assert _rewrite(HEAD + "    return torch.zeros(n, 4).to(device)\n", style) == (
+        HEAD + "    return torch.zeros(n, 4, device=device)\n")
+
+
 def test_a_statement_black_would_reformat_anyway_keeps_its_layout():
     text = HEAD + "    return torch.ones( n,4 ).to(device)\n"
     assert _rewrite(text, BLACK) == HEAD + "    return torch.ones( n,4, device=device )\n"
