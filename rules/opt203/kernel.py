@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from optpatch.rule import KeepCategory, Kept, Tier
-from optpatch.rule.cpp import CppUnit, CursorKind, Node, Token, kernel_name, matching_bracket, split_top_level
+from optpatch.rule.cpp import CppUnit, CursorKind, Node, Token, kernel_name, matching_bracket
 
 from .allocation import Allocation, padded_size
 
@@ -45,7 +45,7 @@ def launch_of(unit: CppUnit, index: int) -> Launch | None:
                 opener = next((i for i in range(position - 2, -1, -1) if tokens[i].spelling == "<<<"), None)
                 if close is None or opener is None:
                     return None
-                arguments = split_top_level(tokens[position + 1 : close])
+                arguments = _launch_arguments(tokens[position + 1 : close])
                 held = next((k for k, argument in enumerate(arguments)
                              if any(t.start == tokens[index].start for t in argument)), None)
                 return None if held is None else Launch(kernel_name(tokens, opener), arguments, held)
@@ -53,6 +53,30 @@ def launch_of(unit: CppUnit, index: int) -> Launch | None:
         elif spelling == ";":
             return None
     return None
+
+
+def _launch_arguments(tokens: list[Token]) -> list[list[Token]]:
+    """A launch's arguments, split at the commas outside any brackets, the template arguments of an accessor or a
+    data pointer (`x.packed_accessor32<float, 2, at::RestrictPtrTraits>()`) counted as brackets: split there, one
+    argument was three, and every argument after it had the wrong parameter."""
+    parts: list[list[Token]] = [[]]
+    depth = angles = 0
+    for index, token in enumerate(tokens):
+        spelling = token.spelling
+        if spelling in ("(", "[", "{", "<<<"):
+            depth += 1
+        elif spelling in (")", "]", "}", ">>>"):
+            depth -= 1
+        elif spelling == "<" and (angles or index >= 2 and tokens[index - 1].spelling in _KERNEL_ARGUMENT_METHODS
+                                  and tokens[index - 2].spelling in (".", "->")):
+            angles += 1
+        elif angles and spelling in (">", ">>"):
+            angles = max(0, angles - len(spelling))
+        if spelling == "," and depth == 0 and angles == 0:
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return parts
 
 
 def kernel_use(unit: CppUnit, allocation: Allocation, use: Node, launch: Launch,
