@@ -14,7 +14,7 @@ import re
 
 import libcst as cst
 
-from optpatch.analysis.torch_values import torch_callee
+from optpatch.analysis.torch_values import root_name, torch_callee
 from optpatch.rule import KeepCategory, Kept, Tier
 from optpatch.rule.python import SCOPE_NODES, PythonModule
 
@@ -205,7 +205,7 @@ class Readers:
         `fused_layer_norm_cuda`, `ngram_repeat_block_cuda`): a launch there may ignore the current stream
         (fairseq's `ngram_repeat_block_cuda` launches on the legacy default stream), so a read there is not
         proven to wait for the copy."""
-        if self._torch_call(call) or not self.module.is_import(_root_name(call.func)):
+        if self._torch_call(call) or not self.module.is_import(root_name(call.func)):
             return None
         for name in self.module.qualified_names(call.func):
             parts = name.split(".")[:-1]
@@ -221,9 +221,3 @@ class Readers:
 
     def _torch_call(self, call) -> bool:
         return isinstance(call, cst.Call) and torch_callee(self.module, call) is not None
-
-
-def _root_name(node: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return node

@@ -46,8 +46,8 @@ from optpatch.analysis_inputs import FileInput, record_header_set
 from optpatch.cpp_headers import CudaBuild, HeaderFlags, HeaderSetup
 from optpatch.cpp_missing_headers import DeepMissing, remember, remembered
 from optpatch.cpp_pch import (
-    LocalHeaders, Preamble, PrecompiledHeader, PrecompileError, Readiness, discard, precompiled, preamble_of, put_off,
-    readiness,
+    CONDITIONAL_CLOSE, CONDITIONAL_OPEN, LocalHeaders, Preamble, PrecompiledHeader, PrecompileError, Readiness, discard,
+    precompiled, preamble_of, put_off, readiness,
 )
 from optpatch.model import Context, Edit, FileError
 from optpatch.native_stack import call_with_large_stack
@@ -1008,8 +1008,6 @@ def _body_start(function: Node) -> int:
     return body.start if body is not None else function.end
 
 
-_CONDITIONAL_OPEN = re.compile(r"^\s*#\s*(if|ifdef|ifndef)\b")
-_CONDITIONAL_CLOSE = re.compile(r"^\s*#\s*endif\b")
 _INCLUDE = re.compile(r"^\s*#\s*include\b")
 _GUARD = re.compile(r"^\s*#\s*ifndef\s+(\w+)\s*$")
 
@@ -1020,9 +1018,9 @@ def _include_point(text: str, line_starts: list[int]) -> int:
     guard_depth, guard_end = _include_guard(lines)
     depth, last_include, line_index = 0, None, 0
     for line_index, line in enumerate(lines):
-        if _CONDITIONAL_OPEN.match(line):
+        if CONDITIONAL_OPEN.match(line):
             depth += 1
-        elif _CONDITIONAL_CLOSE.match(line):
+        elif CONDITIONAL_CLOSE.match(line):
             depth -= 1
         elif _INCLUDE.match(line) and depth == guard_depth:
             last_include = line_index
@@ -1575,9 +1573,9 @@ def _unconditional_includes(text: str) -> list[tuple[str, str]]:
     guard_depth, _ = _include_guard(lines)
     depth, found = 0, []
     for line in lines:
-        if _CONDITIONAL_OPEN.match(line):
+        if CONDITIONAL_OPEN.match(line):
             depth += 1
-        elif _CONDITIONAL_CLOSE.match(line):
+        elif CONDITIONAL_CLOSE.match(line):
             depth -= 1
         elif depth <= guard_depth:
             match = _INCLUDE_LINE.match(line)
@@ -1610,9 +1608,9 @@ def _missing_local_include(text: str, local: LocalHeaders) -> str | None:
     """A `#include "..."` outside any #if that neither the file's folder nor an include folder of the flags holds."""
     depth = 0
     for line in text.splitlines():
-        if _CONDITIONAL_OPEN.match(line):
+        if CONDITIONAL_OPEN.match(line):
             depth += 1
-        elif _CONDITIONAL_CLOSE.match(line):
+        elif CONDITIONAL_CLOSE.match(line):
             depth -= 1
         elif depth == 0:
             match = _QUOTED_INCLUDE.match(line)

@@ -160,9 +160,10 @@ def preamble_of(text: str, local: "LocalHeaders | None" = None) -> Preamble | No
     return Preamble("".join(lines[i] for i in chosen), chosen)
 
 
-_CONDITIONAL_OPEN = re.compile(r"^[ \t]*#[ \t]*if(?:n?def)?\b")
+# A line that opens or closes a conditional block (also read by cpp_frontend: the probe's unconditional includes).
+CONDITIONAL_OPEN = re.compile(r"^[ \t]*#[ \t]*if(?:n?def)?\b")
 _CONDITIONAL_MIDDLE = re.compile(r"^[ \t]*#[ \t]*(?:else|elif|elifn?def)\b")
-_CONDITIONAL_CLOSE = re.compile(r"^[ \t]*#[ \t]*endif\b")
+CONDITIONAL_CLOSE = re.compile(r"^[ \t]*#[ \t]*endif\b")
 
 
 def _conditional_includes(lines: list[str], start: int, local: "LocalHeaders | None") -> tuple[int, bool] | None:
@@ -172,15 +173,15 @@ def _conditional_includes(lines: list[str], start: int, local: "LocalHeaders | N
     so it takes the branch the file would. Without it, a file that opens with `#ifdef WITH_CUDA` includes had no
     preamble, and its parse with headers read torch's whole (pytorch3d: 14 s on a first run). 25 of DeepSpeed's
     234 C++/CUDA files open with such a block, 19 of CUTLASS's 2,381, 3 of pytorch3d's 146."""
-    if not _CONDITIONAL_OPEN.match(lines[start]):
+    if not CONDITIONAL_OPEN.match(lines[start]):
         return None
     depth, heavy = 0, False
     for index in range(start, len(lines)):
         line = lines[index]
         stripped = line.strip()
-        if _CONDITIONAL_OPEN.match(line):
+        if CONDITIONAL_OPEN.match(line):
             depth += 1
-        elif _CONDITIONAL_CLOSE.match(line):
+        elif CONDITIONAL_CLOSE.match(line):
             depth -= 1
             if depth == 0:
                 return index, heavy

@@ -120,8 +120,8 @@ class FormattedEdits:
                 for index, (call, added) in enumerate(keywords):  # each judged with the ones before it as laid out
                     local += _local_keywords(module, call, added, local + plain[index:] + inside)
                     if _yapf_packs_again(module, call):
-                        self.repacked = ("yapf, without `split_before_named_assigns`, packs the arguments "
-                                                    "of this call, split over lines, again as it finds best")
+                        self.repacked = ("yapf, without `split_before_named_assigns`, packs the arguments of this "
+                                         "call, split over lines, again as it finds best")
                 if _layout_style(module.style) is not None and any("\n" in edit.text for edit in local):
                     self.unreproduced_break = (f"the edit passes the line limit of {module.style.formatter.value}, "
                                                 "which lays this statement out in a way optpatch does not reproduce")

@@ -117,12 +117,12 @@ def torch_callee(module: PythonModule, call: cst.Call) -> str | None:
     names = module.qualified_names(call.func)
     if len(names) == 1:
         (name,) = names
-        if name.startswith("torch.") and module.is_import(_root_name(call.func)):
+        if name.startswith("torch.") and module.is_import(root_name(call.func)):
             return name
     return None
 
 
-def _root_name(node: cst.BaseExpression) -> cst.BaseExpression:
+def root_name(node: cst.BaseExpression) -> cst.BaseExpression:
     while isinstance(node, cst.Attribute):
         node = node.value
     return node
@@ -391,7 +391,7 @@ def _call(module: PythonModule, call: cst.Call, depth: int) -> Value:
         return Value(Kind.INTEGER, f"{spelled}, a device index")
     if callee in DTYPE_CALLS:
         return Value(Kind.DTYPE, spelled)
-    if callee in _INTEGER_BUILTINS and _is_builtin(module, _root_name(call.func)):
+    if callee in _INTEGER_BUILTINS and _is_builtin(module, root_name(call.func)):
         if callee == "builtins.len" or callee == "builtins.int":
             return Value(Kind.INTEGER, spelled)
         arguments = [classify(module, arg.value, depth + 1) for arg in call.args]
@@ -402,7 +402,7 @@ def _call(module: PythonModule, call: cst.Call, depth: int) -> Value:
         method = call.func.attr.value
         if method in _INTEGER_METHODS or (method == "size" and len(call.args) == 1):
             return Value(Kind.INTEGER, spelled)
-        if callee.startswith("torch.") and module.is_import(_root_name(call.func)):
+        if callee.startswith("torch.") and module.is_import(root_name(call.func)):
             return Value(Kind.TENSOR, f"{spelled} returns a tensor")
         return _by_name(method, spelled)
     if callee.startswith("torch.") and callee not in DEVICE_CALLS:
