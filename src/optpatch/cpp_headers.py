@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Iterator
 
 from optpatch.analysis_inputs import FileInput, FlagsInput, forget_checks
+from optpatch.model import Tier
 
 CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
 HEADER_SUFFIXES = frozenset({".h", ".hpp", ".cuh"})
@@ -153,17 +154,21 @@ class HeaderSetup:
     # Whether this run builds a precompiled header an earlier run put off: a run over the whole tree does; one
     # narrowed to some paths (pre-commit's, an editor's) puts it off again, and stays as fast as the first.
     builds_put_off: bool = field(default=True, compare=False)
+    # The tiers whose fixes this run may apply (the policy's): only such a header-free fix must be confirmed by a
+    # parse with headers now; a proposal's parse may be put off like a kept site's (cpp_second_look.py).
+    applied_tiers: frozenset[Tier] = field(default=frozenset(Tier), compare=False)
 
     @classmethod
     def for_run(cls, root: Path, compile_commands: str | None, enabled: bool,
-                include_dirs: tuple[str, ...] = (), builds_put_off: bool = True) -> "HeaderSetup":
+                include_dirs: tuple[str, ...] = (), builds_put_off: bool = True,
+                applied_tiers: frozenset[Tier] = frozenset(Tier)) -> "HeaderSetup":
         """The setup of a new run: what an earlier run in this process found out is looked at again."""
         _project.cache_clear()
         _machine.cache_clear()
         forget_checks()
         folders = tuple(os.path.realpath(os.path.join(root, folder)) for folder in include_dirs)
         return cls(root.resolve(), Path(compile_commands).resolve() if compile_commands else None, enabled, folders,
-                   uuid.uuid4().hex, builds_put_off)
+                   uuid.uuid4().hex, builds_put_off, applied_tiers)
 
     def flags_for(self, path: Path) -> HeaderFlags | HeaderReport:
         """The flags to parse `path` with its headers, or the report of why there are none."""

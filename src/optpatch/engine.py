@@ -165,7 +165,7 @@ class _Group:
         rules = select_rules(rule_facts(), settings.select, settings.ignore)
         formatters = read_formatter_config(root, (rel for _, rel in files))
         headers = HeaderSetup.for_run(root, settings.compile_commands, settings.headers, settings.include_dirs,
-                                      builds_put_off=whole_tree)
+                                      builds_put_off=whole_tree, applied_tiers=policy.applied_tiers())
         task = _FileTask(codes=tuple(rule.code for rule in rules), settings=settings, policy=policy, filters=filters,
                          formatters=formatters, headers=headers)
         store = _open_cache(root, rules, settings, formatters) if use_cache else None

@@ -35,6 +35,12 @@ class FixPolicy:
         return cls(unsafe_fixes=settings.unsafe_fixes, tiers=settings.tiers, fix_areas=frozenset(settings.fix_areas),
                    **more)
 
+    def applied_tiers(self) -> frozenset[Tier]:
+        """The tiers of the fixes this run may apply: safe; unsafe with `--unsafe-fixes`; validate in a validation
+        run's final pass (its accepted fixes)."""
+        return frozenset({Tier.SAFE} | ({Tier.UNSAFE} if self.unsafe_fixes else set())
+                         | ({Tier.VALIDATE} if self.validated else set()))
+
     def refuse(self, finding: Finding) -> Refusal | None:
         """Why this run must not apply the fix, or None. (A fix outside the run's scope is refused before the
         policy is asked: planner.plan_edits.)

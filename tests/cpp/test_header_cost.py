@@ -368,3 +368,31 @@ def test_a_build_is_announced_once_a_run_on_a_terminal_with_its_cost_each(tmp_pa
     cpp_pch._announce(tmp_path)
     cpp_pch._announce(tmp_path)  # another build of the same run
     assert said.getvalue() == f"optpatch: precompiling C++ headers once (about 7 s each; cached in {tmp_path})\n"
+
+
+VALIDATE_TIER_FIX = (
+    "#include <cutlass/widget.h>\n"
+    "__global__ void twice_kernel(float* out, const float* in, int64_t n) {\n"
+    "  const int64_t i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n  out[i] = 2 * in[i];\n}\n"
+    "torch::Tensor twice(torch::Tensor x) {\n  auto out = torch::zeros_like(x);\n"
+    "  twice_kernel<<<1, 128>>>(out.data_ptr<float>(), x.data_ptr<float>(), out.numel());\n  return out;\n}\n"
+)
+
+
+def test_a_proposal_the_run_does_not_apply_waits_for_its_precompiled_header(tmp_path, counted):
+    """A validate-tier fix is only proposed outside a validation run: its parse with headers is put off like a kept
+    site's (pytorch3d: four such proposals cost 4.6 s of a first run). A run that applies the tier parses first."""
+    from optpatch.model import Tier
+
+    root = write(tmp_path / "repo", {"include/cutlass/widget.h": "#pragma once\nconstexpr int kWidth = 4;\n",
+                                     "csrc/k.cu": VALIDATE_TIER_FIX})
+    rules = [rule for rule in load_rules() if rule.code == "OPT203"]
+    source = read_source(root / "csrc/k.cu", "csrc/k.cu")
+    proposed = analyse_text(source, rules, headers=HeaderSetup.for_run(root, None, True,
+                                                                      applied_tiers=frozenset({Tier.SAFE})))
+    assert [(f.verdict.value, f.fix.tier) for f in proposed.findings] == [("fix", Tier.VALIDATE)]
+    assert proposed.headers.outcome is HeaderOutcome.PUT_OFF, proposed.headers
+    assert counted("build") == 0
+    applied = analyse_text(source, rules, headers=HeaderSetup.for_run(root, None, True, applied_tiers=frozenset(Tier)))
+    assert applied.headers.outcome is not HeaderOutcome.PUT_OFF, applied.headers
+    assert counted("build") + counted("parse") >= 1
