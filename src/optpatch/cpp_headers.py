@@ -218,7 +218,12 @@ class _Project:
     database: str | None  # the compile_commands.json in use
     database_error: str | None
     entries: dict[str, _Entry]
-    include_folders: tuple[str, ...]  # inferred: the repository's own
+    # Inferred: the repository's own. Named: by its setup.py, CMakeLists.txt or compile_commands.json, searched as
+    # the build searches them (-I). Guessed: only by their name (include, includes, csrc), searched after the
+    # system's folders (-idirafter), so that none hides a system header: pytorch3d's pulsar/include/math.h is the
+    # pulsar renderer's own, and as -I it stood in for <math.h> in every file, which then failed deep in torch.
+    named_folders: tuple[str, ...]
+    guessed_folders: tuple[str, ...]
     build_files: tuple[str, ...]  # setup.py and CMakeLists.txt that named include folders or CUDA sources
     cuda_sources: frozenset[str]  # setup.py CUDAExtension sources (real paths)
     setup_py: str | None
@@ -233,10 +238,11 @@ def _project(root: Path, compile_commands: Path | None) -> _Project:
     conventional, lists_files = _repository_folders(root_text)
     cmake_folders, cmake_files = _cmake_include_folders(lists_files, Path(root_text))
     named = [*setup_reading.include_dirs, *cmake_folders, *_database_folders(entries, root_text)]
-    folders = _unique([f for f in named if _inside(f, root_text) and os.path.isdir(f)] + conventional)
+    named = _unique([f for f in named if _inside(f, root_text) and os.path.isdir(f)])[:MAX_INFERRED_FOLDERS]
+    guessed = [f for f in conventional if f not in set(named)][: MAX_INFERRED_FOLDERS - len(named)]
     build_files = ([str(setup)] if setup_reading.include_dirs or setup_reading.cuda_sources else []) + cmake_files
     return _Project(
-        root_text, database, error, entries, tuple(folders[:MAX_INFERRED_FOLDERS]), tuple(build_files),
+        root_text, database, error, entries, tuple(named), tuple(guessed), tuple(build_files),
         frozenset(setup_reading.cuda_sources), str(setup) if setup.is_file() else None,
     )
 
@@ -270,11 +276,13 @@ def _flags_for(project: _Project, path: str, include_dirs: tuple[str, ...] = ())
                                 "no CUDA toolkit found (set CUDA_HOME or put nvcc on PATH)")
         language = "c++"
     arguments = [INFERRED_STANDARD, *_host_arguments(machine), *_folder_arguments(user)]
-    for folder in project.include_folders:
+    for folder in project.named_folders:
         arguments += ["-I", folder]
     system = [*machine.torch_folders, *machine.python_folders, *machine.cuda_folders, *machine.wheel_folders]
     for folder, _origin in system:
         arguments += ["-isystem", folder]
+    for folder in project.guessed_folders:
+        arguments += ["-idirafter", folder]
     arguments += list(machine.torch_defines)
     if language == "cuda":
         arguments += list(TORCH_CUDA_DEFINES)
@@ -283,9 +291,10 @@ def _flags_for(project: _Project, path: str, include_dirs: tuple[str, ...] = ())
         origin = project.database_error
     elif project.database:
         origin = f"{os.path.relpath(project.database, project.root)} has no entry for it"
-    project_folders = [(folder, "the repository's include folders") for folder in project.include_folders]
+    named = [(folder, "the repository's include folders") for folder in project.named_folders]
+    guessed = [(folder, "a repository folder named like an include folder, searched last") for folder in project.guessed_folders]
     host = [(folder, "the host compiler") for folder in machine.host_folders]
-    folders = (*user, *project_folders, *system, *host)
+    folders = (*user, *named, *system, *host, *guessed)
     return HeaderFlags(HeaderMode.INFERRED, language, tuple(arguments), origin, machine.cuda_path, folders)
 
 

@@ -109,14 +109,24 @@ def test_without_an_entry_the_include_folders_are_inferred_from_the_repository(t
     setup = HeaderSetup.for_run(root, None, True)
     flags = setup.flags_for(root / "ops" / "bind.cpp")
     assert flags.mode is HeaderMode.INFERRED and flags.language == "c++"
-    folders = [flags.arguments[i + 1] for i, word in enumerate(flags.arguments[:-1]) if word == "-I"]
     real = os.path.realpath(root)
-    assert folders[:2] == [f"{real}/third/named", f"{real}/cmake_named"]  # the build files' own first
-    assert {f"{real}/include", f"{real}/csrc", f"{real}/lib/deep/includes"} <= set(folders)
+    assert _folders(flags, "-I") == [f"{real}/third/named", f"{real}/cmake_named"]  # what the build files name
+    # Folders found only by their name are searched after the system's, so none hides a system header.
+    guessed = [f"{real}/csrc", f"{real}/include", f"{real}/lib/deep/includes"]
+    assert _folders(flags, "-idirafter")[-3:] == guessed
+    system = max(i for i, word in enumerate(flags.arguments) if word in ("-isystem", "-I"))
+    assert flags.arguments.index(guessed[0]) > system
     assert setup.flags_for(root / "kernels" / "k1.cu").language == "cuda" if cpp_headers._machine().cuda_path else True
     assert setup.cuda_build(root / "kernels" / "k1.cpp").known  # glob of a CUDAExtension's sources
     assert setup.cuda_build(root / "ops" / "bind.cpp").known
     assert not setup.cuda_build(root / "ops" / "cpu_only.cpp").known
+
+
+NAMES_INCLUDE = "include_directories(${CMAKE_CURRENT_SOURCE_DIR}/include)\n"
+
+
+def _folders(flags, option: str) -> list[str]:
+    return [flags.arguments[i + 1] for i, word in enumerate(flags.arguments[:-1]) if word == option]
 
 
 def test_the_host_compiler_s_search_list_is_read_in_order():
@@ -240,6 +250,7 @@ def test_a_precompiled_preamble_is_reused_until_a_header_it_read_changes(tmp_pat
     heavy = "#pragma once\nconstexpr int kWidth = 4;\n"
     root = write(tmp_path / "repo", {
         "include/torch/extension.h": heavy,
+        "CMakeLists.txt": NAMES_INCLUDE,  # a stand-in for a system header: only a folder the build names hides one
         # `consume` is declared nowhere: it may be a macro of the headers, so the fix asks for them.
         "k.cpp": "#include <torch/extension.h>\nvoid f(int n) {\n  float a[kWidth];\n  float b[n];\n  a[0] = 1;\n"
                  "  consume(b);\n}\n",
@@ -261,6 +272,7 @@ def test_a_quoted_include_that_reaches_a_heavy_library_is_precompiled(tmp_path, 
     monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path / "cache"))
     root = write(tmp_path / "repo", {
         "include/x86intrin.h": "#pragma once\nconstexpr int kLanes = 8;\n",
+        "CMakeLists.txt": NAMES_INCLUDE,  # a stand-in for a system header: only a folder the build names hides one
         "csrc/simd.h": "#pragma once\n#include \"plain.h\"\n",
         "csrc/plain.h": "#pragma once\n#include <x86intrin.h>\n",
         "csrc/other.h": "#pragma once\nconstexpr int kOther = 2;\n",
@@ -292,7 +304,7 @@ def test_a_parse_that_loads_a_precompiled_header_sees_the_files_own_nodes(tmp_pa
         "struct S { template <typename T> T m(T x) { return x; } };\n"
         "int use(const at::Tensor& t) { S s; return twice(1) + ns::thrice(2) + s.m(3) + lib(t.size(0)); }\n"
     )
-    root = write(tmp_path / "repo", {"include/torch/extension.h": heavy, "k.cpp": code})
+    root = write(tmp_path / "repo", {"include/torch/extension.h": heavy, "CMakeLists.txt": NAMES_INCLUDE, "k.cpp": code})
     setup = HeaderSetup.for_run(root, None, True)
     source, flags = read_source(root / "k.cpp", "k.cpp"), setup.flags_for(root / "k.cpp")
 

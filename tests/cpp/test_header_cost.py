@@ -119,6 +119,26 @@ def test_include_folders_from_cpath_and_include_dir_are_searched(tmp_path, count
     assert f"{ABSENT}: {tmp_path / 'cpath'} (CPATH)" in report.sources
 
 
+def test_a_folder_named_include_hides_no_system_header(tmp_path, counted):
+    # pytorch3d's pulsar renderer has its own include/math.h. Searched before the system's folders, it stood in for
+    # <math.h> in every file, and their parses failed deep in torch's headers.
+    root = write(tmp_path / "repo", {
+        "lib/pulsar/include/math.h": '#error "the renderer\'s own math.h"\n',
+        "lib/pulsar/include/render.h": '#pragma once\n#include "math.h"\n',
+        "lib/pulsar/include/steps.h": "#pragma once\nconstexpr int kSteps = 4;\n",
+        "csrc/k.cpp": f"#include <math.h>\n#include <steps.h>\n{HOST_VLA}",
+        "lib/pulsar/render.cpp": f'#include "include/render.h"\n{HOST_VLA}',
+    })
+    report = analysed(root, "csrc/k.cpp").headers
+    assert report.outcome is HeaderOutcome.USED, report
+    # <math.h> is the system's; <steps.h>, which only that folder has, is found
+    assert [message for message, _count in report.errors] == ["use of undeclared identifier 'consume'"], report.errors
+    assert any(line.startswith("math.h: /usr/") for line in report.sources), report.sources
+    # A quoted include still finds the renderer's own header, next to the file that names it.
+    report = analysed(root, "lib/pulsar/render.cpp").headers
+    assert '"the renderer\'s own math.h"' in [message for message, _count in report.errors], report.errors
+
+
 def test_device_code_and_shared_arrays_start_no_parse(tmp_path, counted):
     root = write(tmp_path / "repo", {
         "csrc/k.cu": (
