@@ -4,7 +4,7 @@ Two halves, like the analysis and the settling of passes.py:
 
 1. `index_file` reads one Python file's `ast` into a `FileCalls`: its
    definitions, classes (their bases and the classes of the attributes
-   their methods assign), imports, and call sites, each call written as the
+   their methods assign, and the functions they store), imports, and call sites, each call written as the
    dotted text of its callee (`self.norm`, `F.linear`, `apply_rope`). It
    depends only on the file's text, so the result cache keeps it in the
    file's `FileRecord` and a warm run reads no file's `ast` again.
@@ -12,7 +12,9 @@ Two halves, like the analysis and the settling of passes.py:
    imports (absolute and relative, `from x import y`, `mod.f`), `self.m`
    and `cls.m` through the project's base classes, `super().m`, the
    attributes a constructor assigned (`self.attn = Attention()`, so
-   `self.attn(x)` calls `Attention.forward`), a class called (its
+   `self.attn(x)` calls `Attention.forward`), a function a method stored
+   (`self.act = gelu`, `self.act = act` for a parameter `act=gelu`, or
+   `self.run = self._fused`: `self.act(x)` calls it), a class called (its
    `__init__`), and, last, a method name defined once in the whole project.
    A call nothing resolves is left out: the graph under-approximates, so a
    function it cannot reach is "unreached", never wrongly "per-step".
@@ -46,7 +48,7 @@ _COMMON = frozenset({
 
 
 # Calls that take a function or a class without calling it.
-_NOT_CALLING = frozenset({"super", "isinstance", "issubclass", "type", "getattr", "setattr", "hasattr", "id", "print",
+_NOT_CALLING = frozenset({"super", "isinstance", "issubclass", "type", "getattr", "setattr", "hasattr", "id", "print", "callable",
                           "repr", "str", "len", "wraps", "partial_repr", "register_buffer", "register_parameter"})
 
 
@@ -87,6 +89,8 @@ class ClassInfo(NamedTuple):
     line: int
     bases: tuple[str, ...]  # dotted texts
     attributes: tuple[tuple[str, str], ...] = ()  # (attribute, dotted text of a class assigned to it in a method)
+    # (attribute, dotted text of a function a method stores in it, not called: `self.act = gelu`)
+    functions: tuple[tuple[str, str], ...] = ()
 
 
 class CallSite(NamedTuple):
@@ -185,7 +189,8 @@ def index_tree(rel: str, tree: ast.Module) -> FileCalls | None:
 def interface_of(definitions: tuple[Definition, ...], classes: tuple[ClassInfo, ...], imports: tuple[Import, ...]) -> str:
     """A digest of all that resolving any file's calls reads of this one (`_Resolver`): its functions and classes
     by name, the classes' bases and attributes, its imports. Not its lines, nor its call sites."""
-    read = (tuple((d.qualname, d.cls) for d in definitions), tuple((c.qualname, c.bases, c.attributes) for c in classes),
+    read = (tuple((d.qualname, d.cls) for d in definitions),
+            tuple((c.qualname, c.bases, c.attributes, c.functions) for c in classes),
             tuple((i.local, i.module, i.name, i.level) for i in imports))
     return hashlib.blake2b(repr(read).encode(), digest_size=16).hexdigest()
 
@@ -210,6 +215,9 @@ class _Indexer:
         self.definitions: list[Definition] = []
         self.classes: dict[str, tuple[int, tuple[str, ...]]] = {}
         self.attributes: dict[str, dict[str, list[str]]] = {}
+        self.functions: dict[str, dict[str, list[str]]] = {}  # class -> attribute -> functions stored in it
+        self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # being visited, innermost last
+        self._bound: dict[int, set[str]] = {}  # id(function) -> the names it binds, for the few that store one
         self.imports: list[Import] = []
         self.calls: list[CallSite] = []
         self.exports: tuple[str, ...] | None = None
@@ -217,7 +225,9 @@ class _Indexer:
     def class_infos(self) -> Iterator[ClassInfo]:
         for qualname, (line, bases) in self.classes.items():
             assigned = self.attributes.get(qualname, {})
-            yield ClassInfo(qualname, line, bases, tuple((name, text) for name in sorted(assigned) for text in assigned[name]))
+            stored = self.functions.get(qualname, {})
+            yield ClassInfo(qualname, line, bases, tuple((name, text) for name in sorted(assigned) for text in assigned[name]),
+                            tuple((name, text) for name in sorted(stored) for text in stored[name]))
 
     def visit_body(self, body, scope: str, cls: str | None, edge: Edge) -> None:
         for statement in body:
@@ -271,7 +281,9 @@ class _Indexer:
             self.expression(decorator, scope, cls, edge)
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
             self.expression(default, scope, cls, edge)
+        self._functions.append(node)
         self.visit_body(node.body, qualname, cls, Edge.CALL)
+        self._functions.pop()
 
     def klass(self, node: ast.ClassDef, scope: str, edge: Edge) -> None:
         qualname = node.name if scope == MODULE else f"{scope}.{node.name}"
@@ -291,19 +303,41 @@ class _Indexer:
                 self.imports.append(Import(alias.asname or alias.name, node.module or "", alias.name, node.level))
 
     def attribute_types(self, node, cls: str) -> None:
-        """`self.x = SomeClass(...)` in a method: `self.x(...)` later calls SomeClass's forward."""
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        """`self.x = SomeClass(...)` in a method: `self.x(...)` later calls SomeClass's forward. `self.x = f` (or
+        `self.x = f if c else g`): `self.x(...)` later calls f (or g)."""
+        targets = [t for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                   if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"]
         value = node.value
-        if not isinstance(value, ast.Call):
+        if not targets or value is None:
             return
-        callee = dotted(value.func)
-        if callee is None:
-            return
+        if isinstance(value, ast.Call):
+            texts, table = [dotted(value.func)], self.attributes
+        else:
+            texts, table = [self.stored_function(v) for v in _branches(value)], self.functions
         for target in targets:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                assigned = self.attributes.setdefault(cls, {}).setdefault(target.attr, [])
-                if callee not in assigned:  # each branch's class: `self.backend = NcclBackend()` or `MpiBackend()`
-                    assigned.append(callee)
+            for text in filter(None, texts):
+                assigned = table.setdefault(cls, {}).setdefault(target.attr, [])
+                if text not in assigned:  # each branch's class: `self.backend = NcclBackend()` or `MpiBackend()`
+                    assigned.append(text)
+
+    def stored_function(self, value: ast.expr) -> str | None:
+        """The dotted text of the function VALUE names, where a method stores it: a name the module binds, a
+        parameter's default (`act=gelu`), or `self.m`. None for a parameter without a dotted default, and for a
+        name the method binds itself (its value is not known here)."""
+        text = dotted(value)
+        if text is None or text in ("self", "cls") or text.startswith("super."):
+            return None
+        head = text.split(".", 1)[0]
+        if head in ("self", "cls") or not self._functions:
+            return text
+        function = self._functions[-1]
+        default = _parameter_default(function.args, head)
+        if default is not _NO_PARAMETER:
+            return dotted(default) if default is not None and "." not in text else None
+        bound = self._bound.get(id(function))
+        if bound is None:
+            bound = self._bound[id(function)] = _bound_names(function)
+        return None if head in bound else text
 
     def expression(self, node: ast.expr, scope: str, cls: str | None, edge: Edge) -> None:
         """Every call in an expression (lambdas and comprehensions included: they run as part of their function)."""
@@ -323,6 +357,42 @@ class _Indexer:
             name = dotted(argument)
             if name is not None and name not in ("self", "cls"):
                 self.calls.append(CallSite(scope, name, node.lineno, handed, handed=True))
+
+
+_NO_PARAMETER = object()
+
+
+def _parameter_default(arguments: ast.arguments, name: str):
+    """NAME's default among ARGUMENTS (None where it has none), or _NO_PARAMETER where no parameter is NAME."""
+    positional = arguments.posonlyargs + arguments.args
+    defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
+    for argument, default in zip(positional + arguments.kwonlyargs, defaults + list(arguments.kw_defaults)):
+        if argument.arg == name:
+            return default
+    if name in (a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None):
+        return None
+    return _NO_PARAMETER
+
+
+def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Every name FUNCTION's body binds (those of functions nested in it too: a stored name bound anywhere in it is
+    left unresolved)."""
+    bound = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.alias):
+            bound.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not function:
+            bound.add(node.name)
+    return bound
+
+
+def _branches(value: ast.expr) -> list[ast.expr]:
+    """The values an expression may take where it picks one: both sides of `a if c else b`, nested."""
+    if isinstance(value, ast.IfExp):
+        return _branches(value.body) + _branches(value.orelse)
+    return [value]
 
 
 def _calls_in(node: ast.expr) -> list[ast.Call]:
@@ -711,6 +781,27 @@ class _Resolver:
                 return [node for node in found if isinstance(node, Node) and node in self.class_info]
         return []
 
+    def attribute_functions(self, cls: Node, attribute: str) -> list[Node]:
+        """What calling `self.ATTRIBUTE` runs, where a method of CLS (or of a base) stored a function or a class in it
+        (`self.act = gelu`): that function, or the class's `__init__`. A stored `self.m` is the method `m` (and
+        its overrides), never another stored attribute."""
+        for base in self.bases(cls):
+            texts = [text for name, text in self.class_info[base].functions if name == attribute]
+            if not texts:
+                continue
+            found: list[Node] = []
+            for parts in (text.split(".") for text in texts):
+                if parts[0] in ("self", "cls"):
+                    if len(parts) == 2:
+                        method = self.method(cls, parts[1])
+                        found += ([method] if method is not None else []) + self.overrides(cls, parts[1], method)
+                    continue
+                node = self.resolve_dotted(self.files[base.rel], MODULE, parts)
+                if isinstance(node, Node):
+                    found += self.instantiated(node) if node in self.class_info else [node]
+            return found
+        return []
+
     def instantiated(self, cls: Node) -> list[Node]:
         return [node for node in (self.method(cls, "__init__"), self.method(cls, "__post_init__")) if node]
 
@@ -751,7 +842,8 @@ class _Resolver:
             targets = ([method] if method is not None else []) + self.overrides(start, parts[1], method)
             if targets:
                 return targets
-            return [target for held in self.attribute_classes(start, parts[1]) for target in self.called(held)]
+            held = [target for cls in self.attribute_classes(start, parts[1]) for target in self.called(cls)]
+            return held + self.attribute_functions(start, parts[1])
         held = self.attribute_classes(start, parts[1])
         if held and len(parts) == 3:
             return [method for method in (self.method(cls, parts[2]) for cls in held) if method is not None]

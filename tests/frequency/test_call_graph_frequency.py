@@ -149,6 +149,63 @@ def test_the_index_resolves_imports_methods_and_attributes():
     assert ("<module>", "runner.py", "_fused_update", "compiled") in arcs
 
 
+STORED = """\
+import torch
+from torch import nn
+
+
+def gumbel_noise(t):
+    noise = torch.zeros(t.shape, device=t.device)  # expect: per-step
+    noise.copy_(t)
+    return noise
+
+
+def gelu_table(t):
+    table = torch.zeros(t.shape, device=t.device)  # expect: per-step
+    table.copy_(t)
+    return table
+
+
+def made_elsewhere(t):
+    out = torch.zeros(t.shape, device=t.device)  # expect: unreached
+    out.copy_(t)
+    return out
+
+
+class Quantizer(nn.Module):
+    def __init__(self, sample=gumbel_noise, act=None, fused=False):
+        super().__init__()
+        assert callable(sample)  # looks at the function, does not call it
+        self.sample = sample  # a parameter: its default is what it holds, unless a caller passes another
+        self.act = gelu_table
+        self.run = self._fused if fused else self._plain
+        self.other = act  # a parameter without a default: not known
+        maker = made_elsewhere
+        self.made = maker  # a local: not known either
+
+    def _fused(self, t):
+        out = torch.zeros(t.shape, device=t.device)  # expect: per-step
+        out.copy_(t)
+        return out
+
+    def _plain(self, t):
+        return t
+
+    def forward(self, t):
+        return self.sample(t) + self.act(t) + self.run(t) + self.other(t) + self.made(t)
+"""
+
+
+def test_a_function_a_method_stores_runs_where_the_attribute_is_called(tmp_path):
+    # vector-quantize-pytorch stores `gumbel_sample` (a parameter's default) in `self.gumbel_sample` and calls it
+    # in forward: its fix was "one-time", from an `assert callable(...)` in __init__ read as a call.
+    (tmp_path / "quantize.py").write_text(STORED)
+    result = engine.run(tmp_path, Settings(), FixPolicy(), use_cache=False)
+    assert frequencies(result) == expected(tmp_path)
+    noise = next(f for f in result.findings if f.line == 6)
+    assert [step.function for step in noise.frequency.path] == ["Quantizer.forward", "gumbel_noise"]
+
+
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs syntax this Python's `ast` cannot read")
 def test_a_python_file_the_call_graph_cannot_read_says_so(tmp_path):
     # Python 3.12's `type` statement: libcst reads it, this Python's `ast` (which the call graph reads) does not.
