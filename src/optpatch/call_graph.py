@@ -78,6 +78,9 @@ class Definition(NamedTuple):
     first_line: int = 0  # of its first decorator, or its `def`: where a profiler's frame names it
     loops: tuple[tuple[int, int], ...] = ()  # the lines of its outermost loops (not those of nested functions)
     forever: tuple[tuple[int, int], ...] = ()  # the lines of its `while True:` loops: a server's or a worker's
+    # The lines that run only while a cached attribute is missing or too small: the body of `if self.x is None:`
+    # that assigns `self.x`, and what follows `if self.pe.size(1) >= n: return` when it assigns `self.pe`.
+    lazy: tuple[tuple[int, int], ...] = ()
 
     @property
     def name(self) -> str:
@@ -217,6 +220,7 @@ class _Indexer:
         self.attributes: dict[str, dict[str, list[str]]] = {}
         self.functions: dict[str, dict[str, list[str]]] = {}  # class -> attribute -> functions stored in it
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # being visited, innermost last
+        self._lazy: list[list[tuple[int, int]]] = []  # the lazy spans of each function being visited
         self._bound: dict[int, set[str]] = {}  # id(function) -> the names it binds, for the few that store one
         self.imports: list[Import] = []
         self.calls: list[CallSite] = []
@@ -249,6 +253,8 @@ class _Indexer:
         elif kind is ast.If:
             self.expression(node.test, scope, cls, edge)
             inner = Edge.LAZY if edge is Edge.CALL and _lazy_guard(node) else edge
+            if inner is Edge.LAZY and edge is Edge.CALL and self._lazy:
+                self._lazy[-1].append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))
             self.visit_body(node.body, scope, cls, inner)
             self.visit_body(node.orelse, scope, cls, edge)
         else:
@@ -275,15 +281,24 @@ class _Indexer:
         loops = list(_outermost_loops(node.body))
         spans = tuple((loop.lineno, loop.end_lineno or loop.lineno) for loop in loops)
         forever = tuple((loop.lineno, loop.end_lineno or loop.lineno) for loop in _serving_loops(node.body))
-        self.definitions.append(Definition(qualname, node.lineno, node.end_lineno or node.lineno, owner, decorators,
-                                           first, spans, forever))
+        place = len(self.definitions)
+        self.definitions.append(None)  # its place before the functions nested in it; filled once its body is read
         for decorator in node.decorator_list:
             self.expression(decorator, scope, cls, edge)
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
             self.expression(default, scope, cls, edge)
         self._functions.append(node)
-        self.visit_body(node.body, qualname, cls, Edge.CALL)
+        self._lazy.append([])
+        body_edge = Edge.CALL
+        for index, statement in enumerate(node.body):
+            self.visit_statement(statement, qualname, cls, body_edge)
+            if body_edge is Edge.CALL and type(statement) is ast.If and _growth_guard(statement, node.body[index + 1:]):
+                body_edge = Edge.LAZY  # the rest runs only when the cached attribute must be built or grown
+                self._lazy[-1].append((node.body[index + 1].lineno, node.end_lineno or node.lineno))
+        lazy = tuple(self._lazy.pop())
         self._functions.pop()
+        self.definitions[place] = Definition(qualname, node.lineno, node.end_lineno or node.lineno, owner, decorators,
+                                             first, spans, forever, lazy)
 
     def klass(self, node: ast.ClassDef, scope: str, edge: Edge) -> None:
         qualname = node.name if scope == MODULE else f"{scope}.{node.name}"
@@ -484,6 +499,80 @@ def _lazy_guard(node: ast.If) -> bool:
                for statement in node.body for sub in ast.walk(statement)
                if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign))
                for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))
+
+
+def _growth_guard(node: ast.If, rest: list[ast.stmt]) -> bool:
+    """`if self.pe is not None and self.pe.size(1) >= n: return` (or nested `if`s that end in `return`), followed by
+    statements that assign `self.pe`: those run only when the cached attribute is missing or too small.
+
+    Every condition must be one of a cache's: `self.x is not None`, `hasattr(self, "x")`, or a comparison of its
+    size (`self.x.size(...)`, `.shape`, `.numel()`, `len(self.x)`), all of one attribute. A state's test
+    (`if self.state not in (...): return`, `if self.count == 0: return`) is not: what follows runs whenever the
+    state says so.
+    """
+    if not rest:
+        return False
+    cached: set[str] = set()
+    current = node
+    while True:
+        if current.orelse:
+            return False
+        for test in current.test.values if isinstance(current.test, ast.BoolOp) and isinstance(current.test.op, ast.And) \
+                else [current.test]:
+            attribute = _cached_attribute_test(test)
+            if attribute is None:
+                return False
+            cached.add(attribute)
+        last = current.body[-1]
+        if isinstance(last, ast.Return):
+            break
+        if not isinstance(last, ast.If):
+            return False
+        current = last
+    return len(cached) == 1 and any(
+        isinstance(target, ast.Attribute) and dotted(target) in cached
+        for statement in rest for sub in ast.walk(statement)
+        if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+        for target in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))
+
+
+def _cached_attribute_test(test: ast.expr) -> str | None:
+    """`self.x` where TEST is `self.x is not None`, `hasattr(self, "x")`, or compares the size of `self.x`."""
+    if isinstance(test, ast.Call) and dotted(test.func) == "hasattr" and len(test.args) == 2 and \
+            dotted(test.args[0]) == "self" and isinstance(test.args[1], ast.Constant) and isinstance(test.args[1].value, str):
+        return f"self.{test.args[1].value}"
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    operator = type(test.ops[0])
+    if operator is ast.IsNot and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        return _self_attribute(test.left)
+    if operator in (ast.GtE, ast.Gt, ast.LtE, ast.Lt):
+        sizes = [_size_of(side) for side in (test.left, test.comparators[0])]
+        found = [size for size in sizes if size is not None]
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def _size_of(node: ast.expr) -> str | None:
+    """`self.x` where NODE is `self.x.size(...)`, `self.x.shape[...]`, `self.x.shape`, `self.x.numel()` or
+    `len(self.x)`."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Call):
+        if dotted(node.func) == "len" and len(node.args) == 1:
+            return _self_attribute(node.args[0])
+        node = node.func
+        if not (isinstance(node, ast.Attribute) and node.attr in ("size", "numel")):
+            return None
+        return _self_attribute(node.value)
+    if isinstance(node, ast.Attribute) and node.attr == "shape":
+        return _self_attribute(node.value)
+    return None
+
+
+def _self_attribute(node: ast.expr) -> str | None:
+    text = dotted(node)
+    return text if text is not None and text.startswith("self.") and text.count(".") == 1 else None
 
 
 def _literal_names(node: ast.expr) -> tuple[str, ...] | None:

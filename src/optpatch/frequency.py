@@ -26,6 +26,13 @@ path from that context as evidence:
   `evaluate`, `*_loop`, `generate`, ...) and inside any `while True:` (a
   server's or a worker's loop) each iteration is a step: the sites in that
   loop, and what it calls, are per-step.
+- Code that runs only while a cached attribute is missing or too small is
+  one-time, in a per-step function too: the body of `if self.x is None:`
+  (or `if not hasattr(self, "x"):`, a memo's `if key not in self.cache:`)
+  that assigns it, and what follows a growth guard, `if self.pe is not None
+  and self.pe.size(1) >= n: return`, that assigns `self.pe` (fairseq's and
+  NeMo's `extend_pe`). A state's early return (`if self.state not in ...:
+  return`) is no such guard.
 - **unreached**: no caller in the project ("public API" when its name is
   public), only tests as callers (a test's calls are not followed into the
   code it tests), and what only such functions call.
@@ -164,7 +171,7 @@ class Frequencies:
         once += [(Node(rel, MODULE), FrequencySource.MODULE_LEVEL, None) for rel in graph.files]
         once += [(caller, FrequencySource.MODULE_LEVEL, None) for caller in graph.callees
                  if caller not in graph.definitions]  # class bodies
-        once += [(arc.callee, FrequencySource.CAPTURE if arc.edge is Edge.CAPTURE else FrequencySource.SETUP, arc)
+        once += [(arc.callee, FrequencySource.CAPTURE if arc.edge is Edge.CAPTURE else FrequencySource.LAZY, arc)
                  for arc in arcs if arc.edge in (Edge.CAPTURE, Edge.LAZY)]
         frequencies._spread(Frequency.ONE_TIME, once, lambda node: True)
         orphans = [(node, FrequencySource.PUBLIC_API if graph.exported(node) else FrequencySource.NO_CALLER, None)
@@ -241,7 +248,7 @@ class Frequencies:
             return None
         functions = tuple(
             (d.line, d.end_line, d.first_line, self.evidence(Node(rel, d.qualname)),
-             _step_loops(d)) for d in calls.definitions
+             _step_loops(d), d.lazy) for d in calls.definitions
         )
         module = FrequencyEvidence(Frequency.ONE_TIME, FrequencySource.MODULE_LEVEL, (CallStep(MODULE, 0, rel),))
         return FileFrequencies(functions, module, measured)
@@ -286,8 +293,10 @@ class FileMeasurements:
 class FileFrequencies:
     """One file's functions, each with its frequency evidence; what `settle` weighs the findings with."""
 
-    # (def line, end line, first line, evidence, the lines of its loops when each iteration is a step)
-    functions: tuple[tuple[int, int, int, FrequencyEvidence | None, tuple[tuple[int, int], ...]], ...]
+    # (def line, end line, first line, evidence, the lines of its loops when each iteration is a step, the lines
+    # that run only while a cached attribute is missing or too small)
+    functions: tuple[tuple[int, int, int, FrequencyEvidence | None, tuple[tuple[int, int], ...],
+                           tuple[tuple[int, int], ...]], ...]
     module: FrequencyEvidence
     measured: FileMeasurements | None = None
 
@@ -303,6 +312,8 @@ class FileFrequencies:
         in_a_step_loop = enclosing is not None and _in_loops(finding.line, enclosing[4])
         if in_a_step_loop and evidence.frequency is not Frequency.PER_STEP:
             evidence = FrequencyEvidence(Frequency.PER_STEP, FrequencySource.STEP_LOOP, evidence.path[-1:])
+        if enclosing is not None and evidence.frequency is Frequency.PER_STEP and _in_loops(finding.line, enclosing[5]):
+            evidence = FrequencyEvidence(Frequency.ONE_TIME, FrequencySource.LAZY, evidence.path)
         size = finding.impact if finding.size is None else finding.size
         measurement = self._measured(finding, enclosing)
         if measurement is None:

@@ -113,6 +113,7 @@ class FrequencySource(enum.StrEnum):
     MEASURED = "measured by the profile"
     STEP_LOOP = "the loop of a training, evaluation or serving loop"  # per-step
     CHECKPOINT = "checkpoint saving"  # one-time
+    LAZY = "only while a cached attribute is missing or too small"  # one-time: `if self.x is None: self.x = ...`
     TESTS_ONLY = "called only from tests"  # unreached
 
 

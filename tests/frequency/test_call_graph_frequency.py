@@ -18,7 +18,7 @@ from conftest import FIXTURES, run_cli
 from optpatch import call_graph, engine
 from optpatch.config import Settings
 from optpatch.discovery import discover
-from optpatch.model import Frequency, Impact
+from optpatch.model import Frequency, FrequencySource, Impact
 from optpatch.policy import FixPolicy
 
 PROJECT = FIXTURES / "frequency" / "minillm"
@@ -204,6 +204,52 @@ def test_a_function_a_method_stores_runs_where_the_attribute_is_called(tmp_path)
     assert frequencies(result) == expected(tmp_path)
     noise = next(f for f in result.findings if f.line == 6)
     assert [step.function for step in noise.frequency.path] == ["Quantizer.forward", "gumbel_noise"]
+
+
+GROWN = """\
+import torch
+from torch import nn
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+        self.pe = None
+        self.scratch = None
+
+    def extend_pe(self, x):
+        if self.pe is not None:
+            if self.pe.size(1) >= x.size(1):
+                return
+        pe = torch.zeros(x.size(1), self.dim, device=x.device)  # expect: one-time
+        pe.copy_(x[0])
+        self.pe = pe
+
+    def forward(self, x):
+        self.extend_pe(x)
+        if self.scratch is None:
+            scratch = torch.zeros(x.shape, device=x.device)  # expect: one-time
+            scratch.copy_(x)
+            self.scratch = scratch
+        if x.size(0) > 1:
+            return x
+        out = torch.zeros(x.shape, device=x.device)  # expect: per-step
+        out.copy_(x)
+        return out + self.pe[:, : x.size(1)]
+"""
+
+
+def test_code_that_runs_only_while_a_cached_attribute_is_missing_or_too_small_is_one_time(tmp_path):
+    # fairseq's and NeMo's extend_pe: `if self.pe is not None and self.pe.size(1) >= n: return`, then build a longer
+    # self.pe. forward calls it every step; its allocation runs only when a longer sequence arrives.
+    (tmp_path / "encoding.py").write_text(GROWN)
+    result = engine.run(tmp_path, Settings(), FixPolicy(), use_cache=False)
+    assert frequencies(result) == expected(tmp_path)
+    grown = next(f for f in result.findings if f.line == 16)
+    assert grown.frequency.source is FrequencySource.LAZY
+    assert [step.function for step in grown.frequency.path] == ["PositionalEncoding.forward", "PositionalEncoding.extend_pe"]
+    assert "one-time (only while a cached attribute is missing or too small)" in grown.frequency.describe("encoding.py")
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs syntax this Python's `ast` cannot read")
