@@ -59,7 +59,11 @@ class ZerosToEmpty(Rule):
     to a name and given to it later with nothing naming the buffer or the
     views in between); a collective called with `async_op=True` whose
     handle, kept in a name, is waited on (`work.wait()`) before anything
-    names the buffer or the handle; any of these
+    names the buffer or the handle; not a collective given the `group` a
+    parameter names (a rank outside the group returns at once and writes
+    nothing, and the caller chooses it: composer's `all_gather(tensor,
+    group=None)`); the program's own groups (an attribute, a local, a
+    module's) are taken to hold the rank; any of these
     through a view of the whole buffer (`x.view(s)`, `x.t()`, `x.data`, and
     `x.reshape(-1)` or `x.flatten()` of contiguous memory); partial writes on
     one straight line of code whose regions together cover the tensor along
@@ -238,7 +242,7 @@ class ZerosToEmpty(Rule):
     language = "python"
     default_tier = "safe"
     tags = ("performance", "memory")
-    version = 2  # 2: list collectives and covering views, chained writes, twin loop bounds, module registrations
+    version = 3  # 2: list collectives and covering views, chained writes, twin loop bounds, module registrations; 3: a collective given its caller's `group` writes nothing on a rank outside it
     trigger_words = ("zeros", "full(", "full_like(")
     profiled_ops = ("aten::zeros", "aten::zeros_like", "aten::full", "aten::full_like", "aten::fill_", "aten::zero_")
 

@@ -84,24 +84,27 @@ FULL_WRITE_METHODS = frozenset(
      "geometric_", "log_normal_", "cauchy_"}
 )
 # Synchronous collectives that write every element of their output tensor (`async_op=True` writes it later):
-# name -> (the output's keyword names, how many positional arguments may come before `async_op`). The output
-# is the first argument. `deepspeed.comm` mirrors `torch.distributed` and forwards to it.
+# name -> (the output's keyword names, how many positional arguments may come before `async_op`, the position of
+# `group`). The output is the first argument. `deepspeed.comm` mirrors `torch.distributed` and forwards to it.
+# A rank outside the `group` given returns at once and writes nothing (torch warns): a group the program keeps (an
+# attribute, a module's or a local's: its own data-parallel group) is taken to hold this rank, one the function's
+# caller passes in is not (composer's `all_gather(tensor, group=None)` serves any group).
 _COLLECTIVES = {
-    "all_gather_into_tensor": (frozenset({"output_tensor"}), 3),
-    "all_gather_single": (frozenset({"output_tensor"}), 3),  # its new name (torch 2.13)
-    "reduce_scatter_tensor": (frozenset({"output", "output_tensor"}), 4),
-    "reduce_scatter_single": (frozenset({"output"}), 4),
-    "reduce_scatter": (frozenset({"output"}), 4),
-    "all_to_all_single": (frozenset({"output"}), 2),  # and no split sizes: an uneven split may leave rows unwritten
-    "scatter": (frozenset({"tensor"}), 4),
-    "recv": (frozenset({"tensor"}), 4),
+    "all_gather_into_tensor": (frozenset({"output_tensor"}), 3, 2),
+    "all_gather_single": (frozenset({"output_tensor"}), 3, 2),  # its new name (torch 2.13)
+    "reduce_scatter_tensor": (frozenset({"output", "output_tensor"}), 4, 3),
+    "reduce_scatter_single": (frozenset({"output"}), 4, 3),
+    "reduce_scatter": (frozenset({"output"}), 4, 3),
+    "all_to_all_single": (frozenset({"output"}), 2, 4),  # and no split sizes: an uneven split may leave rows unwritten
+    "scatter": (frozenset({"tensor"}), 4, 3),
+    "recv": (frozenset({"tensor"}), 4, 2),
 }
 # Synchronous collectives that write every tensor of their output list, each as in the list form of the
-# tensor collective: name -> (the list's keyword names, positional arguments before `async_op`). Never `gather`
-# (its list is written on the destination rank only).
+# tensor collective: name -> (the list's keyword names, positional arguments before `async_op`, the position of
+# `group`). Never `gather` (its list is written on the destination rank only).
 _LIST_COLLECTIVES = {
-    "all_gather": (frozenset({"tensor_list"}), 3),
-    "all_to_all": (frozenset({"output_tensor_list"}), 3),
+    "all_gather": (frozenset({"tensor_list"}), 3, 2),
+    "all_to_all": (frozenset({"output_tensor_list"}), 3, 2),
 }
 _COLLECTIVE_MODULES = ("torch.distributed", "torch.distributed.distributed_c10d", "deepspeed.comm")
 COLLECTIVE_OUTPUTS = {f"{module}.{name}": facts for module in _COLLECTIVE_MODULES for name, facts in _COLLECTIVES.items()}
@@ -314,6 +317,7 @@ class _Collective(NamedTuple):
 
     name: str
     asynchronous: bool
+    grouped: bool = False  # given a `group` its caller chose: on a rank outside it the call writes nothing
 
 
 _K = KeepCategory
@@ -551,7 +555,7 @@ class _Prover:
         if len(outputs) != 1 or any(True for arg in call.args if arg is not outputs[0] for _ in _names(self.module, arg, name)):
             return None
         collective = self._collective_output(outputs[0], call, COLLECTIVE_LIST_OUTPUTS)
-        if collective is None or collective.asynchronous:
+        if collective is None or collective.asynchronous or collective.grouped:
             return None
         text = f"overwritten in full by {code}: the synchronous collective writes every view in `{name}`, and they cover `{self.name}`"
         return Step(self._line(item), text, writes=True, fills=True)
@@ -858,7 +862,7 @@ class _Prover:
         name = self.module.refers_to(call.func, collectives.keys())
         if name is None or arg.star:
             return None
-        keywords, before_async = collectives[name]
+        keywords, before_async, group_at = collectives[name]
         positional = [a for a in call.args if a.keyword is None]
         if any(a.star for a in call.args) or len(positional) > before_async:
             return None
@@ -870,7 +874,46 @@ class _Prover:
         splits = [a.value for a in call.args if a.keyword is not None and a.keyword.value.endswith("split_sizes")]
         if any(not (isinstance(value, cst.Name) and value.value == "None") for value in splits):
             return None
-        return _Collective(name, spelled == "True")
+        group = positional[group_at].value if group_at < len(positional) else next(
+            (a.value for a in call.args if a.keyword is not None and a.keyword.value == "group"), None)
+        return _Collective(name, spelled == "True", self._callers_group(group))
+
+    def _callers_group(self, group: cst.BaseExpression | None) -> bool:
+        """GROUP is a parameter of the function (its caller chooses it) and the allocation is not sized by it.
+
+        Sized by it (`range(group.size())`, `dist.get_world_size(group)`), a rank outside the group makes
+        nothing to read: `get_world_size` gives it -1 (an empty list, or a negative size that raises), and
+        `new_group` gives it no group object to call `.size()` on.
+        """
+        if not isinstance(group, cst.Name) or group.value == "None":
+            return False
+        if not any(isinstance(getattr(binding, "node", None), cst.Param) for binding in self.module.bindings(group) or ()):
+            return False
+        return not (self.statement is not None and self._sized_by(group, self.statement))
+
+    def _sized_by(self, group: cst.Name, statement: cst.CSTNode, depth: int = 0) -> bool:
+        """STATEMENT reads the size of GROUP: `group.size()`, `get_world_size(group)`, or a name bound once to one."""
+        for node in walk(statement):
+            if isinstance(node, cst.Name) and depth == 0 and node is not group and self._bound_to_size(node, group):
+                return True
+            if not isinstance(node, cst.Call):
+                continue
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "size" and not node.args and _same(self.module, func.value, group):
+                return True
+            if isinstance(func, (cst.Attribute, cst.Name)) and (func.attr if isinstance(func, cst.Attribute) else func).value \
+                    == "get_world_size" and any(_same(self.module, arg.value, group) for arg in node.args):
+                return True
+        return False
+
+    def _bound_to_size(self, name: cst.Name, group: cst.Name) -> bool:
+        """NAME has one binding in the function, `name = <the size of GROUP>` (`dp_size = dist.get_world_size(dp_group)`)."""
+        bindings = [getattr(binding, "node", None) for binding in self.module.bindings(name) or ()]
+        if len(bindings) != 1 or not isinstance(bindings[0], cst.Name):
+            return False
+        target = self.module.parent(bindings[0])
+        assign = self.module.parent(target) if isinstance(target, cst.AssignTarget) else None
+        return isinstance(assign, cst.Assign) and len(assign.targets) == 1 and self._sized_by(group, assign.value, 1)
 
     def _collective_write(self, arg: cst.Arg, call: cst.Call, statement, code: str, text: str,
                           collectives: dict) -> _Effect | None:
@@ -882,6 +925,9 @@ class _Prover:
         name = collective.name
         if any(self._reads_name(other.value) for other in call.args if other is not arg):
             return _Effect(_Use.BLOCK, f"`{self.name}` is both input and output of `{name}`: {code}", _K.OUT_TARGET)
+        if collective.grouped:
+            return _Effect(_Use.BLOCK, f"`{name}` is given the `group` this function's caller passes: on a rank outside "
+                           f"it the call returns without writing: {code}", _K.PASSED)
         if not collective.asynchronous:
             if not self._is_whole_statement(call, statement):
                 return _Effect(_Use.BLOCK, f"the result of `{name}(...)` is used, so it escapes: {code}", _K.STORED)
