@@ -222,6 +222,7 @@ class _Indexer:
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # being visited, innermost last
         self._lazy: list[list[tuple[int, int]]] = []  # the lazy spans of each function being visited
         self._bound: dict[int, set[str]] = {}  # id(function) -> the names it binds, for the few that store one
+        self._assigned: dict[int, dict[str, list[ast.expr]]] = {}  # id(function) -> name -> values, on demand
         self.imports: list[Import] = []
         self.calls: list[CallSite] = []
         self.exports: tuple[str, ...] | None = None
@@ -252,7 +253,7 @@ class _Indexer:
             self.visit_body(node.body, scope, cls, inner)
         elif kind is ast.If:
             self.expression(node.test, scope, cls, edge)
-            inner = Edge.LAZY if edge is Edge.CALL and _lazy_guard(node) else edge
+            inner = Edge.LAZY if edge is Edge.CALL and (_lazy_guard(node) or self.state_guard(node)) else edge
             if inner is Edge.LAZY and edge is Edge.CALL and self._lazy:
                 self._lazy[-1].append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))
             self.visit_body(node.body, scope, cls, inner)
@@ -334,6 +335,38 @@ class _Indexer:
                 assigned = table.setdefault(cls, {}).setdefault(target.attr, [])
                 if text not in assigned:  # each branch's class: `self.backend = NcclBackend()` or `MpiBackend()`
                     assigned.append(text)
+
+    def state_guard(self, node: ast.If) -> bool:
+        """`if len(state) == 0:` (or `if not state:`) whose body fills `state[...]`, where the function bound `state`
+        once to an item of an attribute (`state = self.state[p]`): an optimizer's per-parameter state, made on its
+        first step and kept."""
+        test = node.test
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            checked = test.operand
+        elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and \
+                isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == 0 and \
+                isinstance(test.left, ast.Call) and dotted(test.left.func) == "len" and len(test.left.args) == 1:
+            checked = test.left.args[0]
+        else:
+            return False
+        if not isinstance(checked, ast.Name) or not self._functions:
+            return False
+        function = self._functions[-1]
+        assigned = self._assigned.get(id(function))
+        if assigned is None:
+            assigned = self._assigned[id(function)] = {}
+            for sub in ast.walk(function):
+                if isinstance(sub, ast.Assign):
+                    for target in sub.targets:
+                        if isinstance(target, ast.Name):
+                            assigned.setdefault(target.id, []).append(sub.value)
+        values = assigned.get(checked.id, [])
+        if len(values) != 1 or not isinstance(values[0], ast.Subscript) or \
+                not (dotted(values[0].value) or "").startswith("self."):
+            return False
+        return any(isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == checked.id
+                   for statement in node.body for sub in ast.walk(statement) if isinstance(sub, ast.Assign)
+                   for target in sub.targets)
 
     def stored_function(self, value: ast.expr) -> str | None:
         """The dotted text of the function VALUE names, where a method stores it: a name the module binds, a

@@ -32,7 +32,9 @@ path from that context as evidence:
   that assigns it, and what follows a growth guard, `if self.pe is not None
   and self.pe.size(1) >= n: return`, that assigns `self.pe` (fairseq's and
   NeMo's `extend_pe`). A state's early return (`if self.state not in ...:
-  return`) is no such guard.
+  return`) is no such guard. So is an optimizer's per-parameter state,
+  filled under `if len(state) == 0:` (or `if not state:`) where `state =
+  self.state[p]`: made on the parameter's first step and kept.
 - **unreached**: no caller in the project ("public API" when its name is
   public), only tests as callers (a test's calls are not followed into the
   code it tests), and what only such functions call.

@@ -240,6 +240,34 @@ class PositionalEncoding(nn.Module):
 """
 
 
+STATE = """\
+import torch
+
+
+class Adam(torch.optim.Optimizer):
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["exp_avg"] = torch.zeros(p.shape, device=p.device)  # expect: one-time
+                    state["exp_avg"].copy_(p)
+                scratch = {}
+                if not scratch:
+                    buffer = torch.zeros(p.shape, device=p.device)  # expect: per-step
+                    buffer.copy_(p)
+                    scratch["b"] = buffer
+"""
+
+
+def test_an_optimizer_s_state_made_on_its_first_step_is_one_time(tmp_path):
+    # timm's nvnovograd and every Adam-like optimizer: `state = self.state[p]; if len(state) == 0:` fills the
+    # parameter's state once; a local dict filled under `if not scratch:` is made again every call.
+    (tmp_path / "adam.py").write_text(STATE)
+    result = engine.run(tmp_path, Settings(), FixPolicy(), use_cache=False)
+    assert frequencies(result) == expected(tmp_path)
+
+
 def test_code_that_runs_only_while_a_cached_attribute_is_missing_or_too_small_is_one_time(tmp_path):
     # fairseq's and NeMo's extend_pe: `if self.pe is not None and self.pe.size(1) >= n: return`, then build a longer
     # self.pe. forward calls it every step; its allocation runs only when a longer sequence arrives.
