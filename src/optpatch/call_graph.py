@@ -401,7 +401,9 @@ class _Indexer:
         handed = Edge.COMPILED if last == "compile" else Edge.HOOK if "hook" in last else edge
         if last in _NOT_CALLING:
             return
-        for argument in node.args:  # a function handed on is called by the callee: as often as this call, or more
+        # A function handed on, by position or keyword (`DataLoader(..., collate_fn=fast_collate)`), is called by
+        # the callee: as often as this call, or more.
+        for argument in [*node.args, *(keyword.value for keyword in node.keywords if keyword.arg is not None)]:
             name = dotted(argument)
             if name is not None and name not in ("self", "cls"):
                 self.calls.append(CallSite(scope, name, node.lineno, handed, handed=True))

@@ -280,6 +280,16 @@ def test_code_that_runs_only_while_a_cached_attribute_is_missing_or_too_small_is
     assert "one-time (only while a cached attribute is missing or too small)" in grown.frequency.describe("encoding.py")
 
 
+def test_a_function_handed_on_by_keyword_is_called_by_the_callee():
+    # timm hands `checkpoint_filter_fn` as `pretrained_filter_fn=`, NeMo its collate functions as `collate_fn=`.
+    text = ("from torch.utils.data import DataLoader\n\n\ndef collate(batch):\n    return batch\n\n\n"
+            "def loader(ds):\n    return DataLoader(ds, batch_size=2, collate_fn=collate, **extra)\n")
+    files = {"data.py": call_graph.index_file("data.py", text)}
+    arcs = {(arc.caller.qualname, arc.callee.qualname) for arcs in call_graph.CallGraph.build(files).callees.values()
+            for arc in arcs}
+    assert ("loader", "collate") in arcs
+
+
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs syntax this Python's `ast` cannot read")
 def test_a_python_file_the_call_graph_cannot_read_says_so(tmp_path):
     # Python 3.12's `type` statement: libcst reads it, this Python's `ast` (which the call graph reads) does not.
