@@ -349,8 +349,11 @@ class _Indexer:
             checked = test.left.args[0]
         else:
             return False
-        if not isinstance(checked, ast.Name) or not self._functions:
-            return False
+        if not isinstance(checked, ast.Name) or not self._functions or not any(
+                isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == checked.id
+                for statement in node.body for sub in ast.walk(statement) if isinstance(sub, ast.Assign)
+                for target in sub.targets):
+            return False  # the body does not fill it (checked first: the function's assignments cost a walk)
         function = self._functions[-1]
         assigned = self._assigned.get(id(function))
         if assigned is None:
@@ -361,12 +364,8 @@ class _Indexer:
                         if isinstance(target, ast.Name):
                             assigned.setdefault(target.id, []).append(sub.value)
         values = assigned.get(checked.id, [])
-        if len(values) != 1 or not isinstance(values[0], ast.Subscript) or \
-                not (dotted(values[0].value) or "").startswith("self."):
-            return False
-        return any(isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == checked.id
-                   for statement in node.body for sub in ast.walk(statement) if isinstance(sub, ast.Assign)
-                   for target in sub.targets)
+        return len(values) == 1 and isinstance(values[0], ast.Subscript) and \
+            (dotted(values[0].value) or "").startswith("self.")
 
     def stored_function(self, value: ast.expr) -> str | None:
         """The dotted text of the function VALUE names, where a method stores it: a name the module binds, a
@@ -403,10 +402,18 @@ class _Indexer:
             return
         # A function handed on, by position or keyword (`DataLoader(..., collate_fn=fast_collate)`), is called by
         # the callee: as often as this call, or more.
-        for argument in [*node.args, *(keyword.value for keyword in node.keywords if keyword.arg is not None)]:
-            name = dotted(argument)
-            if name is not None and name not in ("self", "cls"):
-                self.calls.append(CallSite(scope, name, node.lineno, handed, handed=True))
+        arguments = node.args
+        if node.keywords:
+            arguments = arguments + [keyword.value for keyword in node.keywords if keyword.arg is not None]
+        for argument in arguments:
+            kind = type(argument)
+            if kind is ast.Name:
+                if argument.id != "self" and argument.id != "cls":
+                    self.calls.append(CallSite(scope, argument.id, node.lineno, handed, handed=True))
+            elif kind is ast.Attribute:  # a literal, a call, an operation names no function (most arguments)
+                name = dotted(argument)
+                if name is not None:
+                    self.calls.append(CallSite(scope, name, node.lineno, handed, handed=True))
 
 
 _NO_PARAMETER = object()
