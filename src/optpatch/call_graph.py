@@ -3,11 +3,12 @@
 Two halves, like the analysis and the settling of passes.py:
 
 1. `index_file` reads one Python file's `ast` into a `FileCalls`: its
-   definitions, classes (their bases and the classes of the attributes
-   their methods assign, and the functions they store), imports, and call sites, each call written as the
-   dotted text of its callee (`self.norm`, `F.linear`, `apply_rope`). It
-   depends only on the file's text, so the result cache keeps it in the
-   file's `FileRecord` and a warm run reads no file's `ast` again.
+   definitions, classes (their bases, the classes of the attributes their
+   methods assign, and the functions they store), imports, and call sites,
+   each call written as the dotted text of its callee (`self.norm`,
+   `F.linear`, `apply_rope`). It depends only on the file's text, so the
+   result cache keeps it in the file's `FileRecord` and a warm run reads no
+   file's `ast` again.
 2. `CallGraph.build` resolves every call once per run, across files:
    imports (absolute and relative, `from x import y`, `mod.f`), `self.m`
    and `cls.m` through the project's base classes, `super().m`, the
@@ -48,8 +49,9 @@ _COMMON = frozenset({
 
 
 # Calls that take a function or a class without calling it.
-_NOT_CALLING = frozenset({"super", "isinstance", "issubclass", "type", "getattr", "setattr", "hasattr", "id", "print", "callable",
-                          "repr", "str", "len", "wraps", "partial_repr", "register_buffer", "register_parameter"})
+_NOT_CALLING = frozenset({"super", "isinstance", "issubclass", "type", "getattr", "setattr", "hasattr", "id", "print",
+                          "callable", "repr", "str", "len", "wraps", "partial_repr", "register_buffer",
+                          "register_parameter"})
 
 
 class Edge(enum.StrEnum):
