@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from optpatch.call_graph import MODULE, CallGraph, Definition, Edge, Node
 from optpatch.areas import area_of
@@ -249,8 +250,8 @@ class Frequencies:
         if calls is None:
             return None
         functions = tuple(
-            (d.line, d.end_line, d.first_line, self.evidence(Node(rel, d.qualname)),
-             _step_loops(d), d.lazy) for d in calls.definitions
+            FunctionFrequency(d.line, d.end_line, d.first_line, self.evidence(Node(rel, d.qualname)), _step_loops(d),
+                              d.lazy) for d in calls.definitions
         )
         module = FrequencyEvidence(Frequency.ONE_TIME, FrequencySource.MODULE_LEVEL, (CallStep(MODULE, 0, rel),))
         return FileFrequencies(functions, module, measured)
@@ -291,30 +292,38 @@ class FileMeasurements:
     sampled: bool = False  # py-spy: time by line, no call counts
 
 
+class FunctionFrequency(NamedTuple):
+    """One function of a file, with what weighs the findings in it."""
+
+    line: int  # of its `def`
+    end_line: int
+    first_line: int  # of its first decorator, or its `def`: where a profiler's frame names it
+    evidence: FrequencyEvidence | None
+    step_loops: tuple[tuple[int, int], ...]  # the lines of its loops when each iteration is a step
+    lazy: tuple[tuple[int, int], ...]  # the lines that run only while a cached attribute is missing or too small
+
+
 @dataclass(frozen=True)
 class FileFrequencies:
     """One file's functions, each with its frequency evidence; what `settle` weighs the findings with."""
 
-    # (def line, end line, first line, evidence, the lines of its loops when each iteration is a step, the lines
-    # that run only while a cached attribute is missing or too small)
-    functions: tuple[tuple[int, int, int, FrequencyEvidence | None, tuple[tuple[int, int], ...],
-                           tuple[tuple[int, int], ...]], ...]
+    functions: tuple[FunctionFrequency, ...]
     module: FrequencyEvidence
     measured: FileMeasurements | None = None
 
     def weigh(self, finding: Finding) -> Finding:
         """The finding with its frequency and its honest impact; its own impact becomes its size class."""
         enclosing = self._enclosing(finding.line)
-        evidence = self.module if enclosing is None else enclosing[3]
+        evidence = self.module if enclosing is None else enclosing.evidence
         if evidence is None:
             return finding
         if evidence.path:
             last = evidence.path[-1]
             evidence = replace(evidence, path=evidence.path[:-1] + (replace(last, line=finding.line),))
-        in_a_step_loop = enclosing is not None and _in_loops(finding.line, enclosing[4])
+        in_a_step_loop = enclosing is not None and _in_loops(finding.line, enclosing.step_loops)
         if in_a_step_loop and evidence.frequency is not Frequency.PER_STEP:
             evidence = FrequencyEvidence(Frequency.PER_STEP, FrequencySource.STEP_LOOP, evidence.path[-1:])
-        if enclosing is not None and evidence.frequency is Frequency.PER_STEP and _in_loops(finding.line, enclosing[5]):
+        if enclosing is not None and evidence.frequency is Frequency.PER_STEP and _in_loops(finding.line, enclosing.lazy):
             evidence = FrequencyEvidence(Frequency.ONE_TIME, FrequencySource.LAZY, evidence.path)
         size = finding.impact if finding.size is None else finding.size
         measurement = self._measured(finding, enclosing)
@@ -329,10 +338,10 @@ class FileFrequencies:
         return replace(finding, size=size, frequency=measured,
                        impact=weighed(by_time, frequency) if size is not Impact.NONE else Impact.NONE)
 
-    def _enclosing(self, line: int):
+    def _enclosing(self, line: int) -> FunctionFrequency | None:
         best = None
         for function in self.functions:
-            if function[0] <= line <= function[1] and (best is None or function[0] >= best[0]):
+            if function.line <= line <= function.end_line and (best is None or function.line >= best.line):
                 best = function
         return best
 
@@ -342,7 +351,7 @@ class FileFrequencies:
         if measured is None:
             return None
         ops = measured.ops.get(finding.code, ())
-        key = finding.line if measured.sampled else (enclosing[2] if enclosing is not None else 0)
+        key = finding.line if measured.sampled else (enclosing.first_line if enclosing is not None else 0)
         times = measured.by_function.get(key, {})
         wanted = [op for op in ops if op in times] if not measured.sampled else list(times)
         if not wanted:
