@@ -223,8 +223,7 @@ class _Indexer:
         self.functions: dict[str, dict[str, list[str]]] = {}  # class -> attribute -> functions stored in it
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # being visited, innermost last
         self._lazy: list[list[tuple[int, int]]] = []  # the lazy spans of each function being visited
-        self._bound: dict[int, set[str]] = {}  # id(function) -> the names it binds, for the few that store one
-        self._assigned: dict[int, dict[str, list[ast.expr]]] = {}  # id(function) -> name -> values, on demand
+        self._locals: dict[int, _Locals] = {}  # id(function) -> the names it binds, for the few guards that ask
         self.imports: list[Import] = []
         self.calls: list[CallSite] = []
         self.exports: tuple[str, ...] | None = None
@@ -353,19 +352,9 @@ class _Indexer:
             return False
         if not isinstance(checked, ast.Name) or not self._functions or not any(
                 isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == checked.id
-                for statement in node.body for sub in ast.walk(statement) if isinstance(sub, ast.Assign)
-                for target in sub.targets):
+                for target in _assigned_targets(node.body)):
             return False  # the body does not fill it (checked first: the function's assignments cost a walk)
-        function = self._functions[-1]
-        assigned = self._assigned.get(id(function))
-        if assigned is None:
-            assigned = self._assigned[id(function)] = {}
-            for sub in ast.walk(function):
-                if isinstance(sub, ast.Assign):
-                    for target in sub.targets:
-                        if isinstance(target, ast.Name):
-                            assigned.setdefault(target.id, []).append(sub.value)
-        values = assigned.get(checked.id, [])
+        values = self.locals_of(self._functions[-1]).assigned.get(checked.id, [])
         return len(values) == 1 and isinstance(values[0], ast.Subscript) and \
             (dotted(values[0].value) or "").startswith("self.")
 
@@ -383,10 +372,13 @@ class _Indexer:
         default = _parameter_default(function.args, head)
         if default is not _NO_PARAMETER:
             return dotted(default) if default is not None and "." not in text else None
-        bound = self._bound.get(id(function))
-        if bound is None:
-            bound = self._bound[id(function)] = _bound_names(function)
-        return None if head in bound else text
+        return None if head in self.locals_of(function).bound else text
+
+    def locals_of(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> "_Locals":
+        found = self._locals.get(id(function))
+        if found is None:
+            found = self._locals[id(function)] = _Locals.of(function)
+        return found
 
     def expression(self, node: ast.expr, scope: str, cls: str | None, edge: Edge) -> None:
         """Every call in an expression (lambdas and comprehensions included: they run as part of their function)."""
@@ -433,18 +425,29 @@ def _parameter_default(arguments: ast.arguments, name: str):
     return _NO_PARAMETER
 
 
-def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """Every name FUNCTION's body binds (those of functions nested in it too: a stored name bound anywhere in it is
-    left unresolved)."""
-    bound = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bound.add(node.id)
-        elif isinstance(node, ast.alias):
-            bound.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not function:
-            bound.add(node.name)
-    return bound
+class _Locals(NamedTuple):
+    """The names a function's body binds (those of functions nested in it too: a stored name bound anywhere in it is
+    left unresolved), and the values `name = value` gives each, from one walk."""
+
+    bound: set[str]
+    assigned: dict[str, list[ast.expr]]
+
+    @classmethod
+    def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef) -> "_Locals":
+        bound: set[str] = set()
+        assigned: dict[str, list[ast.expr]] = {}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                bound.add(node.id)
+            elif isinstance(node, ast.alias):
+                bound.add(node.asname or node.name.split(".")[0])
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not function:
+                bound.add(node.name)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        assigned.setdefault(target.id, []).append(node.value)
+        return cls(bound, assigned)
 
 
 def _branches(value: ast.expr) -> list[ast.expr]:
@@ -539,10 +542,18 @@ def _lazy_guard(node: ast.If) -> bool:
     target = dotted(guarded)
     if target is None or not target.startswith("self."):
         return False
-    return any(isinstance(t, ast.Attribute) and dotted(t) == target
-               for statement in node.body for sub in ast.walk(statement)
-               if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-               for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))
+    return any(isinstance(t, ast.Attribute) and dotted(t) == target for t in _assigned_targets(node.body))
+
+
+def _assigned_targets(statements: list[ast.stmt]) -> Iterator[ast.expr]:
+    """Every target an assignment in STATEMENTS (at any depth) writes: `=`, annotated, augmented."""
+    for statement in statements:
+        for sub in ast.walk(statement):
+            kind = type(sub)
+            if kind is ast.Assign:
+                yield from sub.targets
+            elif kind is ast.AnnAssign or kind is ast.AugAssign:
+                yield sub.target
 
 
 def _growth_guard(node: ast.If, rest: list[ast.stmt]) -> bool:
@@ -574,10 +585,7 @@ def _growth_guard(node: ast.If, rest: list[ast.stmt]) -> bool:
             return False
         current = last
     return len(cached) == 1 and any(
-        isinstance(target, ast.Attribute) and dotted(target) in cached
-        for statement in rest for sub in ast.walk(statement)
-        if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-        for target in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]))
+        isinstance(target, ast.Attribute) and dotted(target) in cached for target in _assigned_targets(rest))
 
 
 def _cached_attribute_test(test: ast.expr) -> str | None:
