@@ -56,6 +56,7 @@ import libcst as cst
 
 from optpatch.analysis.out_ops import out_ops
 from optpatch.analysis.regions import END, LAST, START, SYMBOL, ZERO, AxisSize, Axis, Bound, Region, covers
+from optpatch.analysis.torch_values import assigned_value
 from optpatch.model import KeepCategory
 from optpatch.python_frontend import PythonModule, walk
 from optpatch.python_scope import full_name_of
@@ -911,9 +912,8 @@ class _Prover:
         bindings = [getattr(binding, "node", None) for binding in self.module.bindings(name) or ()]
         if len(bindings) != 1 or not isinstance(bindings[0], cst.Name):
             return False
-        target = self.module.parent(bindings[0])
-        assign = self.module.parent(target) if isinstance(target, cst.AssignTarget) else None
-        return isinstance(assign, cst.Assign) and len(assign.targets) == 1 and self._sized_by(group, assign.value, 1)
+        value = assigned_value(self.module, bindings[0])
+        return value is not None and self._sized_by(group, value, 1)
 
     def _collective_write(self, arg: cst.Arg, call: cst.Call, statement, code: str, text: str,
                           collectives: dict) -> _Effect | None:

@@ -280,7 +280,7 @@ def _binding(module: PythonModule, name: str, binding, depth: int) -> Value:
     if isinstance(node, cst.Param):
         return _parameter(module, node)
     if isinstance(node, cst.Name):
-        value = _assigned_value(module, node)
+        value = assigned_value(module, node)
         found = classify(module, value, depth + 1) if value is not None else UNKNOWN
         if found.kind is not Kind.UNKNOWN:
             line = module.start(node)[0]
@@ -288,7 +288,7 @@ def _binding(module: PythonModule, name: str, binding, depth: int) -> Value:
     return _by_name(name, f"`{name}`")
 
 
-def _assigned_value(module: PythonModule, target: cst.Name) -> cst.BaseExpression | None:
+def assigned_value(module: PythonModule, target: cst.Name) -> cst.BaseExpression | None:
     """The right-hand side of `target = value` / `target: T = value` / `(target := value)`; None otherwise.
 
     `a, b = x, y` gives each name its own element.
@@ -523,7 +523,7 @@ def on_cpu(module: PythonModule, node: cst.BaseExpression, depth: int = 0) -> st
         for binding in bindings:
             if not (isinstance(binding, Assignment) and isinstance(binding.node, cst.Name)):
                 return None
-            value = _assigned_value(module, binding.node)
+            value = assigned_value(module, binding.node)
             found = on_cpu(module, value, depth + 1) if value is not None else None
             if found is None:
                 return None
@@ -568,7 +568,7 @@ def list_data(module: PythonModule, node: cst.BaseExpression, depth: int = 0) ->
                 return None
             evidence.append(f"the parameter `{node.value}` is annotated `{module.text(annotation)}`")
             continue
-        value = _assigned_value(module, target) if isinstance(target, cst.Name) else None
+        value = assigned_value(module, target) if isinstance(target, cst.Name) else None
         found = list_data(module, value, depth + 1) if value is not None else None
         if found is None:
             return None
