@@ -89,8 +89,11 @@ def test_github_warns_only_for_the_fixes_the_run_applies(example):
 def test_locations_are_relative_to_the_current_folder_and_explain_takes_them(example):
     concise = run_cli("check", ".", "--output-format", "concise", cwd=example.parent)
     first = concise.stdout.splitlines()[0]
-    # fixes first, the highest impact first (frequency.py: the step method's arange runs per step)
-    assert first.startswith("minivllm/minivllm/model_runner.py:52:16: OPT102 create-on-device [safe, fixable]"), first
+    # fixes first, the highest impact first: the launcher's copy runs per step, as `ModelRunner.execute_model` calls
+    # its binding (frequency.py); then the step method's arange
+    assert first.startswith("minivllm/csrc/cache_ops.cu:43:7: OPT202 from-blob-async-copy [safe, fixable]"), first
+    third = concise.stdout.splitlines()[2]  # after the launcher's second copy, at L45
+    assert third.startswith("minivllm/minivllm/model_runner.py:52:16: OPT102 create-on-device [safe, fixable]"), third
     inside = run_cli("check", ".", "--output-format", "concise", cwd=example / "minivllm")
     location = next(line for line in inside.stdout.splitlines() if "create-on-device [unsafe" in line).split(": ")[0]
     assert location == "sampler.py:45:16"  # not minivllm/sampler.py: the file is clicked from the current folder

@@ -20,6 +20,13 @@ Two halves, like the analysis and the settling of passes.py:
    A call nothing resolves is left out: the graph under-approximates, so a
    function it cannot reach is "unreached", never wrongly "per-step".
 
+C++/CUDA files take part too (`index_native`, from cpp_calls.py): their
+functions and calls by name, and the names they bind for Python. A Python
+call of a binding reaches the C++ function it registers (`_Natives`): by the
+module the build script builds the file into (`import amp_C`; `from pkg
+import _C`), by `torch.ops.<namespace>.<name>`, or, for an extension loaded
+at run time (`ext = Builder().load()`), by a name the project binds once.
+
 Cost: one `ast` walk per file, then one dictionary look-up per call, with
 import chains and base classes followed to a fixed depth: linear in the
 project.
@@ -31,10 +38,12 @@ import ast
 import enum
 import hashlib
 import pickle
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
+from optpatch.cpp_calls import Binding
 from optpatch.python_screen import child_fields, parse_module
 
 MODULE = "<module>"  # the qualified name of a file's module-level code
@@ -106,6 +115,14 @@ class CallSite(NamedTuple):
     handed: bool = False  # a function passed as an argument, not called here: a class passed is not instantiated
 
 
+class ExtensionModule(NamedTuple):
+    """A compiled extension a build script declares (`CUDAExtension(name="amp_C", sources=[...])`, or
+    `cpp_extension.load`): its module's name, and the C++ sources it is built from, as written."""
+
+    name: str
+    sources: tuple[str, ...]
+
+
 class Import(NamedTuple):
     local: str  # the name bound in the file
     module: str  # the module as written ("" for `from . import x`)
@@ -131,6 +148,11 @@ class FileCalls:
     sites: "tuple[CallSite, ...] | bytes"  # the call sites, or them pickled: read them through `calls`
     exports: tuple[str, ...] | None = None  # `__all__`, when the file spells it as a literal
     interface: str = ""  # `interface_of` the above: indexed with them, in the workers, and cached with them
+    extensions: tuple[ExtensionModule, ...] = ()  # a build script's compiled extensions
+    bindings: tuple[Binding, ...] = ()  # a C++ file's: the names Python calls it by (cpp_calls.py)
+    # What this file assigns an extension loaded at run time (`ext = Builder().load()`): `self.ext`, or the scope
+    # and the name, `Model.__init__:ext` (`<module>:ext` at module level)
+    loaded: tuple[str, ...] = ()
 
     @property
     def calls(self) -> tuple[CallSite, ...]:
@@ -145,13 +167,16 @@ class FileCalls:
         sites = self.sites
         if type(sites) is not bytes:
             sites = self.__dict__.get("_pickled") or pickle.dumps(sites, protocol=pickle.HIGHEST_PROTOCOL)
-        return FileCalls, (self.rel, self.definitions, self.classes, self.imports, sites, self.exports, self.interface)
+        return FileCalls, (self.rel, self.definitions, self.classes, self.imports, sites, self.exports, self.interface,
+                           self.extensions, self.bindings, self.loaded)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, FileCalls):
             return NotImplemented
-        return (self.rel, self.definitions, self.classes, self.imports, self.calls, self.exports, self.interface) == \
-            (other.rel, other.definitions, other.classes, other.imports, other.calls, other.exports, other.interface)
+        return (self.rel, self.definitions, self.classes, self.imports, self.calls, self.exports, self.interface,
+                self.extensions, self.bindings, self.loaded) == \
+            (other.rel, other.definitions, other.classes, other.imports, other.calls, other.exports, other.interface,
+             other.extensions, other.bindings, other.loaded)
 
     @property
     def module(self) -> str:
@@ -160,6 +185,11 @@ class FileCalls:
     @property
     def package(self) -> bool:
         return self.rel.endswith("__init__.py")
+
+    @property
+    def native(self) -> bool:
+        """A C++/CUDA file's part: its functions and bindings, outside Python's names and imports."""
+        return not self.rel.endswith(".py")
 
 
 def module_name(rel: str) -> str:
@@ -187,16 +217,52 @@ def index_tree(rel: str, tree: ast.Module) -> FileCalls | None:
     except RecursionError:
         return None
     definitions, classes, imports = tuple(indexer.definitions), tuple(indexer.class_infos()), tuple(indexer.imports)
+    extensions = tuple(indexer.extensions)
     return FileCalls(rel, definitions, classes, imports, tuple(indexer.calls), indexer.exports,
-                     interface_of(definitions, classes, imports))
+                     interface_of(definitions, classes, imports, extensions), extensions, loaded=tuple(sorted(indexer.loaded)))
 
 
-def interface_of(definitions: tuple[Definition, ...], classes: tuple[ClassInfo, ...], imports: tuple[Import, ...]) -> str:
+# A C++ file is part of the graph where Python may reach it: it registers bindings, or its host code handles torch's
+# tensors (a launcher, a wrapper). Plain substring tests: CUTLASS's 53 MB of headers pass none, in 0.05 s.
+_NATIVE_MARKERS = ("PYBIND11_MODULE", "TORCH_LIBRARY", "at::Tensor", "torch::Tensor")
+
+
+def reaches_python(text: str) -> bool:
+    """Whether a C++/CUDA text is read into the call graph whatever its findings (`index_native`)."""
+    return any(marker in text for marker in _NATIVE_MARKERS)
+
+
+def index_native_file(rel: str, text: str, has_findings: bool) -> FileCalls:
+    """A C++/CUDA file's part of the graph: read where Python may reach it or it holds findings (whose frequency it
+    gives), else an empty part, kept by the cache all the same (a narrowed run then reads no such file again)."""
+    if has_findings or reaches_python(text):
+        return index_native(rel, text)
+    return FileCalls(rel, (), (), (), (), None, _EMPTY_INTERFACE)
+
+
+def index_native(rel: str, text: str) -> FileCalls:
+    """A C++/CUDA file's part of the graph (cpp_calls.py): its functions by name, their calls, its bindings."""
+    from optpatch.cpp_calls import index_text
+
+    found = index_text(text)
+    definitions = tuple(Definition(function.name, function.line, function.end_line) for function in found.functions)
+    sites = tuple(CallSite(function.name, callee, line) for function in found.functions for callee, line in function.calls)
+    return FileCalls(rel, definitions, (), (), sites, None,
+                     interface_of(definitions, (), (), (), found.bindings), bindings=found.bindings)
+
+
+_EMPTY_INTERFACE = ""  # a C++ file outside the graph: nothing of it is read by another file's resolution
+
+
+def interface_of(definitions: tuple[Definition, ...], classes: tuple[ClassInfo, ...], imports: tuple[Import, ...],
+                 extensions: tuple[ExtensionModule, ...] = (), bindings: tuple = ()) -> str:
     """A digest of all that resolving any file's calls reads of this one (`_Resolver`): its functions and classes
-    by name, the classes' bases and attributes, its imports. Not its lines, nor its call sites."""
+    by name, the classes' bases and attributes, its imports, the extensions it builds and the names it binds. Not
+    its lines, nor its call sites."""
     read = (tuple((d.qualname, d.cls) for d in definitions),
             tuple((c.qualname, c.bases, c.attributes, c.functions) for c in classes),
-            tuple((i.local, i.module, i.name, i.level) for i in imports))
+            tuple((i.local, i.module, i.name, i.level) for i in imports),
+            extensions, tuple((b.registrar, b.module, b.name, b.targets) for b in bindings))
     return hashlib.blake2b(repr(read).encode(), digest_size=16).hexdigest()
 
 
@@ -227,6 +293,9 @@ class _Indexer:
         self.imports: list[Import] = []
         self.calls: list[CallSite] = []
         self.exports: tuple[str, ...] | None = None
+        self.extensions: list[ExtensionModule] = []
+        self.loaded: set[str] = set()
+        self._loaded_locals: dict[int, set[str]] = {}  # id(function) -> the names it assigns a loaded extension
 
     def class_infos(self) -> Iterator[ClassInfo]:
         for qualname, (line, bases) in self.classes.items():
@@ -265,6 +334,16 @@ class _Indexer:
                 self.exports = _literal_names(node.value)
             if kind in (ast.Assign, ast.AnnAssign) and cls is not None:
                 self.attribute_types(node, cls)
+            if kind is ast.Assign and type(node.value) is ast.Call and _loads_an_extension(node.value):
+                for target in node.targets:
+                    text = dotted(target)
+                    if text is not None and text.startswith("self.") and text.count(".") == 1:
+                        self.loaded.add(text)
+                    elif text is not None and "." not in text:
+                        declared = self._functions and text in self.locals_of(self._functions[-1]).declared_global
+                        self.loaded.add(f"{MODULE if declared else scope}:{text}")
+                        if self._functions:
+                            self._loaded_locals.setdefault(id(self._functions[-1]), set()).add(text)
             for name in child_fields(kind):  # `ast.iter_child_nodes`, in its order, without its two generators
                 value = getattr(node, name, None)
                 for child in value if type(value) is list else (value,):
@@ -372,7 +451,10 @@ class _Indexer:
         default = _parameter_default(function.args, head)
         if default is not _NO_PARAMETER:
             return dotted(default) if default is not None and "." not in text else None
-        return None if head in self.locals_of(function).bound else text
+        names = self.locals_of(function)
+        if head in names.bound and head not in names.imported and head not in self._loaded_locals.get(id(function), ()):
+            return None
+        return text
 
     def locals_of(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> "_Locals":
         found = self._locals.get(id(function))
@@ -391,6 +473,10 @@ class _Indexer:
             return
         self.calls.append(CallSite(scope, callee, node.lineno, edge))
         last = callee.rsplit(".", 1)[-1]
+        if last in _BUILDS_AN_EXTENSION:
+            extension = _extension(node)
+            if extension is not None:
+                self.extensions.append(extension)
         handed = Edge.COMPILED if last == "compile" else Edge.HOOK if "hook" in last else edge
         if last in _NOT_CALLING:
             return
@@ -411,6 +497,33 @@ class _Indexer:
 
 
 _NO_PARAMETER = object()
+# Calls that load a compiled extension at run time: `cpp_extension.load(...)`, DeepSpeed's `Builder().load()`, mmcv's
+# `ext_loader.load_ext(...)`, `importlib.import_module(...)`.
+_LOADERS = re.compile(r"^(load|load_ext|load_op|load_inline|load_extension|import_module|load_kernels?|_load_ext.*)$")
+
+
+def _loads_an_extension(call: ast.Call) -> bool:
+    func = call.func
+    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
+    return name is not None and _LOADERS.match(name) is not None
+
+
+_BUILDS_AN_EXTENSION = frozenset({"CUDAExtension", "CppExtension", "Extension", "Pybind11Extension", "load"})
+_NATIVE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
+
+
+def _extension(node: ast.Call) -> ExtensionModule | None:
+    """`CUDAExtension(name="m", sources=[...])`, `Extension("m", [...])`, `load(name="m", sources=[...])`: the
+    module's name and the C++ sources named by string literals (those of `os.path.join(d, "x.cu")` too)."""
+    given = {keyword.arg: keyword.value for keyword in node.keywords if keyword.arg}
+    name = given.get("name", node.args[0] if node.args else None)
+    sources = given.get("sources", node.args[1] if len(node.args) > 1 else None)
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)) or sources is None:
+        return None
+    found = tuple(dict.fromkeys(
+        child.value for child in ast.walk(sources)
+        if isinstance(child, ast.Constant) and isinstance(child.value, str) and child.value.endswith(_NATIVE_SUFFIXES)))
+    return ExtensionModule(name.value, found) if found else None
 
 
 def _parameter_default(arguments: ast.arguments, name: str):
@@ -431,23 +544,30 @@ class _Locals(NamedTuple):
 
     bound: set[str]
     assigned: dict[str, list[ast.expr]]
+    imported: set[str]  # bound by an `import` in it: the module's name, resolved as the file's imports are
+    declared_global: set[str]  # named by a `global` statement in it
 
     @classmethod
     def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef) -> "_Locals":
         bound: set[str] = set()
         assigned: dict[str, list[ast.expr]] = {}
+        imported: set[str] = set()
+        declared_global: set[str] = set()
         for node in ast.walk(function):
+            if isinstance(node, ast.Global):
+                declared_global.update(node.names)
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 bound.add(node.id)
             elif isinstance(node, ast.alias):
                 bound.add(node.asname or node.name.split(".")[0])
+                imported.add(node.asname or node.name.split(".")[0])
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not function:
                 bound.add(node.name)
             elif isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
                         assigned.setdefault(target.id, []).append(node.value)
-        return cls(bound, assigned)
+        return cls(bound, assigned, imported - {name for name in assigned}, declared_global)
 
 
 def _branches(value: ast.expr) -> list[ast.expr]:
@@ -655,6 +775,108 @@ class _Module(NamedTuple):
     rel: str
 
 
+class _Extension(NamedTuple):
+    """A compiled extension module a name resolves to (`import amp_C`; `amp_C.multi_tensor_adam`); None for one the
+    project's own package holds but no build script names literally (`from pytorch3d import _C`)."""
+
+    name: str | None
+
+
+# The names projects give their compiled modules: `_C`, `_ext`, `fused_adam_cuda`, `selective_scan_cuda`, `ops_lib`.
+_EXTENSION_NAME = re.compile(r"^_|.*_(C|cuda|ext|ops|cpp|kernels?|lib)$")
+
+
+class _Natives:
+    """The project's C++ functions by name, and the names Python calls them by (`cpp_calls.Binding`).
+
+    Each binding is a function of the graph of its own, `amp_C.multi_tensor_adam` in the C++ file that registers
+    it, which calls what the registration names. Its module is the one the build script builds that file into
+    (`CUDAExtension(name="amp_C", sources=[...])`), else the one `PYBIND11_MODULE` names, else `<module>`;
+    `torch.ops.<namespace>` for `TORCH_LIBRARY`.
+    """
+
+    def __init__(self, files: dict[str, FileCalls]):
+        natives = [rel for rel, calls in files.items() if calls.native]
+        modules = _extension_modules(files, natives)
+        self.functions: dict[str, list[Node]] = {}  # C++ name -> one node per file that defines it
+        self.definitions: dict[Node, Definition] = {}  # the bindings'
+        self.targets: dict[Node, tuple[str, ...]] = {}
+        self.by_module: dict[str, dict[str, Node]] = {}  # extension module -> Python name -> binding
+        self.by_name: dict[str, list[Node]] = {}  # Python name -> every binding of it
+        self.in_file: dict[str, list[Node]] = {}  # C++ file -> the bindings it registers
+        for rel in natives:
+            calls = files[rel]
+            for name in dict.fromkeys(d.qualname for d in calls.definitions):
+                self.functions.setdefault(name, []).append(Node(rel, name))
+            for binding in calls.bindings:
+                if binding.torch_ops:
+                    module = f"torch.ops.{binding.module}"
+                else:
+                    named = binding.module if binding.module and binding.module != "TORCH_EXTENSION_NAME" else None
+                    module = (modules.get(rel) or [named or "<module>"])[0]
+                node = Node(rel, f"{module}.{binding.name}")
+                self.definitions[node] = Definition(node.qualname, binding.line, binding.line)
+                self.targets[node] = self.targets.get(node, ()) + binding.targets
+                self.by_module.setdefault(module, {}).setdefault(binding.name, node)
+                self.by_name.setdefault(binding.name, []).append(node)
+                if node not in self.in_file.setdefault(rel, []):
+                    self.in_file[rel].append(node)
+
+    def function(self, rel: str, name: str, local: frozenset[str]) -> Node | None:
+        """The C++ function NAME called from file REL: the file's own, else the one file that defines it."""
+        if name in local:
+            return Node(rel, name)
+        found = self.functions.get(name)
+        return found[0] if found is not None and len(found) == 1 else None
+
+    def only(self, name: str) -> Node | None:
+        """The binding of a Python NAME bound once in the whole project (not a name too common to tell apart)."""
+        found = self.by_name.get(name)
+        if found is None or len(found) != 1 or name in _COMMON or name.startswith("__"):
+            return None
+        return found[0]
+
+    def torch_op(self, namespace: str, name: str) -> Node | None:
+        """`torch.ops.NAMESPACE.NAME`: its binding, or the one binding of NAME where the namespace is a macro."""
+        node = self.by_module.get(f"torch.ops.{namespace}", {}).get(name)
+        if node is not None:
+            return node
+        found = [n for n in self.by_name.get(name, ()) if n.qualname.startswith("torch.ops.")]
+        return found[0] if len(found) == 1 else None
+
+
+def _extension_modules(files: dict[str, FileCalls], natives: list[str]) -> dict[str, list[str]]:
+    """C++ file -> the extension modules a build script builds it into, by the sources it names: a path relative to
+    the script's folder or the root, else the one C++ file whose path ends so."""
+    if not any(calls.extensions for calls in files.values()):
+        return {}
+    known = set(natives)
+    by_tail: dict[str, list[str]] = {}
+    for rel in natives:
+        parts = rel.split("/")
+        for start in range(len(parts)):
+            by_tail.setdefault("/".join(parts[start:]), []).append(rel)
+    modules: dict[str, list[str]] = {}
+    for rel, calls in files.items():
+        folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
+        for extension in calls.extensions:
+            for source in extension.sources:
+                written = source.replace("\\", "/").lstrip("./") if not source.startswith("../") else source
+                if folder + written in known:
+                    found = folder + written
+                elif written in known:
+                    found = written
+                else:
+                    tails = by_tail.get(written, ())
+                    found = tails[0] if len(tails) == 1 else None
+                if found is not None:
+                    names = modules.setdefault(found, [])
+                    module = extension.name.rsplit(".", 1)[-1]
+                    if module not in names:
+                        names.append(module)
+    return modules
+
+
 @dataclass(frozen=True)
 class Arc:
     caller: Node
@@ -712,6 +934,7 @@ class CallGraph:
     callees: dict[Node, list[Arc]] = field(default_factory=dict)
     resolution: Resolution | None = None
     resolved_files: int = 0  # how many files' calls this build resolved (the others' arcs came from `previous`)
+    bindings: set[Node] = field(default_factory=set)  # the names Python calls C++ by (`_Natives`)
 
     @classmethod
     def build(cls, files: dict[str, FileCalls], digests: dict[str, str] | None = None,
@@ -722,6 +945,9 @@ class CallGraph:
         for rel, calls in files.items():
             for definition in calls.definitions:
                 graph.definitions[Node(rel, definition.qualname)] = definition
+        natives = _Natives(files)
+        graph.definitions.update(natives.definitions)
+        graph.bindings = set(natives.definitions)
         stale = previous.stale(files, digests) if previous is not None and digests is not None else None
         reused = previous if stale is not None else None
         again = set(stale or ())
@@ -731,7 +957,7 @@ class CallGraph:
             if reused is not None and rel not in again:
                 found = reused.arcs[rel]
             else:
-                resolver = resolver or _Resolver(files)
+                resolver = resolver or _Resolver(files, natives)
                 found = tuple(_arcs(resolver, rel, calls))
                 graph.resolved_files += 1
             arcs[rel] = found
@@ -745,6 +971,8 @@ class CallGraph:
     def exported(self, node: Node) -> bool:
         """Public: no leading underscore on its name or its class, in a file that is not a test."""
         calls = self.files[node.rel]
+        if calls.native:
+            return node in self.bindings
         top = node.qualname.split(".")[0]
         if calls.exports is not None:
             return top in calls.exports
@@ -753,6 +981,9 @@ class CallGraph:
 
 def _arcs(resolver: "_Resolver", rel: str, calls: FileCalls) -> Iterator[Arc]:
     """The arcs from one file's call sites, in their order."""
+    if calls.native:
+        yield from resolver.native_arcs(rel, calls)
+        return
     # A site's targets depend on its scope, its callee text and whether it is handed on, not its line:
     # resolved once per file for each (CUTLASS: 103,000 of its 165,000 sites).
     resolved: dict[tuple[str, str, bool], tuple[Node, list[Node]]] = {}
@@ -770,11 +1001,14 @@ def _arcs(resolver: "_Resolver", rel: str, calls: FileCalls) -> Iterator[Arc]:
 class _Resolver:
     """Callee texts -> the project's functions. Every look-up is bounded by MAX_HOPS."""
 
-    def __init__(self, files: dict[str, FileCalls]):
+    def __init__(self, files: dict[str, FileCalls], natives: _Natives | None = None):
         self.files = files
+        self.natives = natives if natives is not None else _Natives(files)
         self.by_module: dict[str, str] = {}
         suffixes: dict[str, list[str]] = {}
         for rel, calls in files.items():
+            if calls.native:
+                continue
             module = calls.module
             self.by_module[module] = rel
             parts = module.split(".")
@@ -789,8 +1023,11 @@ class _Resolver:
         self.methods: dict[Node, dict[str, Definition]] = {}
         self.nested: dict[tuple[str, str], dict[str, Definition]] = {}
         self.owner: dict[tuple[str, str], str] = {}
+        self.other_imports: dict[tuple[str, str], list[Import]] = {}  # the imports of a name after its first
         by_name: dict[str, list[Node]] = {}
         for rel, calls in files.items():
+            if calls.native:
+                continue
             names: dict[str, object] = {}
             for info in calls.classes:
                 self.class_info[Node(rel, info.qualname)] = info
@@ -808,7 +1045,9 @@ class _Resolver:
                     parent = definition.qualname.rsplit(".", 1)[0]
                     self.nested.setdefault((rel, parent), {})[definition.name] = definition
             for imported in calls.imports:
-                names.setdefault(imported.local, imported)
+                first = names.setdefault(imported.local, imported)
+                if first is not imported and isinstance(first, Import):  # `try: import a as m` / `except: import b as m`
+                    self.other_imports.setdefault((rel, imported.local), []).append(imported)
             self.top[rel] = names
         self.unique_methods = {name: nodes[0] for name, nodes in by_name.items()
                                if len(nodes) == 1 and name not in _COMMON and not name.startswith("__")}
@@ -836,15 +1075,34 @@ class _Resolver:
             calls = self.files[rel]
             module_rel = self.module_rel(calls, target)
             if target.name is None:
-                return _Module(module_rel) if module_rel is not None else None
+                if module_rel is not None:
+                    return _Module(module_rel)
+                return self.extension(rel, name, target)
             if module_rel is not None:
                 found = self.lookup(module_rel, target.name, hops + 1)
                 if found is not None:
                     return found
             submodule = self.module_rel(calls, Import(target.local, f"{target.module}.{target.name}".lstrip("."),
                                                       None, target.level)) if target.module or target.level else None
-            return _Module(submodule) if submodule is not None else None
+            if submodule is not None:
+                return _Module(submodule)
+            extension = self.extension(rel, name, target)
+            if extension is None and module_rel is not None and self.natives.by_name and \
+                    _EXTENSION_NAME.match(target.name) and target.name not in self.top.get(module_rel, {}):
+                return _Extension(None)  # `from pkg import _C`: a module of the project's that no Python file is
+            return extension
         return target if isinstance(target, Node) else None
+
+    def extension(self, rel: str, name: str, first: Import) -> _Extension | None:
+        """The compiled extension NAME is imported as, in file REL: by its first import or a later one of the same name
+        (flash-attention binds `flash_attn_gpu` to a fallback's module, or else to `flash_attn_2_cuda`)."""
+        if not self.natives.by_module:
+            return None
+        for imported in [first, *self.other_imports.get((rel, name), ())]:
+            module = (imported.name or imported.module).rsplit(".", 1)[-1]  # `from . import _C` names `_C`
+            if module in self.natives.by_module:
+                return _Extension(module)
+        return None
 
     def resolve_dotted(self, calls: FileCalls, scope: str, parts: list[str]):
         """A Node, a _Module or None for a dotted name read in SCOPE of the file."""
@@ -855,6 +1113,8 @@ class _Resolver:
                 return None
             if isinstance(found, _Module):
                 found = self.lookup(found.rel, part) or self.submodule(found.rel, part)
+            elif isinstance(found, _Extension):
+                found = self.natives.by_module[found.name].get(part) if found.name else self.natives.only(part)
             elif found in self.class_info:
                 method = self.method(found, part)
                 found = method if method is not None else self.nested_class(found, part)
@@ -938,6 +1198,8 @@ class _Resolver:
                         found += ([method] if method is not None else []) + self.overrides(cls, parts[1], method)
                     continue
                 node = self.resolve_dotted(self.files[base.rel], MODULE, parts)
+                if node is None:  # `self.adam = ext.adam`, where `ext = Builder().load()`
+                    node = self.loaded_binding(self.files[base.rel], parts, None)
                 if isinstance(node, Node):
                     found += self.instantiated(node) if node in self.class_info else [node]
             return found
@@ -957,16 +1219,57 @@ class _Resolver:
         parts = site.callee.split(".")
         cls = self.enclosing_class(calls, site.caller)
         if parts[0] in ("self", "cls", "super") and cls is not None:
-            return self.on_self(cls, parts)
+            found = self.on_self(cls, parts)
+            if not found and len(parts) == 3 and calls.loaded:
+                loaded = self.loaded_binding(calls, parts, site.caller)
+                return [loaded] if loaded is not None else []
+            return found
         found = self.resolve_dotted(calls, site.caller, parts)
         if isinstance(found, Node):
             if found in self.class_info:
                 return [] if site.handed else self.instantiated(found)
             return [found]
-        if found is None and len(parts) > 1 and parts[-1] in self.unique_methods and \
-                not isinstance(self.top[calls.rel].get(parts[0]), Import):  # `torch.nan_to_num` is torch's
-            return [self.unique_methods[parts[-1]]]
+        if len(parts) >= 4 and parts[0] == "torch" and parts[1] == "ops":
+            op = self.natives.torch_op(parts[2], parts[3])  # `torch.ops.ns.name(...)`, `torch.ops.ns.name.default(...)`
+            return [op] if op is not None else []
+        if found is None and len(parts) > 1 and not isinstance(self.top[calls.rel].get(parts[0]), Import):
+            if parts[-1] in self.unique_methods:  # `torch.nan_to_num` is torch's
+                return [self.unique_methods[parts[-1]]]
+            loaded = self.loaded_binding(calls, parts, site.caller)
+            if loaded is not None:
+                return [loaded]
         return []
+
+    def loaded_binding(self, calls: FileCalls, parts: list[str], scope: str | None) -> Node | None:
+        """`ext.f` where the file assigned `ext` an extension loaded at run time (`ext = Builder().load()`) in SCOPE
+        or at module level, or `self.ext.f` where it assigned `self.ext` one: the binding of `f`, where the project
+        binds that name once. SCOPE None: `ext` assigned one in any scope (a stored `self.f = ext.f`, kept only
+        where its method's `ext` was)."""
+        if not calls.loaded:
+            return None
+        if parts[0] == "self":
+            found = len(parts) == 3 and f"self.{parts[1]}" in calls.loaded
+        elif len(parts) != 2:
+            found = False
+        elif scope is None:
+            found = any(entry.endswith(f":{parts[0]}") for entry in calls.loaded)
+        else:
+            found = f"{scope}:{parts[0]}" in calls.loaded or f"{MODULE}:{parts[0]}" in calls.loaded
+        return self.natives.only(parts[-1]) if found else None
+
+    def native_arcs(self, rel: str, calls: FileCalls) -> Iterator[Arc]:
+        """A C++ file's arcs: its functions' calls, and its bindings to what they run."""
+        local = frozenset(d.qualname for d in calls.definitions)
+        natives = self.natives
+        for site in calls.calls:
+            callee = natives.function(rel, site.callee, local)
+            if callee is not None and callee.qualname != site.caller:
+                yield Arc(Node(rel, site.caller), callee, site.line, Edge.CALL)
+        for node in natives.in_file.get(rel, ()):
+            for target in natives.targets[node]:
+                callee = natives.function(rel, target, local)
+                if callee is not None:
+                    yield Arc(node, callee, natives.definitions[node].line, Edge.CALL)
 
     def on_self(self, cls: Node, parts: list[str]) -> list[Node]:
         if len(parts) == 1:

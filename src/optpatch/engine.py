@@ -349,7 +349,7 @@ def _policy_with(policy: FixPolicy, settings: Settings) -> FixPolicy:
 def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group],
                    analysed: list[list["_Read | FileResult"]], paths, use_cache: bool,
                    jobs: int = 1) -> dict[str, tuple[str, call_graph.FileCalls]]:
-    """Step 2's input: every Python file's part of the call graph, with the digest of its bytes, by path.
+    """Step 2's input: every Python and C++ file's part of the call graph, with the digest of its bytes, by path.
 
     Each record carries its file's: the cache's, or step 1's. A run
     narrowed to some paths still needs the whole project's, since callers
@@ -365,7 +365,7 @@ def _project_calls(root: Path, configs: ConfigResolver, groups: list[_Group],
     if paths is not None:
         others: dict[Settings, list[tuple[Path, str]]] = {}
         for path, rel in discover(root, configs, None).files:
-            if rel not in calls and language_of(rel) is Language.PYTHON:
+            if rel not in calls and language_of(rel) is not None:
                 others.setdefault(_settings_of(configs, path), []).append((path, rel))
         stores = {group.settings: group.store for group in groups}
         for settings, files in others.items():
@@ -449,8 +449,12 @@ class _IndexTask:
 
 
 def _indexed(source: SourceFile, digest: str, seen: os.stat_result) -> _Indexed | None:
-    """A file's part of the call graph read from its `ast`, with DIGEST of its bytes; None where it cannot be."""
-    index = call_graph.index_file(source.rel, source.text)
+    """A file's part of the call graph read from its `ast` (or a C++ file's text), with DIGEST of its bytes; None where
+    it cannot be."""
+    if source.language is Language.CPP:
+        index = call_graph.index_native_file(source.rel, source.text, False)
+    else:
+        index = call_graph.index_file(source.rel, source.text)
     return _Indexed(digest, index, seen) if index is not None else None
 
 
@@ -697,6 +701,8 @@ class _FileTask:
         else:
             record.analyses[record.digest] = analyse_text(source, self.rules(source.path, source.rel), record.style,
                                                           self.headers, tree)
+        if source.language is Language.CPP:
+            record.calls = call_graph.index_native_file(source.rel, source.text, bool(record.first.findings))
         return record
 
     def anticipate_the_flip(self, record: FileRecord, path: Path, rel: str, source: SourceFile) -> None:

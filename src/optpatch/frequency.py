@@ -39,6 +39,14 @@ path from that context as evidence:
   public), only tests as callers (a test's calls are not followed into the
   code it tests), and what only such functions call.
 
+C++ functions (cpp_calls.py) take the label of the Python that calls their
+binding, through the C++ calls between: `FusedAdam.step -> amp_C.multi_tensor_adam
+-> multi_tensor_adam_cuda`. Their names decide nothing (a launcher named
+`*_forward` runs as often as what calls its binding), but `main`. One that
+no binding or C++ caller reaches is unreached ("C++ that no Python binding
+or C++ caller in the project reaches"); a binding no Python calls is
+public API.
+
 Per-step roots are searched first, then one-time, then unreached, each
 breadth-first, so every function is labelled once, by the shortest path from
 the most frequent context: linear in the graph.
@@ -123,6 +131,19 @@ def source_of(definition: Definition, bases: tuple[str, ...] = ()) -> FrequencyS
     return FrequencySource[named.lastgroup] if named is not None else None
 
 
+def _native_source(definition: Definition) -> FrequencySource | None:
+    """A C++ function's own context: `main` only. Its name says nothing else of how often Python calls it (a
+    launcher `*_forward` runs as often as what calls its binding), so the graph's paths decide."""
+    return FrequencySource.ENTRY_POINT if definition.name == "main" else None
+
+
+def _orphan(graph: CallGraph, node: Node) -> FrequencySource:
+    """Why a function nothing in the project calls is unreached."""
+    if graph.exported(node):
+        return FrequencySource.PUBLIC_API
+    return FrequencySource.NOT_BOUND if graph.files[node.rel].native else FrequencySource.NO_CALLER
+
+
 @dataclass(slots=True)
 class _Label:
     frequency: Frequency
@@ -150,6 +171,7 @@ class Frequencies:
             for info in calls.classes:
                 bases.setdefault((rel, info.qualname), info.bases)
         sources = {node: source_of(d, bases.get((node.rel, d.cls), ()) if d.cls is not None else ())
+                   if not graph.files[node.rel].native else _native_source(d)
                    for node, d in graph.definitions.items()}
         _from_tests, followed = frequencies._from_tests, frequencies._followed
         arcs, tested = [], set()  # the arcs users run; the functions outside tests that a test calls
@@ -177,14 +199,13 @@ class Frequencies:
         once += [(arc.callee, FrequencySource.CAPTURE if arc.edge is Edge.CAPTURE else FrequencySource.LAZY, arc)
                  for arc in arcs if arc.edge in (Edge.CAPTURE, Edge.LAZY)]
         frequencies._spread(Frequency.ONE_TIME, once, lambda node: True)
-        orphans = [(node, FrequencySource.PUBLIC_API if graph.exported(node) else FrequencySource.NO_CALLER, None)
-                   for node in graph.definitions if not graph.callers.get(node)]
+        orphans = [(node, _orphan(graph, node), None) for node in graph.definitions if not graph.callers.get(node)]
         orphans += [(node, FrequencySource.TESTS_ONLY, None) for node in graph.definitions if node in tested]
         frequencies._spread(Frequency.UNREACHED, orphans, lambda node: True)
         labels = frequencies.labels
         for node in graph.definitions:  # in a cycle nothing outside calls
             if node not in labels:
-                labels[node] = _Label(Frequency.UNREACHED, FrequencySource.NO_CALLER)
+                labels[node] = _Label(Frequency.UNREACHED, _orphan(graph, node))
         return frequencies
 
     def _from_tests(self, arc) -> bool:

@@ -65,13 +65,13 @@ class Impact(enum.StrEnum):
 
 
 def frequency_not_known(path: str) -> str:
-    """What a report says of a site the call graph does not reach, whose impact is then the rule's own class: all
-    C++/CUDA code (its callers are Python, through bindings the graph does not follow yet), and a Python file the
-    graph could not read (syntax newer than the running Python's parser, or nesting too deep for its walk)."""
+    """What a report says of a site the call graph does not reach, whose impact is then the rule's own class: a file
+    the graph could not read (Python syntax newer than the running Python's parser, or nesting too deep for its
+    walk). Every C++/CUDA file with findings is in the graph (cpp_calls.py)."""
     if path.endswith((".py", ".pyi")):
         return ("not known: this file is not in the project's call graph (Python's parser or the graph's walk could "
                 "not read it), so the impact is the rule's own class")
-    return "not known: C++/CUDA code is outside the project's call graph, so the impact is the rule's own class"
+    return "not known: this file is not in the project's call graph, so the impact is the rule's own class"
 
 
 class Frequency(enum.StrEnum):
@@ -115,6 +115,7 @@ class FrequencySource(enum.StrEnum):
     CHECKPOINT = "checkpoint saving"  # one-time
     LAZY = "only while a cached attribute is missing or too small"  # one-time: `if self.x is None: self.x = ...`
     TESTS_ONLY = "called only from tests"  # unreached
+    NOT_BOUND = "C++ that no Python binding or C++ caller in the project reaches"  # unreached
 
 
 @dataclass(frozen=True)

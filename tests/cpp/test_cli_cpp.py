@@ -25,15 +25,25 @@ def test_the_example_kernel_host_code_gets_a_patch_git_accepts(tmp_path):
     assert again.read_bytes() == b""
 
 
-def test_a_cpp_fix_says_how_often_it_runs_is_not_known(tmp_path):
-    # Each finding states how often it runs; C++/CUDA code is outside the call graph, and the report says so.
+def test_a_cpp_fix_says_how_often_it_runs(tmp_path):
+    # Each finding states how often it runs: a C++ launcher as often as the Python that calls its binding. Alone, the
+    # example's `.cu` file registers `torch.ops.minivllm.copy_blocks`, which nothing in the project calls.
     repo = tmp_path / "repo"
     (repo / "csrc").mkdir(parents=True)
     shutil.copy(CACHE_OPS, repo / "csrc" / "cache_ops.cu")
     shown = " ".join(run_cli("check", str(repo), "--select", "OPT2", "--no-cache", "--exit-zero").stdout.split())
-    assert "runs: not known: C++/CUDA code is outside the project's call graph" in shown
+    assert ("runs: unreached (public API, no caller in the project): torch.ops.minivllm.copy_blocks (L65) -> "
+            "copy_blocks (L35)") in shown
     explained = " ".join(run_cli("explain", f"{repo}:csrc/cache_ops.cu:43", "--no-cache").stdout.split())
-    assert "Runs: per-call, how often not known: C++/CUDA code is outside the project's call graph" in explained
+    assert "Runs: unreached (public API, no caller in the project): torch.ops.minivllm.copy_blocks (L65)" in explained
+    assert "Impact: low: size" in explained
+    # With the Python that calls it every step, it is per-step.
+    (repo / "runner.py").write_text(
+        "import torch\n\n\nclass Runner:\n    def execute_model(self, keys, values, mapping):\n"
+        "        torch.ops.minivllm.copy_blocks(keys, values, mapping)\n")
+    shown = " ".join(run_cli("check", str(repo), "--select", "OPT2", "--no-cache", "--exit-zero").stdout.split())
+    assert ("runs: per-step (step-style method): runner.py:Runner.execute_model (L6) -> "
+            "torch.ops.minivllm.copy_blocks (L65) -> copy_blocks (L35)") in shown
 
 
 def test_a_suppression_comment_keeps_the_array(tmp_path):

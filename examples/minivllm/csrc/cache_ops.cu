@@ -56,3 +56,10 @@ void copy_blocks(std::vector<torch::Tensor> const& key_caches,
             block_mapping.data_ptr<int64_t>(), elems_per_block);
       });
 }
+
+// Python calls it as torch.ops.minivllm.copy_blocks, before each decode step (ModelRunner.execute_model).
+TORCH_LIBRARY(minivllm, m) {
+  m.def("copy_blocks(Tensor[] key_caches, Tensor[] value_caches, Tensor block_mapping) -> ()");
+}
+
+TORCH_LIBRARY_IMPL(minivllm, CUDA, m) { m.impl("copy_blocks", &copy_blocks); }

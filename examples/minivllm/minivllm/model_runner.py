@@ -66,3 +66,8 @@ class ModelRunner:
         # KEEP (OPT103): a list as long as a runtime size; converting it dominates, so pinning buys nothing.
         offsets = torch.tensor([block * 16 for block in range(num_blocks)]).cuda()
         return offsets.unsqueeze(0)
+
+    def execute_model(self, kv_caches: list[torch.Tensor], block_mapping: torch.Tensor) -> None:
+        # Copy-on-write of the cache blocks forked sequences share, before each step (csrc/cache_ops.cu).
+        torch.ops.minivllm.copy_blocks([cache[0] for cache in kv_caches], [cache[1] for cache in kv_caches],
+                                       block_mapping)

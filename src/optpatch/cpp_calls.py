@@ -1,0 +1,250 @@
+"""A C++/CUDA file's part of the project's call graph, read from its text: its functions, the names each calls, and
+the Python names it binds.
+
+A C++ finding runs as often as Python calls into it: `FusedAdam.step` hands
+`amp_C.multi_tensor_adam` to an applier every step, `PYBIND11_MODULE`
+binds that name to `multi_tensor_adam_cuda`, and the launcher holding the
+finding is that function. So each C++ file gives `call_graph` what a Python
+file does (`FileCalls`), read without a parser: most C++ files are never
+parsed (no rule has a candidate in them), and the graph needs all of them.
+
+What it reads, after blanking comments, strings and preprocessor lines:
+
+- **functions**: a `{` block at namespace, `extern "C"` or class scope whose
+  head ends `name(...)` (with qualifiers, a trailing return type or a
+  constructor's initialisers after it); `name` is its last `::` part.
+  Lambdas and blocks inside a function belong to it.
+- **calls**: in a function's body, each `name(`, `name<...>(` and kernel
+  launch `name<<<`, keywords and casts left out.
+- **bindings**: `.def("name", ...)` and `.impl("name", ...)` in the body of
+  `PYBIND11_MODULE(module, m)`, of `TORCH_LIBRARY(ns, m)` (and its `_IMPL`
+  and `_FRAGMENT` forms: Python calls `torch.ops.ns.name`), or of a helper
+  that fills a module it is handed. The Python name is the string's leading
+  identifier (an operator schema's `name(Tensor x) -> Tensor` too); what it
+  runs is every function the rest of the call names: `&f`, `f`,
+  `TORCH_FN(f)`, `py::overload_cast<...>(&f)`, or the calls of a lambda.
+
+Like the Python graph it under-approximates: a call through a pointer, a
+virtual, or a name defined in several files is left out, so a function it
+cannot reach is "unreached", never wrongly "per-step". One pass of a few
+regular expressions over the text: linear in its bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from typing import NamedTuple
+
+# Comments, string and character literals, and preprocessor lines (with their continuations): blanked before braces
+# are counted. Strings are kept apart, since bindings are named by them.
+_NOISE = re.compile(
+    r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|^[ \t]*#(?:[^\n]*\\\n)*[^\n]*",
+    re.S | re.M,
+)
+_BRACES = re.compile(r"[{};]")
+# `name (`, `name<...> (`, `name<<<`: the name's last `::` part; a template argument list without braces or parens.
+_CALL = re.compile(r"(?<!\w)([A-Za-z_]\w*+)(?:\s*+<[^;{}()<>]*+(?:<[^;{}()<>]*+>[^;{}()<>]*+)*+>)?\s*+(?:\(|<<<)")
+_HEAD_NAME = re.compile(r"([A-Za-z_]\w*)\s*\($")
+_REFERENCE = re.compile(r"&\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)")
+_FIRST_ARGUMENT = re.compile(r"\s*,\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)\s*(?:,|$)")
+_NEWLINE = re.compile(r"\n")
+_DEFINES = re.compile(r"\.\s*(?:def|impl)\s*\($")
+_LEADING_NAME = re.compile(r'"([A-Za-z_]\w*)')
+_TAKES_A_MODULE = re.compile(r"\b(?:module_?|Library)\s*&")
+_REGISTRARS = re.compile(r"^(PYBIND11_MODULE|TORCH_LIBRARY(?:_IMPL|_FRAGMENT|_EXPAND)?)\s*\(\s*([A-Za-z_]\w*)")
+_TYPE_KEYWORDS = re.compile(r"\b(?:class|struct|union|enum|namespace)\b")
+# Names before a `(` that are no call of a function: statements, operators, casts, attributes, the assertion and
+# dispatch macros (their bodies are read: a dispatch's lambda is the function's own code).
+_NOT_CALLS = frozenset({
+    "if", "for", "while", "switch", "return", "sizeof", "alignof", "decltype", "catch", "throw", "new", "delete",
+    "static_cast", "dynamic_cast", "const_cast", "reinterpret_cast", "static_assert", "alignas", "noexcept",
+    "typeid", "defined", "__launch_bounds__", "__attribute__", "__declspec", "__align__", "do", "else", "case",
+    "operator", "template", "typename", "using", "auto", "void", "int", "float", "double", "char", "bool",
+    "TORCH_CHECK", "AT_ASSERTM", "AT_ASSERT", "TORCH_INTERNAL_ASSERT", "C10_CUDA_CHECK", "C10_CUDA_KERNEL_LAUNCH_CHECK",
+    "TORCH_FN", "overload_cast", "assert",
+})
+
+
+class Binding(NamedTuple):
+    """A name Python calls, bound by this file to the C++ functions its registration names."""
+
+    registrar: str  # "PYBIND11_MODULE", "TORCH_LIBRARY", ... or "" for a helper handed the module
+    module: str  # as the registrar names it: `amp_C`, `TORCH_EXTENSION_NAME`, a namespace; "" for a helper
+    name: str  # the Python name
+    line: int
+    targets: tuple[str, ...]  # the C++ names it runs
+
+    @property
+    def torch_ops(self) -> bool:
+        return self.registrar.startswith("TORCH_LIBRARY")
+
+
+class Function(NamedTuple):
+    name: str
+    line: int  # of its name
+    end_line: int  # of its closing brace
+    calls: tuple[tuple[str, int], ...]  # (name, line) of each name it calls, the first call of each
+
+
+class CppCalls(NamedTuple):
+    functions: tuple[Function, ...]
+    bindings: tuple[Binding, ...]
+
+
+def index_text(text: str) -> CppCalls:
+    """The functions of a C++/CUDA text, their calls, and the Python names it binds."""
+    strings: list[tuple[int, str]] = []
+
+    def blank(match: re.Match) -> str:
+        found = match.group()
+        if found[0] == '"':
+            strings.append((match.start(), found))
+        if "\n" not in found:
+            return " " * len(found)
+        return "\n".join(" " * len(part) for part in found.split("\n"))
+
+    code = _NOISE.sub(blank, text)
+    lines = [match.start() for match in _NEWLINE.finditer(code)]
+
+    def line_of(offset: int) -> int:
+        return bisect_right(lines, offset - 1) + 1
+
+    functions: list[Function] = []
+    regions: list[tuple[int, int, str, str]] = []  # (start, end, registrar, module) of each registering body
+    stack: list[tuple[str, int, str]] = []  # (kind, offset of `{`, name): "scope", "function", "block"
+    statement_start = 0
+    for match in _BRACES.finditer(code):
+        char, at = match.group(), match.start()
+        inside = bool(stack) and stack[-1][0] != "scope"  # in a function, or a block of one
+        if char == ";":
+            statement_start = at + 1
+        elif char == "{":
+            if inside:
+                stack.append(("block", at, ""))
+            else:
+                head = code[statement_start:at]
+                name = _function_name(head)
+                stack.append(("function", at, name) if name else ("scope", at, ""))
+                if name:
+                    registrar = _REGISTRARS.match(head.strip())
+                    if registrar is not None:
+                        regions.append((at, -1, registrar.group(1), registrar.group(2)))
+                    elif _TAKES_A_MODULE.search(head):
+                        regions.append((at, -1, "", ""))
+            statement_start = at + 1
+        else:  # "}"
+            if stack:
+                kind, start, name = stack.pop()
+                if kind == "function":
+                    functions.append(Function(name, line_of(_name_offset(code, start)), line_of(at),
+                                              _calls(code, start, at, line_of)))
+                    regions = [(s, at if s == start else e, r, m) for s, e, r, m in regions]
+            statement_start = at + 1
+    bindings = _bindings(code, strings, regions, line_of)
+    functions.sort(key=lambda function: function.line)
+    return CppCalls(tuple(functions), bindings)
+
+
+def _function_name(head: str) -> str | None:
+    """The name a block's head defines as a function, or None (a namespace, a class, an initialiser, a statement)."""
+    head = _without_templates(head.strip())
+    if not head or head.endswith(("=", ",")) or _TYPE_KEYWORDS.search(head.split("(", 1)[0]):
+        return None
+    # A constructor's initialisers, `) : a(x), b(y)`, and a trailing return type or qualifiers follow the parameters:
+    # the parameter list is the first top-level `(...)` after a name that is no attribute or macro of qualifiers.
+    depth = 0
+    for index, char in enumerate(head):
+        if char == "(":
+            if depth == 0:
+                found = _HEAD_NAME.search(head[: index + 1])
+                if found is not None and found.group(1) not in _NOT_CALLS and not _is_macro(found.group(1)):
+                    return found.group(1)
+            depth += 1
+        elif char == ")":
+            depth -= 1
+    return None
+
+
+def _without_templates(head: str) -> str:
+    """HEAD without its leading `template <...>` parameter lists (`template <class T>` declares no class)."""
+    while head.startswith("template"):
+        opened = head.find("<")
+        if opened < 0:
+            return head
+        depth = 0
+        for index in range(opened, len(head)):
+            depth += {"<": 1, ">": -1}.get(head[index], 0)
+            if depth == 0:
+                head = head[index + 1 :].lstrip()
+                break
+        else:
+            return head
+    return head
+
+
+def _is_macro(name: str) -> bool:
+    """An upper-case name before a `(` in a head is a macro of attributes (`C10_LAUNCH_BOUNDS_1(256)`), except the
+    registrars, whose bodies hold bindings."""
+    return name.isupper() and not _REGISTRARS.match(name + "(x")
+
+
+def _name_offset(code: str, brace: int) -> int:
+    """Where the head before the `{` at BRACE names the function: the `(` of its parameters, roughly."""
+    start = max(code.rfind(";", 0, brace), code.rfind("}", 0, brace), code.rfind("{", 0, brace)) + 1
+    head = code[start:brace]
+    stripped = head.lstrip()
+    paren = stripped.find("(")
+    return start + (len(head) - len(stripped)) + (paren if paren >= 0 else 0)
+
+
+def _calls(code: str, start: int, end: int, line_of) -> tuple[tuple[str, int], ...]:
+    found: dict[str, int] = {}
+    for match in _CALL.finditer(code, start, end):
+        name = match.group(1)
+        if name not in _NOT_CALLS and name not in found:
+            found[name] = line_of(match.start())
+    return tuple(found.items())
+
+
+def _bindings(code: str, strings: list[tuple[int, str]], regions, line_of) -> tuple[Binding, ...]:
+    if not regions:
+        return ()
+    found: list[Binding] = []
+    for offset, literal in strings:
+        region = next(((r, m) for s, e, r, m in regions if s < offset < e), None)
+        if region is None:
+            continue
+        before = code[max(0, offset - 40):offset].rstrip()
+        if not _DEFINES.search(before):
+            continue
+        name = _LEADING_NAME.match(literal)
+        if name is None:
+            continue
+        rest_start = offset + len(literal)
+        rest_end = _closing(code, rest_start)
+        rest = code[rest_start:rest_end]
+        targets = dict.fromkeys(
+            [m.group(1).replace(" ", "").rsplit("::", 1)[-1] for m in _REFERENCE.finditer(rest)]
+            + [m.group(1) for m in _CALL.finditer(rest) if m.group(1) not in _NOT_CALLS]
+        )
+        first = _FIRST_ARGUMENT.match(rest)
+        if first is not None:
+            targets.setdefault(first.group(1).replace(" ", "").rsplit("::", 1)[-1])
+        registrar, module = region
+        found.append(Binding(registrar, module, name.group(1), line_of(offset), tuple(targets)))
+    return tuple(found)
+
+
+def _closing(code: str, start: int) -> int:
+    """The offset of the `)` that closes the call whose arguments go on at START."""
+    depth = 0
+    for index in range(start, len(code)):
+        char = code[index]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                return index
+            depth -= 1
+    return len(code)

@@ -1,0 +1,260 @@
+"""How often C++ runs: Python calls an extension's binding, the binding runs a C++ function, which calls the launcher
+holding the finding (cpp_calls.py, call_graph._Natives).
+
+The project below is an extension as people write them: a build script names
+the module and its sources, a frontend registers the bindings with pybind11
+(one through a lambda), a `.cu` file holds the launchers, and a second file
+registers an operator with `TORCH_LIBRARY`. Every C++ finding must come with
+the frequency its Python callers give it, and the path through the binding.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from optpatch import engine
+from optpatch.config import Settings
+from optpatch.cpp_calls import index_text
+from optpatch.model import Frequency, FrequencySource
+from optpatch.policy import FixPolicy
+
+SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(
+    name="mini",
+    ext_modules=[CUDAExtension(name="mini._ops", sources=["csrc/frontend.cpp", "csrc/kernels.cu"])],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+FRONTEND = """\
+#include <torch/extension.h>
+
+torch::Tensor twice_cuda(torch::Tensor x);
+torch::Tensor total_cuda(torch::Tensor x);
+
+// A comment with a brace { and a call_me(x) in it changes nothing.
+torch::Tensor twice(torch::Tensor x) {
+  TORCH_CHECK(x.is_cuda(), "x must be on the GPU {");
+  return twice_cuda(x);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("twice", &twice, "Twice x (fused)");
+  m.def("total", [](torch::Tensor x) { return total_cuda(x); });
+}
+"""
+
+KERNELS = """\
+#include <torch/extension.h>
+
+__global__ void scale_kernel(float* out, const float* in, int64_t n) {
+  const int64_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 2 * in[i];
+}
+
+__global__ void sum_kernel(const float* in, float* out, int64_t n) {
+  const int64_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(&out[0], in[i]);
+}
+
+torch::Tensor twice_cuda(torch::Tensor x) {
+  auto out = torch::zeros_like(x);
+  scale_kernel<<<1, 128>>>(out.data_ptr<float>(), x.data_ptr<float>(), x.numel());
+  return out;
+}
+
+torch::Tensor total_cuda(torch::Tensor x) {
+  auto out = torch::zeros({1}, x.options());
+  sum_kernel<<<1, 128>>>(x.data_ptr<float>(), out.data_ptr<float>(), x.numel());
+  return out;
+}
+
+torch::Tensor unused_cuda(torch::Tensor x) {
+  auto out = torch::zeros({1}, x.options());
+  sum_kernel<<<1, 128>>>(x.data_ptr<float>(), out.data_ptr<float>(), x.numel());
+  return out;
+}
+"""
+
+OPERATOR = """\
+#include <torch/extension.h>
+#include <torch/library.h>
+
+__global__ void fill_kernel(float* out, int64_t n) {
+  const int64_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 1.0f;
+}
+
+torch::Tensor ones_cuda(torch::Tensor x) {
+  auto out = torch::zeros_like(x);
+  fill_kernel<<<1, 128>>>(out.data_ptr<float>(), out.numel());
+  return out;
+}
+
+TORCH_LIBRARY(mini, m) { m.def("ones(Tensor x) -> Tensor"); }
+
+TORCH_LIBRARY_IMPL(mini, CUDA, m) { m.impl("ones", &ones_cuda); }
+"""
+
+MODEL = """\
+import torch
+
+from mini import _ops
+
+
+class Doubler(torch.nn.Module):
+    def forward(self, x):
+        return _ops.twice(x) + torch.ops.mini.ones(x)
+
+
+def build_total(x):
+    return _ops.total(x)
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "mini_project"
+    files = {"setup.py": SETUP, "csrc/frontend.cpp": FRONTEND, "csrc/kernels.cu": KERNELS,
+             "csrc/operator.cu": OPERATOR, "mini/__init__.py": "", "mini/model.py": MODEL}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def _by_function(result, rel: str) -> dict[int, object]:
+    return {f.line: f.frequency for f in result.findings if f.path == rel}
+
+
+def test_a_launcher_runs_as_often_as_the_python_that_calls_its_binding(project: Path):
+    result = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    kernels = _by_function(result, "csrc/kernels.cu")
+    assert set(kernels) == {14, 20, 26}, kernels
+    twice = kernels[14]
+    assert (twice.frequency, twice.source) == (Frequency.PER_STEP, FrequencySource.FORWARD)
+    assert [(step.path, step.function) for step in twice.path] == [
+        ("mini/model.py", "Doubler.forward"), ("csrc/frontend.cpp", "_ops.twice"), ("csrc/frontend.cpp", "twice"),
+        ("csrc/kernels.cu", "twice_cuda")]
+    total = kernels[20]  # bound through a lambda, called from a set-up function
+    assert (total.frequency, total.source) == (Frequency.ONE_TIME, FrequencySource.SETUP)
+    assert [step.function for step in total.path] == ["build_total", "_ops.total", "total_cuda"]
+    unused = kernels[26]  # bound by nothing
+    assert (unused.frequency, unused.source) == (Frequency.UNREACHED, FrequencySource.NOT_BOUND)
+
+
+def test_an_operator_registered_with_torch_library_is_reached_through_torch_ops(project: Path):
+    result = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    (ones,) = _by_function(result, "csrc/operator.cu").values()
+    assert ones.frequency is Frequency.PER_STEP
+    assert [step.function for step in ones.path] == ["Doubler.forward", "torch.ops.mini.ones", "ones_cuda"]
+
+
+def test_a_run_narrowed_to_the_launcher_reads_the_bindings_it_did_not_analyse(project: Path, tmp_path, monkeypatch):
+    """Pre-commit analyses only the changed `.cu` file; the frontend and the model are indexed all the same."""
+    monkeypatch.setenv("OPTPATCH_CACHE_DIR", str(tmp_path / "cache"))
+    whole = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    narrowed = engine.run(project, Settings(), FixPolicy(), paths=[project / "csrc/kernels.cu"])
+    assert _by_function(narrowed, "csrc/kernels.cu") == _by_function(whole, "csrc/kernels.cu")
+    again = engine.run(project, Settings(), FixPolicy(), paths=[project / "csrc/kernels.cu"])  # from the cache
+    assert _by_function(again, "csrc/kernels.cu") == _by_function(whole, "csrc/kernels.cu")
+
+
+def test_a_python_name_bound_in_two_extensions_is_resolved_by_its_module_only(project: Path):
+    """`twice` bound by a second module too: `_ops.twice` still resolves by its import, and the name alone (an
+    extension loaded at run time) resolves to neither."""
+    (project / "csrc/other.cpp").write_text(
+        '#include <torch/extension.h>\ntorch::Tensor other(torch::Tensor x) { return x; }\n'
+        'PYBIND11_MODULE(other_ext, m) { m.def("twice", &other); }\n')
+    (project / "mini/loaded.py").write_text(
+        "import torch\n\n\nclass Loaded(torch.nn.Module):\n    def forward(self, x):\n"
+        "        ext = load_somehow()\n        return ext.twice(x)\n")
+    result = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    twice = _by_function(result, "csrc/kernels.cu")[14]
+    assert [step.function for step in twice.path][:2] == ["Doubler.forward", "_ops.twice"]
+
+
+LOADED_BINDINGS = """\
+#include <torch/extension.h>
+
+torch::Tensor unused_cuda(torch::Tensor x);
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("fused_unused", &unused_cuda); }
+"""
+
+
+@pytest.mark.parametrize("init, call, runs", [
+    # DeepSpeed's op builders: the module is loaded at run time, and kept in an attribute ...
+    ("self.ext = OpBuilder().load()", "self.ext.fused_unused(x)", Frequency.PER_STEP),
+    # ... or its function is (`self.multi_tensor_adam = fused_adam_cuda.multi_tensor_adam`)
+    ("ext = OpBuilder().load()\n        self.fused = ext.fused_unused", "self.fused(x)", Frequency.PER_STEP),
+    # An object that is no loaded extension calls nothing of the project's C++, whatever its method's name.
+    ("self.ext = make_backend()", "self.ext.fused_unused(x)", Frequency.UNREACHED),
+])
+def test_an_extension_loaded_at_run_time_is_followed_only_from_where_it_was_loaded(project: Path, init, call, runs):
+    (project / "csrc/loaded.cpp").write_text(LOADED_BINDINGS)
+    (project / "mini/fused.py").write_text(
+        "import torch\n\n\nclass Fused(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        {init}\n\n    def forward(self, x):\n        return {call}\n")
+    result = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    unused = _by_function(result, "csrc/kernels.cu")[26]
+    assert unused.frequency is runs, unused.describe("csrc/kernels.cu")
+    if runs is Frequency.PER_STEP:
+        assert [step.function for step in unused.path] == ["Fused.forward", "<module>.fused_unused", "unused_cuda"]
+    else:  # bound, but called by nothing in the project
+        assert unused.source is FrequencySource.PUBLIC_API
+
+
+# -- the reading of one file ---------------------------------------------------------------------
+
+
+def test_functions_are_read_past_templates_attributes_initialisers_and_scopes():
+    text = """\
+namespace outer { namespace {
+template <class T, int N>
+__global__ void __launch_bounds__(256) kernel(T* out) { helper<T>(out); }
+}  // namespace
+
+struct Runner : public Base<int> {
+  Runner(int n) : n_(n), data_(make(n)) { setup(n); }
+  void run() const { launch<<<1, 1>>>(); if (n_) { nested(); } }
+  int n_;
+};
+
+extern "C" {
+int plain(int x) { return twice(x) + sizeof(int); }
+}
+auto table = std::vector<int>{1, 2, 3};
+}  // namespace outer
+"""
+    found = index_text(text)
+    assert [(f.name, f.line, f.end_line) for f in found.functions] == [
+        ("kernel", 3, 3), ("Runner", 7, 7), ("run", 8, 8), ("plain", 13, 13)]
+    calls = {f.name: [name for name, _ in f.calls] for f in found.functions}
+    assert calls == {"kernel": ["helper"], "Runner": ["setup"], "run": ["launch", "nested"], "plain": ["twice"]}
+    assert found.bindings == ()
+
+
+def test_bindings_name_what_they_run():
+    text = """\
+void init_ops(py::module& m) {
+  m.def("scale", py::overload_cast<at::Tensor, double>(&ops::scale), "scale (in place)");
+}
+TORCH_LIBRARY_FRAGMENT(myops, m) {
+  m.def("rms_norm(Tensor! out, Tensor input) -> ()");
+  m.impl("rms_norm", torch::kCUDA, &rms_norm);
+}
+PYBIND11_MODULE(fast_ext, m) { m.def("run", run_all); init_ops(m); }
+"""
+    found = index_text(text)
+    assert [(b.registrar, b.module, b.name, b.line) for b in found.bindings] == [
+        ("", "", "scale", 2), ("TORCH_LIBRARY_FRAGMENT", "myops", "rms_norm", 5),
+        ("TORCH_LIBRARY_FRAGMENT", "myops", "rms_norm", 6), ("PYBIND11_MODULE", "fast_ext", "run", 8)]
+    scale, schema, impl, run = found.bindings
+    assert "scale" in scale.targets and schema.targets == () and "rms_norm" in impl.targets
+    assert run.targets == ("run_all",)
