@@ -523,7 +523,7 @@ def _extension(node: ast.Call) -> ExtensionModule | None:
     found = tuple(dict.fromkeys(
         child.value for child in ast.walk(sources)
         if isinstance(child, ast.Constant) and isinstance(child.value, str) and child.value.endswith(_NATIVE_SUFFIXES)))
-    return ExtensionModule(name.value, found) if found else None
+    return ExtensionModule(name.value, found)  # no source it can read (`[str(s) for s in sources]`): a name only
 
 
 def _parameter_default(arguments: ast.arguments, name: str):
@@ -797,7 +797,7 @@ class _Natives:
 
     def __init__(self, files: dict[str, FileCalls]):
         natives = [rel for rel, calls in files.items() if calls.native]
-        modules = _extension_modules(files, natives)
+        modules, unplaced = _extension_modules(files, natives)
         self.functions: dict[str, list[Node]] = {}  # C++ name -> one node per file that defines it
         self.definitions: dict[Node, Definition] = {}  # the bindings'
         self.targets: dict[Node, tuple[str, ...]] = {}
@@ -813,7 +813,8 @@ class _Natives:
                     module = f"torch.ops.{binding.module}"
                 else:
                     named = binding.module if binding.module and binding.module != "TORCH_EXTENSION_NAME" else None
-                    module = (modules.get(rel) or [named or "<module>"])[0]
+                    unknown = unplaced[0] if len(unplaced) == 1 else "<module>"  # the one module without sources
+                    module = (modules.get(rel) or [named or unknown])[0]
                 node = Node(rel, f"{module}.{binding.name}")
                 self.definitions[node] = Definition(node.qualname, binding.line, binding.line)
                 self.targets[node] = self.targets.get(node, ()) + binding.targets
@@ -821,6 +822,10 @@ class _Natives:
                 self.by_name.setdefault(binding.name, []).append(node)
                 if node not in self.in_file.setdefault(rel, []):
                     self.in_file[rel].append(node)
+        # A module the build script names without sources it can read (`CppExtension(name="te_torch", sources=[str(s)
+        # for s in found])`) holds the bindings whose module is not known otherwise.
+        for module in unplaced:
+            self.by_module.setdefault(module, self.by_module.get("<module>", {}))
 
     def function(self, rel: str, name: str, local: frozenset[str]) -> Node | None:
         """The C++ function NAME called from file REL: the file's own, else the one file that defines it."""
@@ -845,11 +850,12 @@ class _Natives:
         return found[0] if len(found) == 1 else None
 
 
-def _extension_modules(files: dict[str, FileCalls], natives: list[str]) -> dict[str, list[str]]:
+def _extension_modules(files: dict[str, FileCalls], natives: list[str]) -> tuple[dict[str, list[str]], list[str]]:
     """C++ file -> the extension modules a build script builds it into, by the sources it names: a path relative to
-    the script's folder or the root, else the one C++ file whose path ends so."""
+    the script's folder or the root, else the one C++ file whose path ends so; and the modules none of whose sources
+    it places."""
     if not any(calls.extensions for calls in files.values()):
-        return {}
+        return {}, []
     known = set(natives)
     by_tail: dict[str, list[str]] = {}
     for rel in natives:
@@ -874,7 +880,9 @@ def _extension_modules(files: dict[str, FileCalls], natives: list[str]) -> dict[
                     module = extension.name.rsplit(".", 1)[-1]
                     if module not in names:
                         names.append(module)
-    return modules
+    placed = {module for names in modules.values() for module in names}
+    unplaced = [extension.name.rsplit(".", 1)[-1] for calls in files.values() for extension in calls.extensions]
+    return modules, [module for module in dict.fromkeys(unplaced) if module not in placed]
 
 
 @dataclass(frozen=True)

@@ -179,6 +179,19 @@ def test_a_python_name_bound_in_two_extensions_is_resolved_by_its_module_only(pr
     assert [step.function for step in twice.path][:2] == ["Doubler.forward", "_ops.twice"]
 
 
+def test_a_module_the_build_script_names_without_readable_sources_holds_the_unplaced_bindings(project: Path):
+    """TransformerEngine's `CppExtension(name="transformer_engine_torch", sources=[str(s) for s in sources])`."""
+    setup = SETUP.replace('name="mini._ops", sources=["csrc/frontend.cpp", "csrc/kernels.cu"]',
+                          'name="mini_native", sources=[str(path) for path in SOURCES]')
+    assert setup != SETUP
+    (project / "setup.py").write_text(setup)
+    (project / "mini/model.py").write_text(MODEL.replace("from mini import _ops", "import mini_native as _ops"))
+    result = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    twice = _by_function(result, "csrc/kernels.cu")[14]
+    assert twice.frequency is Frequency.PER_STEP
+    assert [step.function for step in twice.path] == ["Doubler.forward", "mini_native.twice", "twice", "twice_cuda"]
+
+
 LOADED_BINDINGS = """\
 #include <torch/extension.h>
 
