@@ -153,6 +153,10 @@ class FileCalls:
     # What this file assigns an extension loaded at run time (`ext = Builder().load()`): `self.ext`, or the scope
     # and the name, `Model.__init__:ext` (`<module>:ext` at module level)
     loaded: tuple[str, ...] = ()
+    # Module-level names bound to another name, not called: `_wrapped_bwd = torch.ops.ns.bwd` (or `= _bwd`)
+    aliases: tuple[tuple[str, str], ...] = ()
+    # Functions registered as torch operators (`@torch.library.custom_op("ns::name", ...)`): ("ns.name", qualname)
+    custom_ops: tuple[tuple[str, str], ...] = ()
 
     @property
     def calls(self) -> tuple[CallSite, ...]:
@@ -168,15 +172,15 @@ class FileCalls:
         if type(sites) is not bytes:
             sites = self.__dict__.get("_pickled") or pickle.dumps(sites, protocol=pickle.HIGHEST_PROTOCOL)
         return FileCalls, (self.rel, self.definitions, self.classes, self.imports, sites, self.exports, self.interface,
-                           self.extensions, self.bindings, self.loaded)
+                           self.extensions, self.bindings, self.loaded, self.aliases, self.custom_ops)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, FileCalls):
             return NotImplemented
         return (self.rel, self.definitions, self.classes, self.imports, self.calls, self.exports, self.interface,
-                self.extensions, self.bindings, self.loaded) == \
+                self.extensions, self.bindings, self.loaded, self.aliases, self.custom_ops) == \
             (other.rel, other.definitions, other.classes, other.imports, other.calls, other.exports, other.interface,
-             other.extensions, other.bindings, other.loaded)
+             other.extensions, other.bindings, other.loaded, other.aliases, other.custom_ops)
 
     @property
     def module(self) -> str:
@@ -217,9 +221,10 @@ def index_tree(rel: str, tree: ast.Module) -> FileCalls | None:
     except RecursionError:
         return None
     definitions, classes, imports = tuple(indexer.definitions), tuple(indexer.class_infos()), tuple(indexer.imports)
-    extensions = tuple(indexer.extensions)
+    extensions, custom_ops = tuple(indexer.extensions), tuple(indexer.custom_ops)
     return FileCalls(rel, definitions, classes, imports, tuple(indexer.calls), indexer.exports,
-                     interface_of(definitions, classes, imports, extensions), extensions, loaded=tuple(sorted(indexer.loaded)))
+                     interface_of(definitions, classes, imports, extensions, custom_ops=custom_ops), extensions,
+                     loaded=tuple(sorted(indexer.loaded)), aliases=tuple(indexer.aliases), custom_ops=custom_ops)
 
 
 # A C++ file is part of the graph where Python may reach it: it registers bindings, or its host code handles torch's
@@ -255,14 +260,14 @@ _EMPTY_INTERFACE = ""  # a C++ file outside the graph: nothing of it is read by 
 
 
 def interface_of(definitions: tuple[Definition, ...], classes: tuple[ClassInfo, ...], imports: tuple[Import, ...],
-                 extensions: tuple[ExtensionModule, ...] = (), bindings: tuple = ()) -> str:
+                 extensions: tuple[ExtensionModule, ...] = (), bindings: tuple = (), custom_ops: tuple = ()) -> str:
     """A digest of all that resolving any file's calls reads of this one (`_Resolver`): its functions and classes
     by name, the classes' bases and attributes, its imports, the extensions it builds and the names it binds. Not
     its lines, nor its call sites."""
     read = (tuple((d.qualname, d.cls) for d in definitions),
             tuple((c.qualname, c.bases, c.attributes, c.functions) for c in classes),
             tuple((i.local, i.module, i.name, i.level) for i in imports),
-            extensions, tuple((b.registrar, b.module, b.name, b.targets) for b in bindings))
+            extensions, tuple((b.registrar, b.module, b.name, b.targets) for b in bindings), custom_ops)
     return hashlib.blake2b(repr(read).encode(), digest_size=16).hexdigest()
 
 
@@ -295,6 +300,8 @@ class _Indexer:
         self.exports: tuple[str, ...] | None = None
         self.extensions: list[ExtensionModule] = []
         self.loaded: set[str] = set()
+        self.aliases: list[tuple[str, str]] = []
+        self.custom_ops: list[tuple[str, str]] = []
         self._loaded_locals: dict[int, set[str]] = {}  # id(function) -> the names it assigns a loaded extension
 
     def class_infos(self) -> Iterator[ClassInfo]:
@@ -332,6 +339,11 @@ class _Indexer:
             if kind is ast.Assign and scope == MODULE and any(
                     isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
                 self.exports = _literal_names(node.value)
+            if kind is ast.Assign and scope == MODULE and type(node.value) in (ast.Name, ast.Attribute):
+                text = dotted(node.value)
+                for target in node.targets:
+                    if type(target) is ast.Name and text is not None and text.split(".", 1)[0] != target.id:
+                        self.aliases.append((target.id, text))
             if kind in (ast.Assign, ast.AnnAssign) and cls is not None:
                 self.attribute_types(node, cls)
             if kind is ast.Assign and type(node.value) is ast.Call and _loads_an_extension(node.value):
@@ -359,6 +371,10 @@ class _Indexer:
         owner = cls if cls is not None and scope == cls else None
         decorators = tuple(filter(None, (dotted(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list)))
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        for decorator in node.decorator_list:
+            operator = _custom_op(decorator)
+            if operator is not None:
+                self.custom_ops.append((operator, qualname))
         loops = list(_outermost_loops(node.body))
         spans = tuple((loop.lineno, loop.end_lineno or loop.lineno) for loop in loops)
         forever = tuple((loop.lineno, loop.end_lineno or loop.lineno) for loop in _serving_loops(node.body))
@@ -508,6 +524,19 @@ def _loads_an_extension(call: ast.Call) -> bool:
     return name is not None and _LOADERS.match(name) is not None
 
 
+def _custom_op(decorator: ast.expr) -> str | None:
+    """`@torch.library.custom_op("ns::name", ...)` (or a project's wrapper of it): "ns.name", as `torch.ops` spells it."""
+    if type(decorator) is not ast.Call or not decorator.args:
+        return None
+    name, first = dotted(decorator.func), decorator.args[0]
+    if name is None or "custom_op" not in name.rsplit(".", 1)[-1]:
+        return None
+    if type(first) is ast.Constant and type(first.value) is str and _OPERATOR_NAME.match(first.value):
+        return first.value.replace("::", ".")
+    return None
+
+
+_OPERATOR_NAME = re.compile(r"^\w+::\w+$")
 _BUILDS_AN_EXTENSION = frozenset({"CUDAExtension", "CppExtension", "Extension", "Pybind11Extension", "load"})
 _NATIVE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 
@@ -1032,6 +1061,10 @@ class _Resolver:
         self.nested: dict[tuple[str, str], dict[str, Definition]] = {}
         self.owner: dict[tuple[str, str], str] = {}
         self.other_imports: dict[tuple[str, str], list[Import]] = {}  # the imports of a name after its first
+        self.python_ops: dict[str, Node] = {}  # "ns.name" -> the function registered as `torch.ops.ns.name`
+        for rel, calls in files.items():
+            for operator, qualname in calls.custom_ops:
+                self.python_ops.setdefault(operator, Node(rel, qualname))
         by_name: dict[str, list[Node]] = {}
         for rel, calls in files.items():
             if calls.native:
@@ -1223,7 +1256,7 @@ class _Resolver:
 
     # -- a call --
 
-    def targets(self, calls: FileCalls, site: CallSite) -> list[Node]:
+    def targets(self, calls: FileCalls, site: CallSite, aliases: bool = True) -> list[Node]:
         parts = site.callee.split(".")
         cls = self.enclosing_class(calls, site.caller)
         if parts[0] in ("self", "cls", "super") and cls is not None:
@@ -1238,8 +1271,17 @@ class _Resolver:
                 return [] if site.handed else self.instantiated(found)
             return [found]
         if len(parts) >= 4 and parts[0] == "torch" and parts[1] == "ops":
-            op = self.natives.torch_op(parts[2], parts[3])  # `torch.ops.ns.name(...)`, `torch.ops.ns.name.default(...)`
+            # `torch.ops.ns.name(...)`, `torch.ops.ns.name.default(...)`: a Python custom op, or a C++ binding
+            op = self.python_ops.get(f"{parts[2]}.{parts[3]}") or self.natives.torch_op(parts[2], parts[3])
             return [op] if op is not None else []
+        if found is None and aliases and calls.aliases:  # `_bwd = torch.ops.ns.bwd` (or `= _bwd_impl`): `_bwd(...)`
+            found_through = []
+            for name, text in calls.aliases:
+                if name == parts[0]:
+                    aliased = site._replace(callee=".".join([text, *parts[1:]]))
+                    found_through += [node for node in self.targets(calls, aliased, False) if node not in found_through]
+            if found_through:
+                return found_through
         if found is None and len(parts) > 1 and not isinstance(self.top[calls.rel].get(parts[0]), Import):
             if parts[-1] in self.unique_methods:  # `torch.nan_to_num` is torch's
                 return [self.unique_methods[parts[-1]]]

@@ -271,3 +271,38 @@ PYBIND11_MODULE(fast_ext, m) { m.def("run", run_all); init_ops(m); }
     scale, schema, impl, run = found.bindings
     assert "scale" in scale.targets and schema.targets == () and "rms_norm" in impl.targets
     assert run.targets == ("run_all",)
+
+
+# -- operators registered from Python, and names bound to them -----------------------------------
+
+CUSTOM_OP = """\
+import torch
+
+
+@torch.library.custom_op("mini::scale", mutates_args=())
+def scale(x: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    out.copy_(x * 2)
+    return out
+
+
+{binding}
+
+
+class Scaler(torch.nn.Module):
+    def forward(self, x):
+        return {call}
+"""
+
+
+@pytest.mark.parametrize("binding, call", [
+    ("", "torch.ops.mini.scale(x)"),  # the operator, called by its torch.ops name
+    ("_scale = torch.ops.mini.scale", "_scale(x)"),  # flash-attention's `_wrapped_flash_attn_backward`
+    ("_scale = scale", "_scale(x)"),  # Megatron-LM's `l2_norm_impl = local_multi_tensor_l2_norm`, handed on
+])
+def test_a_python_custom_op_runs_as_often_as_its_torch_ops_callers(tmp_path: Path, binding, call):
+    (tmp_path / "ops.py").write_text(CUSTOM_OP.format(binding=binding, call=call))
+    result = engine.run(tmp_path, Settings(), FixPolicy(), use_cache=False)
+    (zeros,) = [f for f in result.findings if f.path == "ops.py" and f.line == 6]
+    assert zeros.frequency.frequency is Frequency.PER_STEP, zeros.frequency.describe("ops.py")
+    assert [step.function for step in zeros.frequency.path] == ["Scaler.forward", "scale"]
