@@ -16,7 +16,10 @@ Two halves, like the analysis and the settling of passes.py:
    `self.attn(x)` calls `Attention.forward`), a function a method stored
    (`self.act = gelu`, `self.act = act` for a parameter `act=gelu`, or
    `self.run = self._fused`: `self.act(x)` calls it), a class called (its
-   `__init__`), and, last, a method name defined once in the whole project.
+   `__init__`), a module-level name bound to another (`_bwd = _bwd_impl`,
+   `_bwd = torch.ops.ns.bwd`), an operator registered from Python
+   (`@torch.library.custom_op("ns::bwd")`: `torch.ops.ns.bwd(...)` calls
+   it), and, last, a method name defined once in the whole project.
    A call nothing resolves is left out: the graph under-approximates, so a
    function it cannot reach is "unreached", never wrongly "per-step".
 
