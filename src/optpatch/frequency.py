@@ -9,7 +9,9 @@ path from that context as evidence:
 
 - **per-step**: a module's `forward` and `__call__`, an autograd.Function's
   `forward`/`backward`, step-style methods (`step`, `*_step`, `decode`,
-  `generate`, `execute_model`, `prepare_inputs`, ...), a data iterator's
+  `generate`, `execute_model`, `prepare_inputs`, and the hooks transformers'
+  generation calls every token: `prepare_inputs_for_generation`,
+  `_update_model_kwargs_for_generation`, `_reorder_cache`, ...), a data iterator's
   `__next__` and a dataset's `__getitem__`, a function handed to
   `torch.compile` or registered as a hook; and whatever they call, except
   through a CUDA-graph capture (`with torch.cuda.graph(g):` runs its Python
@@ -67,7 +69,8 @@ MAX_PATH = 8  # call steps kept in the evidence: the root's end and the site's e
 
 _STEP = re.compile(
     r"^(step|_step|.+_step|decode|_?decode_.*|prefill.*|_?generate|generate_step|_?execute_model|run_model|"
-    r"_?prepare_(model_)?inputs?|_?sample|forward_.+|_forward.*|.+_forward|_?schedule)$"
+    r"_?prepare_(model_)?inputs?|prepare_inputs_for_generation|_update_model_kwargs_for_generation|_reorder_cache|"
+    r"_?sample|forward_.+|_forward.*|.+_forward|_?schedule)$"
 )
 # A loop in one of these runs a step per iteration: what it calls is per-step (a loop in __init__ is not).
 _STEP_LOOPS = re.compile(

@@ -30,6 +30,7 @@ NAMES = [
     "_build", "build_", "build_model", "_init_weights", "init_", "_init_cache", "initialize", "initialise_state",
     "reset_parameters", "register_buffer_x", "register_forward_hook", "_register_hooks_later", "configure_optimizers",
     "forward", "backward", "__call__", "compute", "", "x", "loader", "steps", "step_", "Step", "decoder",
+    "prepare_inputs_for_generation", "_reorder_cache", "prepare_inputs_for_generation_x",
 ]
 
 
@@ -43,3 +44,9 @@ def test_only_the_warm_up_pattern_ignores_case():
     assert source_of(Definition("Step", 1, 2)) is None
     assert source_of(Definition("WarmUp", 1, 2)) is FrequencySource.WARMUP
     assert any(pattern.flags & re.IGNORECASE for _, pattern in _ONE_TIME_NAMES)
+
+
+@pytest.mark.parametrize("name", ["prepare_inputs_for_generation", "_update_model_kwargs_for_generation", "_reorder_cache"])
+def test_the_hooks_generation_calls_every_token_are_step_methods(name):
+    """transformers' `generate` calls these once a token: a model's, or one a PEFT wrapper installs on it."""
+    assert source_of(Definition(name, 1, 2)) is FrequencySource.STEP_METHOD
