@@ -49,6 +49,8 @@ _HEAD_NAME = re.compile(r"([A-Za-z_]\w*)\s*\($")
 _REFERENCE = re.compile(r"&\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)")
 _FIRST_ARGUMENT = re.compile(r"\s*,\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)\s*(?:,|$)")
 _NEWLINE = re.compile(r"\n")
+_BRACKETS = re.compile(r"[()\[\]{}]")
+_OPENER = {")": "(", "]": "[", "}": "{"}
 _DEFINES = re.compile(r"\.\s*(?:def|impl)\s*\($")
 _LEADING_NAME = re.compile(r'"([A-Za-z_]\w*)')
 _TAKES_A_MODULE = re.compile(r"\b(?:module_?|Library)\s*&")
@@ -111,7 +113,7 @@ def index_text(text: str) -> CppCalls:
         return bisect_right(lines, offset - 1) + 1
 
     functions: list[Function] = []
-    regions: list[tuple[int, int, str, str]] = []  # (start, end, registrar, module) of each registering body
+    regions: dict[int, list] = {}  # offset of a registering body's `{` -> [its `}`'s, registrar, module]
     stack: list[tuple[str, int, str]] = []  # (kind, offset of `{`, name): "scope", "function", "block"
     statement_start = 0
     for match in _BRACES.finditer(code):
@@ -129,9 +131,9 @@ def index_text(text: str) -> CppCalls:
                 if name:
                     registrar = _REGISTRARS.match(head.strip())
                     if registrar is not None:
-                        regions.append((at, -1, registrar.group(1), registrar.group(2)))
+                        regions[at] = [-1, registrar.group(1), registrar.group(2)]
                     elif _TAKES_A_MODULE.search(head):
-                        regions.append((at, -1, "", ""))
+                        regions[at] = [-1, "", ""]
             statement_start = at + 1
         else:  # "}"
             if stack:
@@ -139,9 +141,10 @@ def index_text(text: str) -> CppCalls:
                 if kind == "function":
                     functions.append(Function(name, line_of(_name_offset(code, start)), line_of(at),
                                               _calls(code, start, at, line_of)))
-                    regions = [(s, at if s == start else e, r, m) for s, e, r, m in regions]
+                    if start in regions:
+                        regions[start][0] = at
             statement_start = at + 1
-    bindings = _bindings(code, strings, regions, line_of)
+    bindings = _bindings(code, strings, sorted((start, *rest) for start, rest in regions.items()), line_of)
     functions.sort(key=lambda function: function.line)
     return CppCalls(tuple(functions), bindings)
 
@@ -207,14 +210,20 @@ def _calls(code: str, start: int, end: int, line_of) -> tuple[tuple[str, int], .
     return tuple(found.items())
 
 
-def _bindings(code: str, strings: list[tuple[int, str]], regions, line_of) -> tuple[Binding, ...]:
+def _bindings(code: str, strings: list[tuple[int, str]], regions: list[tuple], line_of) -> tuple[Binding, ...]:
+    """The `.def("name", ...)` and `.impl("name", ...)` calls in REGIONS (start, end, registrar, module), the
+    registering bodies, in order: strings come in order too, so one pass walks both."""
     if not regions:
         return ()
     found: list[Binding] = []
+    closing = _pairs(code)
+    index = 0
     for offset, literal in strings:
-        region = next(((r, m) for s, e, r, m in regions if s < offset < e), None)
-        if region is None:
+        while index < len(regions) and regions[index][1] < offset:
+            index += 1  # past the bodies that end before this string
+        if index == len(regions) or not regions[index][0] < offset:
             continue
+        region = regions[index][2:]
         before = code[max(0, offset - 40):offset].rstrip()
         if not _DEFINES.search(before):
             continue
@@ -222,7 +231,10 @@ def _bindings(code: str, strings: list[tuple[int, str]], regions, line_of) -> tu
         if name is None:
             continue
         rest_start = offset + len(literal)
-        rest_end = _closing(code, rest_start)
+        rest_end = closing.get(code.rfind("(", 0, offset))
+        if rest_end is None:  # an unclosed call: up to the end of its line (no scan runs on to the file's end)
+            line_end = code.find("\n", rest_start)
+            rest_end = line_end if line_end >= 0 else len(code)
         rest = code[rest_start:rest_end]
         targets = dict.fromkeys(
             [m.group(1).replace(" ", "").rsplit("::", 1)[-1] for m in _REFERENCE.finditer(rest)]
@@ -236,15 +248,18 @@ def _bindings(code: str, strings: list[tuple[int, str]], regions, line_of) -> tu
     return tuple(found)
 
 
-def _closing(code: str, start: int) -> int:
-    """The offset of the `)` that closes the call whose arguments go on at START."""
-    depth = 0
-    for index in range(start, len(code)):
-        char = code[index]
+def _pairs(code: str) -> dict[int, int]:
+    """Each opening bracket's offset -> its closing one's, in one pass (an unbalanced text pairs what it can)."""
+    pairs: dict[int, int] = {}
+    opened: list[tuple[str, int]] = []
+    for match in _BRACKETS.finditer(code):
+        char = match.group()
         if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            if depth == 0:
-                return index
-            depth -= 1
-    return len(code)
+            opened.append((char, match.start()))
+            continue
+        wanted = _OPENER[char]
+        while opened and opened[-1][0] != wanted:
+            opened.pop()  # left open: a `}` closes the block around it
+        if opened:
+            pairs[opened.pop()[1]] = match.start()
+    return pairs

@@ -306,3 +306,10 @@ def test_a_python_custom_op_runs_as_often_as_its_torch_ops_callers(tmp_path: Pat
     (zeros,) = [f for f in result.findings if f.path == "ops.py" and f.line == 6]
     assert zeros.frequency.frequency is Frequency.PER_STEP, zeros.frequency.describe("ops.py")
     assert [step.function for step in zeros.frequency.path] == ["Scaler.forward", "scale"]
+
+
+def test_an_unclosed_registration_names_only_what_its_own_line_does():
+    """A missing `)` (a macro the blanking hid, a typo) ends a registration at its line, not at the file's end."""
+    text = 'PYBIND11_MODULE(ext, m) {\n  m.def("a", &run_a\n  m.def("b", &run_b);\n}\n'
+    a, b = index_text(text).bindings
+    assert (a.name, a.targets) == ("a", ("run_a",)) and (b.name, b.targets) == ("b", ("run_b",))
