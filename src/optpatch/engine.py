@@ -469,6 +469,8 @@ def _frequencies(root: Path, indexed: dict[str, tuple[str, call_graph.FileCalls]
     from optpatch.call_graph import CallGraph
     from optpatch.frequency import Frequencies
 
+    # A C++ file with no function and no binding (most of CUTLASS's headers) adds nothing to the graph.
+    indexed = {rel: item for rel, item in indexed.items() if not (item[1].native and not item[1].definitions)}
     calls = {rel: index for rel, (_, index) in indexed.items()}
     digests = {rel: digest for rel, (digest, _) in indexed.items()}
     kept = ResolutionCache(root.resolve(), _code()) if use_cache else None
