@@ -81,6 +81,12 @@ class Binding(NamedTuple):
     def torch_ops(self) -> bool:
         return self.registrar.startswith("TORCH_LIBRARY")
 
+    @property
+    def registry(self) -> bool:
+        """A device registry's entry, not a name Python calls: `REGISTER_DEVICE_IMPL(nms_impl, CUDA, nms_cuda)` (mmcv),
+        `REGISTER_DISPATCH(stub, &kernel)` (PyTorch): calling `name` runs `targets`."""
+        return self.registrar.startswith("REGISTER_")
+
 
 class Function(NamedTuple):
     name: str
@@ -115,11 +121,18 @@ def index_text(text: str) -> CppCalls:
     functions: list[Function] = []
     regions: dict[int, list] = {}  # offset of a registering body's `{` -> [its `}`'s, registrar, module]
     stack: list[tuple[str, int, str]] = []  # (kind, offset of `{`, name): "scope", "function", "block"
+    registers = "REGISTER_" in code
+    registry: list[Binding] = []
     statement_start = 0
     for match in _BRACES.finditer(code):
         char, at = match.group(), match.start()
         inside = bool(stack) and stack[-1][0] != "scope"  # in a function, or a block of one
         if char == ";":
+            if registers and not inside:
+                entry = _registry_entry(code[statement_start:at])
+                if entry is not None:
+                    registrar, key, target = entry
+                    registry.append(Binding(registrar, "", key, line_of(statement_start + 1), (target,)))
             statement_start = at + 1
         elif char == "{":
             if inside:
@@ -144,9 +157,26 @@ def index_text(text: str) -> CppCalls:
                     if start in regions:
                         regions[start][0] = at
             statement_start = at + 1
-    bindings = _bindings(code, strings, sorted((start, *rest) for start, rest in regions.items()), line_of)
+    bindings = _bindings(code, strings, sorted((start, *rest) for start, rest in regions.items()), line_of) + tuple(registry)
     functions.sort(key=lambda function: function.line)
     return CppCalls(tuple(functions), bindings)
+
+
+_REGISTRY_ENTRY = re.compile(r"\s*(REGISTER_\w*)\s*\((.*)\)\s*", re.S)
+_NAME_ARGUMENT = re.compile(r"\s*&?\s*(?:[A-Za-z_]\w*\s*::\s*)*([A-Za-z_]\w*)\s*")
+
+
+def _registry_entry(statement: str) -> tuple[str, str, str] | None:
+    """`REGISTER_X(key, ..., target)` at namespace scope: (the macro, the key's name, the target's), where both are
+    plain names (`&ns::f` too)."""
+    found = _REGISTRY_ENTRY.fullmatch(statement)
+    if found is None:
+        return None
+    arguments = found.group(2).split(",")
+    key, target = _NAME_ARGUMENT.fullmatch(arguments[0]), _NAME_ARGUMENT.fullmatch(arguments[-1])
+    if len(arguments) < 2 or key is None or target is None:
+        return None
+    return found.group(1), key.group(1), target.group(1)
 
 
 def _function_name(head: str) -> str | None:

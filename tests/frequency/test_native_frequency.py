@@ -313,3 +313,74 @@ def test_an_unclosed_registration_names_only_what_its_own_line_does():
     text = 'PYBIND11_MODULE(ext, m) {\n  m.def("a", &run_a\n  m.def("b", &run_b);\n}\n'
     a, b = index_text(text).bindings
     assert (a.name, a.targets) == ("a", ("run_a",)) and (b.name, b.targets) == ("b", ("run_b",))
+
+
+# -- a device registry, and the same op defined for two frameworks (mmcv) ----------------------------------
+
+MMCV_LIKE = {
+    "csrc/pytorch/pybind.cpp": """\
+#include "helper.hpp"
+Tensor nms(Tensor boxes);
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("nms", &nms, "nms (boxes)"); }
+""",
+    "csrc/pytorch/nms.cpp": """\
+#include "helper.hpp"
+Tensor nms_impl(Tensor boxes) { return DISPATCH_DEVICE_IMPL(nms_impl, boxes); }
+Tensor nms(Tensor boxes) { return nms_impl(boxes); }
+""",
+    "csrc/parrots/nms.cpp": """\
+#include "helper.hpp"
+Tensor nms_impl(Tensor boxes) { return boxes; }
+Tensor nms(Tensor boxes) { return nms_impl(boxes); }
+""",
+    "csrc/pytorch/cuda/cudabind.cpp": """\
+#include "helper.hpp"
+Tensor NMSCUDAKernelLauncher(Tensor boxes);
+Tensor nms_cuda(Tensor boxes) { return NMSCUDAKernelLauncher(boxes); }
+Tensor nms_impl(Tensor boxes);
+REGISTER_DEVICE_IMPL(nms_impl, CUDA,
+                     nms_cuda);
+""",
+    "csrc/pytorch/cuda/nms_cuda.cu": """\
+#include <torch/extension.h>
+
+__global__ void keep_kernel(float* out, int64_t n) {
+  const int64_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 1.0f;
+}
+
+torch::Tensor NMSCUDAKernelLauncher(torch::Tensor boxes) {
+  auto out = torch::zeros_like(boxes);
+  keep_kernel<<<1, 128>>>(out.data_ptr<float>(), out.numel());
+  return out;
+}
+""",
+    "ops/nms.py": """\
+import torch
+
+from .utils import ext_loader
+
+ext_module = ext_loader.load_ext("_ext", ["nms"])
+
+
+class NMSop(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, boxes):
+        return ext_module.nms(boxes)
+""",
+}
+
+
+def test_a_device_registry_and_the_nearest_of_two_definitions_lead_to_the_launcher(tmp_path: Path):
+    """mmcv: the binding's wrapper calls `nms_impl`, which dispatches to what `REGISTER_DEVICE_IMPL` names in
+    another file; `nms` and `nms_impl` are defined again for another framework, in a folder beside."""
+    for rel, text in MMCV_LIKE.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    result = engine.run(tmp_path, Settings(), FixPolicy(), use_cache=False)
+    (launcher,) = _by_function(result, "csrc/pytorch/cuda/nms_cuda.cu").values()
+    assert launcher.frequency is Frequency.PER_STEP, launcher.describe("csrc/pytorch/cuda/nms_cuda.cu")
+    assert [(step.path, step.function) for step in launcher.path] == [
+        ("ops/nms.py", "NMSop.forward"), ("csrc/pytorch/pybind.cpp", "<module>.nms"), ("csrc/pytorch/nms.cpp", "nms"),
+        ("csrc/pytorch/nms.cpp", "nms_impl"), ("csrc/pytorch/cuda/cudabind.cpp", "nms_cuda"),
+        ("csrc/pytorch/cuda/nms_cuda.cu", "NMSCUDAKernelLauncher")]
