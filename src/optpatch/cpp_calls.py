@@ -23,6 +23,9 @@ What it reads, after blanking comments, strings and preprocessor lines:
   identifier (an operator schema's `name(Tensor x) -> Tensor` too); what it
   runs is every function the rest of the call names: `&f`, `f`,
   `TORCH_FN(f)`, `py::overload_cast<...>(&f)`, or the calls of a lambda.
+- **registry entries**: `REGISTER_X(key, ..., target)` at namespace scope
+  (mmcv's `REGISTER_DEVICE_IMPL(nms_impl, CUDA, nms_cuda)`, PyTorch's
+  `REGISTER_DISPATCH(stub, &kernel)`): calling `key` runs `target`.
 
 Like the Python graph it under-approximates: a call through a pointer, a
 virtual, or a name defined in several files is left out, so a function it
