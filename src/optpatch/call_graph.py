@@ -354,8 +354,9 @@ class _Indexer:
             if kind is ast.Assign and type(node.value) is ast.Call and _loads_an_extension(node.value):
                 for target in node.targets:
                     text = dotted(target)
-                    if text is not None and text.startswith("self.") and text.count(".") == 1:
-                        self.loaded.add(text)
+                    head = text.split(".", 1)[0] if text is not None else None
+                    if text is not None and text.count(".") == 1 and (head in ("self", "cls") or head in self.classes):
+                        self.loaded.add("self." + text.split(".", 1)[1])  # `BaseOp.ext = ...`: `self.ext` in its methods
                     elif text is not None and "." not in text:
                         declared = self._functions and text in self.locals_of(self._functions[-1]).declared_global
                         self.loaded.add(f"{MODULE if declared else scope}:{text}")
@@ -1266,6 +1267,9 @@ class _Resolver:
                     if len(parts) == 2:
                         method = self.method(cls, parts[1])
                         found += ([method] if method is not None else []) + self.overrides(cls, parts[1], method)
+                    elif len(parts) == 3:  # `self.gemm = self.ext.gemm_fp16`, where `self.ext` is a loaded extension
+                        found += [node for node in (self.loaded_binding(self.files[owner.rel], ["self", *parts[1:]], None)
+                                                    for owner in self.bases(cls)) if node is not None][:1]
                     continue
                 node = self.resolve_dotted(self.files[base.rel], MODULE, parts)
                 if node is None:  # `self.adam = ext.adam`, where `ext = Builder().load()`
@@ -1290,9 +1294,12 @@ class _Resolver:
         cls = self.enclosing_class(calls, site.caller)
         if parts[0] in ("self", "cls", "super") and cls is not None:
             found = self.on_self(cls, parts)
-            if not found and len(parts) == 3 and calls.loaded:
-                loaded = self.loaded_binding(calls, parts, site.caller)
-                return [loaded] if loaded is not None else []
+            if not found and len(parts) == 3 and parts[0] == "self":
+                # `self.ext.f()`, where this class or a base assigned `self.ext` (or `Base.ext`) a loaded extension
+                for base in self.bases(cls):
+                    loaded = self.loaded_binding(self.files[base.rel], parts, site.caller)
+                    if loaded is not None:
+                        return [loaded]
             return found
         found = self.resolve_dotted(calls, site.caller, parts)
         if isinstance(found, Node):

@@ -384,3 +384,20 @@ def test_a_device_registry_and_the_nearest_of_two_definitions_lead_to_the_launch
         ("ops/nms.py", "NMSop.forward"), ("csrc/pytorch/pybind.cpp", "<module>.nms"), ("csrc/pytorch/nms.cpp", "nms"),
         ("csrc/pytorch/nms.cpp", "nms_impl"), ("csrc/pytorch/cuda/cudabind.cpp", "nms_cuda"),
         ("csrc/pytorch/cuda/nms_cuda.cu", "NMSCUDAKernelLauncher")]
+
+
+def test_an_extension_a_base_class_loaded_is_followed_from_its_subclasses(project: Path):
+    """DeepSpeed's op bindings: `BaseOp.inference_module = builder.load()` in one file, `self.inference_module.f`
+    (or a method stored from it) in subclasses elsewhere."""
+    (project / "csrc/loaded.cpp").write_text(LOADED_BINDINGS)
+    (project / "mini/base_op.py").write_text(
+        "class BaseOp:\n    ext = None\n\n    def __init__(self):\n        if BaseOp.ext is None:\n"
+        "            BaseOp.ext = OpBuilder().load()\n")
+    (project / "mini/ops.py").write_text(
+        "import torch\n\nfrom mini.base_op import BaseOp\n\n\nclass Unused(BaseOp, torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.run = self.ext.fused_unused\n\n"
+        "    def forward(self, x):\n        return self.run(x)\n")
+    result = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    unused = _by_function(result, "csrc/kernels.cu")[26]
+    assert unused.frequency is Frequency.PER_STEP, unused.describe("csrc/kernels.cu")
+    assert [step.function for step in unused.path] == ["Unused.forward", "<module>.fused_unused", "unused_cuda"]
