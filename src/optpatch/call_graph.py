@@ -499,7 +499,10 @@ class _Indexer:
             extension = _extension(node)
             if extension is not None:
                 self.extensions.append(extension)
-        handed = Edge.COMPILED if last == "compile" else Edge.HOOK if "hook" in last else edge
+        # A hook, and an autograd formula registered for a custom op (`op.register_autograd(backward, ...)`), run on
+        # every forward or backward.
+        handed = Edge.COMPILED if last == "compile" else Edge.HOOK if "hook" in last or last == "register_autograd" \
+            else edge
         if last in _NOT_CALLING:
             return
         # A function handed on, by position or keyword (`DataLoader(..., collate_fn=fast_collate)`), is called by
