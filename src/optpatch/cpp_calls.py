@@ -71,6 +71,10 @@ _NOT_CALLS = frozenset({
 })
 
 
+# googletest's: a test's body, which the graph reads as a function of that name (frequency.py: a test's, one-time)
+TEST_MACROS = frozenset({"TEST", "TEST_F", "TEST_P", "TYPED_TEST", "TYPED_TEST_P"})
+
+
 class Binding(NamedTuple):
     """A name Python calls, bound by this file to the C++ functions its registration names."""
 
@@ -123,13 +127,20 @@ def index_text(text: str) -> CppCalls:
 
     functions: list[Function] = []
     regions: dict[int, list] = {}  # offset of a registering body's `{` -> [its `}`'s, registrar, module]
-    stack: list[tuple[str, int, str]] = []  # (kind, offset of `{`, name): "scope", "function", "block"
+    # (kind, offset of `{`, name, where its head starts): "scope", "function", "block" (in a function), "inline" (a
+    # braced list in an expression at scope level: `Model() : Base(torch::zeros({0})) {`)
+    stack: list[tuple[str, int, str, int]] = []
     registers = "REGISTER_" in code
     registry: list[Binding] = []
     statement_start = 0
     for match in _BRACES.finditer(code):
         char, at = match.group(), match.start()
-        inside = bool(stack) and stack[-1][0] != "scope"  # in a function, or a block of one
+        top = stack[-1][0] if stack else "scope"
+        inside = top != "scope"  # in a function, a block of one, or a braced list in a head
+        if top == "inline" and char != "}":
+            if char == "{":
+                stack.append(("inline", at, "", statement_start))
+            continue
         if char == ";":
             if registers and not inside:
                 entry = _registry_entry(code[statement_start:at])
@@ -139,23 +150,29 @@ def index_text(text: str) -> CppCalls:
             statement_start = at + 1
         elif char == "{":
             if inside:
-                stack.append(("block", at, ""))
-            else:
-                head = code[statement_start:at]
-                name = _function_name(head)
-                stack.append(("function", at, name) if name else ("scope", at, ""))
-                if name:
-                    registrar = _REGISTRARS.match(head.strip())
-                    if registrar is not None:
-                        regions[at] = [-1, registrar.group(1), registrar.group(2)]
-                    elif _TAKES_A_MODULE.search(head):
-                        regions[at] = [-1, "", ""]
+                stack.append(("block", at, "", at))
+                statement_start = at + 1
+                continue
+            head = code[statement_start:at]
+            if head.count("(") > head.count(")"):
+                stack.append(("inline", at, "", statement_start))  # the statement goes on after its `}`
+                continue
+            name = _function_name(head)
+            stack.append(("function", at, name, statement_start) if name else ("scope", at, "", statement_start))
+            if name:
+                registrar = _REGISTRARS.match(head.strip())
+                if registrar is not None:
+                    regions[at] = [-1, registrar.group(1), registrar.group(2)]
+                elif _TAKES_A_MODULE.search(head):
+                    regions[at] = [-1, "", ""]
             statement_start = at + 1
         else:  # "}"
             if stack:
-                kind, start, name = stack.pop()
+                kind, start, name, head_start = stack.pop()
+                if kind == "inline":
+                    continue  # the statement around it goes on
                 if kind == "function":
-                    functions.append(Function(name, line_of(_name_offset(code, start)), line_of(at),
+                    functions.append(Function(name, line_of(_name_offset(code, head_start, start)), line_of(at),
                                               _calls(code, start, at, line_of)))
                     if start in regions:
                         regions[start][0] = at
@@ -222,12 +239,11 @@ def _without_templates(head: str) -> str:
 def _is_macro(name: str) -> bool:
     """An upper-case name before a `(` in a head is a macro of attributes (`C10_LAUNCH_BOUNDS_1(256)`), except the
     registrars, whose bodies hold bindings."""
-    return name.isupper() and not _REGISTRARS.match(name + "(x")
+    return name.isupper() and not _REGISTRARS.match(name + "(x") and name not in TEST_MACROS
 
 
-def _name_offset(code: str, brace: int) -> int:
-    """Where the head before the `{` at BRACE names the function: the `(` of its parameters, roughly."""
-    start = max(code.rfind(";", 0, brace), code.rfind("}", 0, brace), code.rfind("{", 0, brace)) + 1
+def _name_offset(code: str, start: int, brace: int) -> int:
+    """Where the head from START to the `{` at BRACE names the function: the `(` of its parameters, roughly."""
     head = code[start:brace]
     stripped = head.lstrip()
     paren = stripped.find("(")

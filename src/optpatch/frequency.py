@@ -61,6 +61,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from optpatch.call_graph import MODULE, CallGraph, Definition, Edge, Node
+from optpatch.cpp_calls import TEST_MACROS
 from optpatch.areas import area_of
 from optpatch.model import (CallStep, CodeArea, Finding, Frequency, FrequencyEvidence, FrequencySource, Impact,
                             Measurement)
@@ -135,9 +136,12 @@ def source_of(definition: Definition, bases: tuple[str, ...] = ()) -> FrequencyS
 
 
 def _native_source(definition: Definition) -> FrequencySource | None:
-    """A C++ function's own context: `main` only. Its name says nothing else of how often Python calls it (a
-    launcher `*_forward` runs as often as what calls its binding), so the graph's paths decide."""
-    return FrequencySource.ENTRY_POINT if definition.name == "main" else None
+    """A C++ function's own context: `main`, and a googletest body (`TEST(Suite, Name) { ... }`) only. Its name says
+    nothing else of how often Python calls it (a launcher `*_forward` runs as often as what calls its binding), so
+    the graph's paths decide."""
+    if definition.name == "main":
+        return FrequencySource.ENTRY_POINT
+    return FrequencySource.TEST if definition.name in TEST_MACROS else None
 
 
 def _orphan(graph: CallGraph, node: Node) -> FrequencySource:

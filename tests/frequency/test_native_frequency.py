@@ -401,3 +401,35 @@ def test_an_extension_a_base_class_loaded_is_followed_from_its_subclasses(projec
     unused = _by_function(result, "csrc/kernels.cu")[26]
     assert unused.frequency is Frequency.PER_STEP, unused.describe("csrc/kernels.cu")
     assert [step.function for step in unused.path] == ["Unused.forward", "<module>.fused_unused", "unused_cuda"]
+
+
+def test_an_autograd_formula_registered_for_a_custom_op_runs_every_backward(tmp_path: Path):
+    """apex's group norm: `group_norm_nhwc_fprop.register_autograd(backward, setup_context=...)` at module level."""
+    (tmp_path / "ops.py").write_text(
+        "import torch\n\n\n@torch.library.custom_op(\"mini::scale\", mutates_args=())\n"
+        "def scale(x: torch.Tensor) -> torch.Tensor:\n    return x * 2\n\n\n"
+        "def backward(ctx, grad):\n    out = torch.zeros_like(grad)\n    out.copy_(grad * 2)\n    return out\n\n\n"
+        "scale.register_autograd(backward)\n")
+    result = engine.run(tmp_path, Settings(), FixPolicy(), use_cache=False)
+    (zeros,) = [f for f in result.findings if f.path == "ops.py" and f.line == 10]
+    assert zeros.frequency.frequency is Frequency.PER_STEP, zeros.frequency.describe("ops.py")
+    assert zeros.frequency.source is FrequencySource.HOOK
+
+
+def test_a_braced_list_in_a_constructors_initialisers_is_no_block():
+    """gsplat: `: PyBaseCameraModel(1, torch::zeros({0}))` before the body; the finding in it is the constructor's."""
+    text = ("Model::Model(Params params)\n    : Base(1,\n           torch::zeros({0}),\n           make({1, 2})),\n"
+            "      params_(params) {\n  setup();\n}\n\nint after(int x) { return twice(x); }\n")
+    found = index_text(text)
+    assert [(f.name, f.line, f.end_line) for f in found.functions] == [("Model", 1, 7), ("after", 9, 9)]
+    assert [name for name, _ in found.functions[0].calls] == ["setup"]
+
+
+def test_a_googletest_body_is_a_test(tmp_path: Path):
+    """gsplat's tests/cpp: a finding in `TEST(Suite, Name) { ... }` runs once, in a test (not "module level")."""
+    (tmp_path / "test_ops.cpp").write_text(
+        "#include <torch/torch.h>\n#include <gtest/gtest.h>\n\nTEST(Ops, Zeros) {\n"
+        "  auto out = torch::zeros({2, 3});\n  fill(out);\n  EXPECT_TRUE(out.defined());\n}\n")
+    result = engine.run(tmp_path, Settings(), FixPolicy(), use_cache=False)
+    (zeros,) = [f.frequency for f in result.findings if f.path == "test_ops.cpp"]
+    assert (zeros.frequency, zeros.source) == (Frequency.ONE_TIME, FrequencySource.TEST), zeros.describe("test_ops.cpp")
