@@ -76,7 +76,8 @@ TEST_MACROS = frozenset({"TEST", "TEST_F", "TEST_P", "TYPED_TEST", "TYPED_TEST_P
 
 
 class Binding(NamedTuple):
-    """A name Python calls, bound by this file to the C++ functions its registration names."""
+    """A name this file registers, and the C++ functions the registration names: one Python calls (`registrar`
+    PYBIND11_MODULE, TORCH_LIBRARY..., or "" for a helper), or a device registry's key (`registry`)."""
 
     registrar: str  # "PYBIND11_MODULE", "TORCH_LIBRARY", ... or "" for a helper handed the module
     module: str  # as the registrar names it: `amp_C`, `TORCH_EXTENSION_NAME`, a namespace; "" for a helper
