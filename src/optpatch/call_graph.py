@@ -841,7 +841,7 @@ class _Natives:
         self.targets: dict[Node, tuple[str, ...]] = {}
         self.by_module: dict[str, dict[str, Node]] = {}  # extension module -> Python name -> binding
         self.by_name: dict[str, list[Node]] = {}  # Python name -> every binding of it
-        self.in_file: dict[str, list[Node]] = {}  # C++ file -> the bindings it registers
+        self.in_file: dict[str, dict[Node, None]] = {}  # C++ file -> the bindings it registers, in order
         self.registered: dict[str, list[tuple[str, Binding]]] = {}  # a registry's key -> (file, entry) of its entries
         self.locals: dict[str, frozenset[str]] = {}  # C++ file -> the names it defines
         for rel in natives:
@@ -864,8 +864,7 @@ class _Natives:
                 self.targets[node] = self.targets.get(node, ()) + binding.targets
                 self.by_module.setdefault(module, {}).setdefault(binding.name, node)
                 self.by_name.setdefault(binding.name, []).append(node)
-                if node not in self.in_file.setdefault(rel, []):
-                    self.in_file[rel].append(node)
+                self.in_file.setdefault(rel, {})[node] = None
         # A module the build script names without sources it can read (`CppExtension(name="te_torch", sources=[str(s)
         # for s in found])`) holds the bindings whose module is not known otherwise.
         for module in unplaced:

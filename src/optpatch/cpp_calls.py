@@ -57,6 +57,8 @@ _OPENER = {")": "(", "]": "[", "}": "{"}
 _DEFINES = re.compile(r"\.\s*(?:def|impl)\s*\($")
 _LEADING_NAME = re.compile(r'"([A-Za-z_]\w*)')
 _TAKES_A_MODULE = re.compile(r"\b(?:module_?|Library)\s*&")
+_REGISTRAR_NAMES = frozenset({"PYBIND11_MODULE", "TORCH_LIBRARY", "TORCH_LIBRARY_IMPL", "TORCH_LIBRARY_FRAGMENT",
+                              "TORCH_LIBRARY_EXPAND"})
 _REGISTRARS = re.compile(r"^(PYBIND11_MODULE|TORCH_LIBRARY(?:_IMPL|_FRAGMENT|_EXPAND)?)\s*\(\s*([A-Za-z_]\w*)")
 _TYPE_KEYWORDS = re.compile(r"\b(?:class|struct|union|enum|namespace)\b")
 # Names before a `(` that are no call of a function: statements, operators, casts, attributes, the assertion and
@@ -240,7 +242,7 @@ def _without_templates(head: str) -> str:
 def _is_macro(name: str) -> bool:
     """An upper-case name before a `(` in a head is a macro of attributes (`C10_LAUNCH_BOUNDS_1(256)`), except the
     registrars, whose bodies hold bindings."""
-    return name.isupper() and not _REGISTRARS.match(name + "(x") and name not in TEST_MACROS
+    return name.isupper() and name not in _REGISTRAR_NAMES and name not in TEST_MACROS
 
 
 def _name_offset(code: str, start: int, brace: int) -> int:
@@ -287,15 +289,20 @@ def _bindings(code: str, strings: list[tuple[int, str]], regions: list[tuple], l
             rest_end = line_end if line_end >= 0 else len(code)
         rest = code[rest_start:rest_end]
         targets = dict.fromkeys(
-            [m.group(1).replace(" ", "").rsplit("::", 1)[-1] for m in _REFERENCE.finditer(rest)]
+            [_last_part(m.group(1)) for m in _REFERENCE.finditer(rest)]
             + [m.group(1) for m in _CALL.finditer(rest) if m.group(1) not in _NOT_CALLS]
         )
         first = _FIRST_ARGUMENT.match(rest)
         if first is not None:
-            targets.setdefault(first.group(1).replace(" ", "").rsplit("::", 1)[-1])
+            targets.setdefault(_last_part(first.group(1)))
         registrar, module = region
         found.append(Binding(registrar, module, name.group(1), line_of(offset), tuple(targets)))
     return tuple(found)
+
+
+def _last_part(qualified: str) -> str:
+    """`ns :: f` -> `f`: the graph knows C++ functions by their last name."""
+    return qualified.rsplit("::", 1)[-1].strip()
 
 
 def _pairs(code: str) -> dict[int, int]:
