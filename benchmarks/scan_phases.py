@@ -7,7 +7,8 @@ every file of each TREE (no pool, no cache) with the phases timed: reading
 and the trigger-word check, the one `ast` parse of a Python file, the call
 graph's index, the `ast` screens, CPython's nesting check, the libcst
 parse, the frontend's index, the libclang parse, and each rule's `check`.
-The call graph's resolution across files (step 2) is not in it. CPU seconds (`time.process_time`,
+The call graph's resolution across files (step 2) is not in it; the C++ call
+reader is. CPU seconds (`time.process_time`,
 all threads). A profile summary for docs/benchmarks.md; nothing here is a test.
 """
 
@@ -24,7 +25,7 @@ import libcst
 
 from optpatch import engine, passes
 from optpatch import python_frontend as frontend
-from optpatch.call_graph import index_tree
+from optpatch.call_graph import index_native_file, index_tree
 from optpatch.config import Settings
 from optpatch.discovery import discover
 from optpatch.policy import FixPolicy
@@ -55,7 +56,10 @@ def install_timers() -> None:
     frontend._parse_and_index = parse_and_index
     passes._screened = timed("ast screens", passes._screened)
     engine.parse_module = timed("ast parse (one per Python file)", engine.parse_module)
-    engine.call_graph = SimpleNamespace(index_tree=timed("call-graph index (a walk of that ast)", index_tree))
+    engine.call_graph = SimpleNamespace(
+        index_tree=timed("call-graph index (a walk of that ast)", index_tree),
+        index_native_file=timed("C++ call reader (cpp_calls.py)", index_native_file),
+    )
     parse = passes.parse
 
     def make_unit_timed(source, *args):
@@ -76,7 +80,7 @@ def main() -> None:
     install_timers()
     rules = load_rules()
     task = engine._FileTask(codes=tuple(rule.code for rule in rules), settings=Settings(), policy=FixPolicy())
-    gc.set_threshold(50_000)  # as engine.run does
+    gc.freeze()  # as a worker does (engine._worker_start): what the imports made is never walked
     for tree in args.trees:
         SPENT.clear()
         files = discover(tree).files
