@@ -116,6 +116,7 @@ class CallSite(NamedTuple):
     line: int
     edge: Edge = Edge.CALL
     handed: bool = False  # a function passed as an argument, not called here: a class passed is not instantiated
+    key: str | None = None  # the first argument, where it is a string that names an attribute: `make_op("adam")`
 
 
 class ExtensionModule(NamedTuple):
@@ -124,6 +125,17 @@ class ExtensionModule(NamedTuple):
 
     name: str
     sources: tuple[str, ...]
+
+
+class Dispatcher(NamedTuple):
+    """A function that calls the attribute its first argument names, of an object it names itself:
+    `def op(name): return getattr(torch.ops.gsplat, name)`, or a factory whose closure does
+    (`make_op(name)` returning `lambda *a: getattr(_C, name)(*a)`). A call `make_op("adam")` then reaches
+    `torch.ops.gsplat.adam`, resolved where the `getattr` is (`scope`)."""
+
+    qualname: str
+    owner: str  # dotted text: "torch.ops.gsplat", "_C"
+    scope: str
 
 
 class Import(NamedTuple):
@@ -160,6 +172,7 @@ class FileCalls:
     aliases: tuple[tuple[str, str], ...] = ()
     # Functions registered as torch operators (`@torch.library.custom_op("ns::name", ...)`): ("ns.name", qualname)
     custom_ops: tuple[tuple[str, str], ...] = ()
+    dispatchers: tuple["Dispatcher", ...] = ()  # functions that call an attribute their first argument names
 
     @property
     def calls(self) -> tuple[CallSite, ...]:
@@ -175,15 +188,15 @@ class FileCalls:
         if type(sites) is not bytes:
             sites = self.__dict__.get("_pickled") or pickle.dumps(sites, protocol=pickle.HIGHEST_PROTOCOL)
         return FileCalls, (self.rel, self.definitions, self.classes, self.imports, sites, self.exports, self.interface,
-                           self.extensions, self.bindings, self.loaded, self.aliases, self.custom_ops)
+                           self.extensions, self.bindings, self.loaded, self.aliases, self.custom_ops, self.dispatchers)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, FileCalls):
             return NotImplemented
         return (self.rel, self.definitions, self.classes, self.imports, self.calls, self.exports, self.interface,
-                self.extensions, self.bindings, self.loaded, self.aliases, self.custom_ops) == \
+                self.extensions, self.bindings, self.loaded, self.aliases, self.custom_ops, self.dispatchers) == \
             (other.rel, other.definitions, other.classes, other.imports, other.calls, other.exports, other.interface,
-             other.extensions, other.bindings, other.loaded, other.aliases, other.custom_ops)
+             other.extensions, other.bindings, other.loaded, other.aliases, other.custom_ops, other.dispatchers)
 
     @property
     def module(self) -> str:
@@ -224,10 +237,12 @@ def index_tree(rel: str, tree: ast.Module) -> FileCalls | None:
     except RecursionError:
         return None
     definitions, classes, imports = tuple(indexer.definitions), tuple(indexer.class_infos()), tuple(indexer.imports)
-    extensions, custom_ops = tuple(indexer.extensions), tuple(indexer.custom_ops)
+    extensions, custom_ops, dispatchers = tuple(indexer.extensions), tuple(indexer.custom_ops), tuple(indexer.dispatchers)
     return FileCalls(rel, definitions, classes, imports, tuple(indexer.calls), indexer.exports,
-                     interface_of(definitions, classes, imports, extensions, custom_ops=custom_ops), extensions,
-                     loaded=tuple(sorted(indexer.loaded)), aliases=tuple(indexer.aliases), custom_ops=custom_ops)
+                     interface_of(definitions, classes, imports, extensions, custom_ops=custom_ops,
+                                  dispatchers=dispatchers), extensions,
+                     loaded=tuple(sorted(indexer.loaded)), aliases=tuple(indexer.aliases), custom_ops=custom_ops,
+                     dispatchers=dispatchers)
 
 
 # A C++ file is part of the graph where Python may reach it: it registers bindings, or its host code handles torch's
@@ -265,14 +280,15 @@ _EMPTY_INTERFACE = ""  # a C++ file outside the graph: nothing of it is read by 
 
 
 def interface_of(definitions: tuple[Definition, ...], classes: tuple[ClassInfo, ...], imports: tuple[Import, ...],
-                 extensions: tuple[ExtensionModule, ...] = (), bindings: tuple = (), custom_ops: tuple = ()) -> str:
+                 extensions: tuple[ExtensionModule, ...] = (), bindings: tuple = (), custom_ops: tuple = (),
+                 dispatchers: tuple = ()) -> str:
     """A digest of all that resolving any file's calls reads of this one (`_Resolver`): its functions and classes
-    by name, the classes' bases and attributes, its imports, the extensions it builds and the names it binds. Not
-    its lines, nor its call sites."""
+    by name, the classes' bases and attributes, its imports, the extensions it builds, the names it binds and the
+    functions that dispatch by name. Not its lines, nor its call sites."""
     read = (tuple((d.qualname, d.cls) for d in definitions),
             tuple((c.qualname, c.bases, c.attributes, c.functions) for c in classes),
             tuple((i.local, i.module, i.name, i.level) for i in imports),
-            extensions, tuple((b.registrar, b.module, b.name, b.targets) for b in bindings), custom_ops)
+            extensions, tuple((b.registrar, b.module, b.name, b.targets) for b in bindings), custom_ops, dispatchers)
     return hashlib.blake2b(repr(read).encode(), digest_size=16).hexdigest()
 
 
@@ -298,6 +314,7 @@ class _Indexer:
         self.attributes: dict[str, dict[str, list[str]]] = {}
         self.functions: dict[str, dict[str, list[str]]] = {}  # class -> attribute -> functions stored in it
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # being visited, innermost last
+        self._frames: list[tuple[str, bool]] = []  # theirs: the qualified name, and whether it is a method
         self._lazy: list[list[tuple[int, int]]] = []  # the lazy spans of each function being visited
         self._locals: dict[int, _Locals] = {}  # id(function) -> the names it binds, for the few guards that ask
         self.imports: list[Import] = []
@@ -307,7 +324,10 @@ class _Indexer:
         self.loaded: set[str] = set()
         self.aliases: list[tuple[str, str]] = []
         self.custom_ops: list[tuple[str, str]] = []
+        self.dispatchers: list[Dispatcher] = []
         self._loaded_locals: dict[int, set[str]] = {}  # id(function) -> the names it assigns a loaded extension
+        # id(function) -> name -> the functions an assignment so far gave it: `fn = fast_collate if p else collate`
+        self._named_functions: dict[int, dict[str, list[str]]] = {}
 
     def class_infos(self) -> Iterator[ClassInfo]:
         for qualname, (line, bases) in self.classes.items():
@@ -351,6 +371,8 @@ class _Indexer:
                         self.aliases.append((target.id, text))
             if kind in (ast.Assign, ast.AnnAssign) and cls is not None:
                 self.attribute_types(node, cls)
+            if kind is ast.Assign and self._functions and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
+                self.named_functions(node.targets[0].id, node.value)
             if kind is ast.Assign and type(node.value) is ast.Call and _loads_an_extension(node.value):
                 for target in node.targets:
                     text = dotted(target)
@@ -391,6 +413,7 @@ class _Indexer:
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
             self.expression(default, scope, cls, edge)
         self._functions.append(node)
+        self._frames.append((qualname, owner is not None))
         self._lazy.append([])
         body_edge = Edge.CALL
         for index, statement in enumerate(node.body):
@@ -400,6 +423,7 @@ class _Indexer:
                 self._lazy[-1].append((node.body[index + 1].lineno, node.end_lineno or node.lineno))
         lazy = tuple(self._lazy.pop())
         self._functions.pop()
+        self._frames.pop()
         self.definitions[place] = Definition(qualname, node.lineno, node.end_lineno or node.lineno, owner, decorators,
                                              first, spans, forever, lazy)
 
@@ -492,8 +516,13 @@ class _Indexer:
     def call(self, node: ast.Call, scope: str, edge: Edge) -> None:
         callee = dotted(node.func)
         if callee is None:
+            if type(node.func) is ast.Call:
+                self.called_by_name(node.func, scope, edge)
             return
-        self.calls.append(CallSite(scope, callee, node.lineno, edge))
+        first = node.args[0] if node.args else None
+        key = first.value if type(first) is ast.Constant and type(first.value) is str and first.value.isidentifier() \
+            else None
+        self.calls.append(CallSite(scope, callee, node.lineno, edge, key=key))
         last = callee.rsplit(".", 1)[-1]
         if last in _BUILDS_AN_EXTENSION:
             extension = _extension(node)
@@ -515,10 +544,50 @@ class _Indexer:
             if kind is ast.Name:
                 if argument.id != "self" and argument.id != "cls":
                     self.calls.append(CallSite(scope, argument.id, node.lineno, handed, handed=True))
+                    named = self._named_functions.get(id(self._functions[-1])) if self._functions else None
+                    for function in named.get(argument.id, ()) if named else ():
+                        self.calls.append(CallSite(scope, function, node.lineno, handed, handed=True))
             elif kind is ast.Attribute:  # a literal, a call, an operation names no function (most arguments)
                 name = dotted(argument)
                 if name is not None:
                     self.calls.append(CallSite(scope, name, node.lineno, handed, handed=True))
+
+    def named_functions(self, name: str, value: ast.expr) -> None:
+        """`name = f`, `name = a.f if p else g` in a function: the functions NAME may hold when it is handed on
+        (timm's `collate_fn = fast_collate if use_prefetcher else default_collate`, then `collate_fn=collate_fn`)."""
+        branches = _branches(value)
+        if all(type(branch) is ast.Name or type(branch) is ast.Attribute for branch in branches):
+            texts = [text for text in map(dotted, branches) if text is not None and text != name]
+            if texts:
+                self._named_functions.setdefault(id(self._functions[-1]), {}).setdefault(name, []).extend(texts)
+
+    def called_by_name(self, node: ast.Call, scope: str, edge: Edge) -> None:
+        """`getattr(owner, "name")(...)` calls `owner.name`; `getattr(owner, name)(...)`, where `name` is the first
+        parameter of this function or of one around it, makes that function a `Dispatcher`."""
+        if not (type(node.func) is ast.Name and node.func.id == "getattr" and len(node.args) in (2, 3)):
+            return
+        owner, name = dotted(node.args[0]), node.args[1]
+        if owner is None or owner.split(".", 1)[0] in ("self", "cls"):
+            return
+        if type(name) is ast.Constant and type(name.value) is str and name.value.isidentifier():
+            self.calls.append(CallSite(scope, f"{owner}.{name.value}", node.lineno, edge))
+        elif type(name) is ast.Name:
+            for function, (qualname, method) in zip(reversed(self._functions), reversed(self._frames)):
+                arguments = function.args
+                if any(a.arg == name.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs):
+                    if _first_parameter(function, method) == name.id:
+                        self.dispatchers.append(Dispatcher(qualname, owner, scope))
+                    return
+                if name.id in self.locals_of(function).bound:
+                    return
+
+
+def _first_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> str | None:
+    """The name of the parameter a call's first argument binds (a method's after `self`)."""
+    positional = function.args.posonlyargs + function.args.args
+    if method and not any(dotted(d) == "staticmethod" for d in function.decorator_list):
+        positional = positional[1:]
+    return positional[0].arg if positional else None
 
 
 _NO_PARAMETER = object()
@@ -849,12 +918,24 @@ class _Natives:
             self.locals[rel] = frozenset(d.qualname for d in calls.definitions)
             for name in self.locals[rel]:
                 self.functions.setdefault(name, []).append(Node(rel, name))
-            for binding in calls.bindings:
+        # An operator's namespaces, where `TORCH_LIBRARY*` registers it: a helper handed the library
+        # (`register_ops(torch::Library& m)`, called from `TORCH_LIBRARY_IMPL(ns, CUDA, m)`) implements it there.
+        self.namespaces: dict[str, set[str]] = {}
+        namespaces = self.namespaces
+        for rel in natives:
+            for binding in files[rel].bindings:
+                if binding.torch_ops:
+                    namespaces.setdefault(binding.name, set()).add(binding.module)
+        self.ops: dict[tuple[str, str], list[Node]] = {}  # (namespace, name) -> every file's binding of the operator
+        for rel in natives:
+            for binding in files[rel].bindings:
                 if binding.registry:
                     self.registered.setdefault(binding.name, []).append((rel, binding))
                     continue
-                if binding.torch_ops:
-                    module = f"torch.ops.{binding.module}"
+                declared = namespaces.get(binding.name, ()) if not binding.registrar else ()
+                namespace = binding.module if binding.torch_ops else next(iter(declared)) if len(declared) == 1 else None
+                if namespace is not None:
+                    module = f"torch.ops.{namespace}"
                 else:
                     named = binding.module if binding.module and binding.module != "TORCH_EXTENSION_NAME" else None
                     unknown = unplaced[0] if len(unplaced) == 1 else "<module>"  # the one module without sources
@@ -863,6 +944,10 @@ class _Natives:
                 self.definitions[node] = Definition(node.qualname, binding.line, binding.line)
                 self.targets[node] = self.targets.get(node, ()) + binding.targets
                 self.by_module.setdefault(module, {}).setdefault(binding.name, node)
+                if namespace is not None:
+                    same = self.ops.setdefault((namespace, binding.name), [])
+                    if node not in same:
+                        same.append(node)
                 self.by_name.setdefault(binding.name, []).append(node)
                 self.in_file.setdefault(rel, {})[node] = None
         # A module the build script names without sources it can read (`CppExtension(name="te_torch", sources=[str(s)
@@ -893,13 +978,15 @@ class _Natives:
             return None
         return found[0]
 
-    def torch_op(self, namespace: str, name: str) -> Node | None:
-        """`torch.ops.NAMESPACE.NAME`: its binding, or the one binding of NAME where the namespace is a macro."""
-        node = self.by_module.get(f"torch.ops.{namespace}", {}).get(name)
-        if node is not None:
-            return node
-        found = [n for n in self.by_name.get(name, ()) if n.qualname.startswith("torch.ops.")]
-        return found[0] if len(found) == 1 else None
+    def torch_op(self, namespace: str, name: str) -> list[Node]:
+        """`torch.ops.NAMESPACE.NAME`: its bindings, in every file that registers it (a schema in one, each device's
+        implementation in another); else those of NAME in the one namespace that registers it, where the namespace
+        is a macro (`TORCH_LIBRARY(TORCH_EXTENSION_NAME, m)`)."""
+        found = self.ops.get((namespace, name))
+        if found is not None:
+            return found
+        declared = self.namespaces.get(name, ())
+        return self.ops.get((next(iter(declared)), name), []) if len(declared) == 1 else []
 
 
 def _common_prefix(a: list[str], b: list[str]) -> list[str]:
@@ -1065,6 +1152,9 @@ def _arcs(resolver: "_Resolver", rel: str, calls: FileCalls) -> Iterator[Arc]:
         for callee in targets:
             if callee != caller:
                 yield Arc(caller, callee, site.line, site.edge)
+            if site.key is not None and callee in resolver.dispatchers:  # `make_op("adam")`: `torch.ops.ns.adam`
+                for reached in resolver.dispatched(callee, site.key):
+                    yield Arc(caller, reached, site.line, site.edge)
 
 
 class _Resolver:
@@ -1094,9 +1184,13 @@ class _Resolver:
         self.owner: dict[tuple[str, str], str] = {}
         self.other_imports: dict[tuple[str, str], list[Import]] = {}  # the imports of a name after its first
         self.python_ops: dict[str, Node] = {}  # "ns.name" -> the function registered as `torch.ops.ns.name`
+        self.dispatchers: dict[Node, Dispatcher] = {}
         for rel, calls in files.items():
             for operator, qualname in calls.custom_ops:
                 self.python_ops.setdefault(operator, Node(rel, qualname))
+            for dispatcher in calls.dispatchers:
+                self.dispatchers[Node(rel, dispatcher.qualname)] = dispatcher
+        self._dispatched: dict[tuple[Node, str], list[Node]] = {}
         by_name: dict[str, list[Node]] = {}
         for rel, calls in files.items():
             if calls.native:
@@ -1309,9 +1403,10 @@ class _Resolver:
                 return [] if site.handed else self.instantiated(found)
             return [found]
         if len(parts) >= 4 and parts[0] == "torch" and parts[1] == "ops":
-            # `torch.ops.ns.name(...)`, `torch.ops.ns.name.default(...)`: a Python custom op, or a C++ binding
-            op = self.python_ops.get(f"{parts[2]}.{parts[3]}") or self.natives.torch_op(parts[2], parts[3])
-            return [op] if op is not None else []
+            # `torch.ops.ns.name(...)`, `torch.ops.ns.name.default(...)`: a Python custom op, and the C++ bindings
+            # that implement it (torchao's ops are declared in Python, with a fake kernel there, and run in C++)
+            op = self.python_ops.get(f"{parts[2]}.{parts[3]}")
+            return ([op] if op is not None else []) + self.natives.torch_op(parts[2], parts[3])
         if found is None and aliases and calls.aliases:  # `_bwd = torch.ops.ns.bwd` (or `= _bwd_impl`): `_bwd(...)`
             found_through = []
             for name, text in calls.aliases:
@@ -1327,6 +1422,15 @@ class _Resolver:
             if loaded is not None:
                 return [loaded]
         return []
+
+    def dispatched(self, node: Node, key: str) -> list[Node]:
+        """What a `Dispatcher` called with KEY calls: `owner.key`, resolved where its `getattr` is."""
+        found = self._dispatched.get((node, key))
+        if found is None:
+            dispatcher = self.dispatchers[node]
+            site = CallSite(dispatcher.scope, f"{dispatcher.owner}.{key}", 0)
+            found = self._dispatched[node, key] = self.targets(self.files[node.rel], site)
+        return found
 
     def loaded_binding(self, calls: FileCalls, parts: list[str], scope: str | None) -> Node | None:
         """`ext.f` where the file assigned `ext` an extension loaded at run time (`ext = Builder().load()`) in SCOPE

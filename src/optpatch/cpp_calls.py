@@ -50,16 +50,19 @@ _BRACES = re.compile(r"[{};]")
 _CALL = re.compile(r"(?<!\w)([A-Za-z_]\w*+)(?:\s*+<[^;{}()<>]*+(?:<[^;{}()<>]*+>[^;{}()<>]*+)*+>)?\s*+(?:\(|<<<)")
 _HEAD_NAME = re.compile(r"([A-Za-z_]\w*)\s*\($")
 _REFERENCE = re.compile(r"&\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)")
+_TORCH_FN = re.compile(r"\bTORCH_FN\s*\(\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)\s*\)")
 _FIRST_ARGUMENT = re.compile(r"\s*,\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)\s*(?:,|$)")
 _NEWLINE = re.compile(r"\n")
 _BRACKETS = re.compile(r"[()\[\]{}]")
 _OPENER = {")": "(", "]": "[", "}": "{"}
-_DEFINES = re.compile(r"\.\s*(?:def|impl)\s*\($")
-_LEADING_NAME = re.compile(r'"([A-Za-z_]\w*)')
+# `.def("name", ...)`, `.impl("ns::name", ...)`, `.impl(TORCH_SELECTIVE_NAME("ns::name"), ...)` (torchvision's)
+_DEFINES = re.compile(r"\.\s*(?:def|impl)\s*\(\s*(TORCH_SELECTIVE_(?:NAME|SCHEMA)\s*\()?$")
+_LEADING_NAME = re.compile(r'"(?:[A-Za-z_]\w*::)?([A-Za-z_]\w*)')
 _TAKES_A_MODULE = re.compile(r"\b(?:module_?|Library)\s*&")
-_REGISTRAR_NAMES = frozenset({"PYBIND11_MODULE", "TORCH_LIBRARY", "TORCH_LIBRARY_IMPL", "TORCH_LIBRARY_FRAGMENT",
-                              "TORCH_LIBRARY_EXPAND"})
-_REGISTRARS = re.compile(r"^(PYBIND11_MODULE|TORCH_LIBRARY(?:_IMPL|_FRAGMENT|_EXPAND)?)\s*\(\s*([A-Za-z_]\w*)")
+# torch's registrars, and their forms for the stable ABI (`STABLE_TORCH_LIBRARY_IMPL(ns, CUDA, m)`)
+_TORCH_REGISTRARS = ("TORCH_LIBRARY", "TORCH_LIBRARY_IMPL", "TORCH_LIBRARY_FRAGMENT", "TORCH_LIBRARY_EXPAND")
+_REGISTRAR_NAMES = frozenset({"PYBIND11_MODULE", *_TORCH_REGISTRARS, *(f"STABLE_{name}" for name in _TORCH_REGISTRARS)})
+_REGISTRARS = re.compile(r"^(PYBIND11_MODULE|(?:STABLE_)?TORCH_LIBRARY(?:_IMPL|_FRAGMENT|_EXPAND)?)\s*\(\s*([A-Za-z_]\w*)")
 _TYPE_KEYWORDS = re.compile(r"\b(?:class|struct|union|enum|namespace)\b")
 # Names before a `(` that are no call of a function: statements, operators, casts, attributes, the assertion and
 # dispatch macros (their bodies are read: a dispatch's lambda is the function's own code).
@@ -69,7 +72,7 @@ _NOT_CALLS = frozenset({
     "typeid", "defined", "__launch_bounds__", "__attribute__", "__declspec", "__align__", "do", "else", "case",
     "operator", "template", "typename", "using", "auto", "void", "int", "float", "double", "char", "bool",
     "TORCH_CHECK", "AT_ASSERTM", "AT_ASSERT", "TORCH_INTERNAL_ASSERT", "C10_CUDA_CHECK", "C10_CUDA_KERNEL_LAUNCH_CHECK",
-    "TORCH_FN", "overload_cast", "assert",
+    "TORCH_FN", "TORCH_BOX", "overload_cast", "assert",
 })
 
 
@@ -89,7 +92,7 @@ class Binding(NamedTuple):
 
     @property
     def torch_ops(self) -> bool:
-        return self.registrar.startswith("TORCH_LIBRARY")
+        return "TORCH_LIBRARY" in self.registrar
 
     @property
     def registry(self) -> bool:
@@ -276,20 +279,25 @@ def _bindings(code: str, strings: list[tuple[int, str]], regions: list[tuple], l
         if index == len(regions) or not regions[index][0] < offset:
             continue
         region = regions[index][2:]
-        before = code[max(0, offset - 40):offset].rstrip()
-        if not _DEFINES.search(before):
+        before = code[max(0, offset - 64):offset].rstrip()
+        defines = _DEFINES.search(before)
+        if defines is None:
             continue
         name = _LEADING_NAME.match(literal)
         if name is None:
             continue
         rest_start = offset + len(literal)
-        rest_end = closing.get(code.rfind("(", 0, offset))
+        opened = code.rfind("(", 0, offset)
+        if defines.group(1):  # the `(` of `.impl(`, before the macro's
+            opened = code.rfind("(", 0, opened)
+        rest_end = closing.get(opened)
         if rest_end is None:  # an unclosed call: up to the end of its line (no scan runs on to the file's end)
             line_end = code.find("\n", rest_start)
             rest_end = line_end if line_end >= 0 else len(code)
         rest = code[rest_start:rest_end]
         targets = dict.fromkeys(
             [_last_part(m.group(1)) for m in _REFERENCE.finditer(rest)]
+            + [_last_part(m.group(1)) for m in _TORCH_FN.finditer(rest)]
             + [m.group(1) for m in _CALL.finditer(rest) if m.group(1) not in _NOT_CALLS]
         )
         first = _FIRST_ARGUMENT.match(rest)

@@ -290,6 +290,21 @@ def test_a_function_handed_on_by_keyword_is_called_by_the_callee():
     assert ("loader", "collate") in arcs
 
 
+def test_a_function_bound_to_a_local_before_it_is_handed_on_is_called_by_the_callee():
+    # timm's create_loader: `collate_fn = fast_collate if use_prefetcher else default_collate`, then `collate_fn=`.
+    text = ("import torch\nfrom torch.utils.data import DataLoader\n\n\ndef fast_collate(batch):\n    return batch\n\n\n"
+            "def loader(ds, prefetch, collate_fn=None):\n    if collate_fn is None:\n"
+            "        collate_fn = fast_collate if prefetch else torch.utils.data.default_collate\n"
+            "    kept = collate_fn\n    other = torch.zeros(1)\n"
+            "    return DataLoader(ds, collate_fn=collate_fn, sampler=other)\n")
+    files = {"data.py": call_graph.index_file("data.py", text)}
+    arcs = {(arc.caller.qualname, arc.callee.qualname) for arcs in call_graph.CallGraph.build(files).callees.values()
+            for arc in arcs}
+    assert ("loader", "fast_collate") in arcs
+    handed = {site.callee for site in files["data.py"].calls if site.handed}
+    assert handed == {"ds", "collate_fn", "fast_collate", "torch.utils.data.default_collate", "other"}, handed
+
+
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs syntax this Python's `ast` cannot read")
 def test_a_python_file_the_call_graph_cannot_read_says_so(tmp_path):
     # Python 3.12's `type` statement: libcst reads it, this Python's `ast` (which the call graph reads) does not.

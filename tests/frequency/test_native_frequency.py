@@ -433,3 +433,125 @@ def test_a_googletest_body_is_a_test(tmp_path: Path):
     result = engine.run(tmp_path, Settings(), FixPolicy(), use_cache=False)
     (zeros,) = [f.frequency for f in result.findings if f.path == "test_ops.cpp"]
     assert (zeros.frequency, zeros.source) == (Frequency.ONE_TIME, FrequencySource.TEST), zeros.describe("test_ops.cpp")
+
+
+# -- operators reached by name, and operators registered across files -----------------------------------
+
+LAZY_OPS = """\
+import torch
+
+
+def _make_lazy_op(name):
+    def call(*args):
+        from mini import _ops  # noqa: F401 (loads the library that registers torch.ops.mini)
+
+        return getattr(torch.ops.mini, {key})(*args)
+
+    return call
+
+
+def _by_name(name, *args):
+    return getattr(torch.ops.mini, {key})(*args)
+
+
+class Doubler(torch.nn.Module):
+    def forward(self, x):
+        return {call}
+"""
+
+
+@pytest.mark.parametrize("key, call, reached", [
+    ("name", '_make_lazy_op("ones")(x)', True),  # gsplat's `_make_lazy_cuda_func("adam")(...)`: a factory's closure
+    ("name", '_by_name("ones", x)', True),  # the function's own first parameter
+    ('"ones"', "_by_name(None, x)", True),  # a literal name
+    ("name", '_make_lazy_op(x)(x)', False),  # a name not written in the call: nothing to follow
+    ("name.lower()", '_make_lazy_op("ones")(x)', False),  # a name the closure computes
+])
+def test_an_operator_named_by_a_string_is_reached_through_the_function_that_looks_it_up(
+        project: Path, key, call, reached):
+    (project / "mini/model.py").write_text(LAZY_OPS.format(key=key, call=call))
+    result = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    (ones,) = _by_function(result, "csrc/operator.cu").values()
+    if reached:
+        assert ones.frequency is Frequency.PER_STEP, ones.describe("csrc/operator.cu")
+        assert [step.function for step in ones.path][-2:] == ["torch.ops.mini.ones", "ones_cuda"]
+        assert ones.path[0].function == "Doubler.forward"
+    else:
+        assert ones.frequency is Frequency.UNREACHED, ones.describe("csrc/operator.cu")
+
+
+SCHEMAS = """\
+#include <torch/library.h>
+
+TORCH_LIBRARY(mini, m) { m.def("ones(Tensor x) -> Tensor"); }
+
+TORCH_LIBRARY_IMPL(mini, CUDA, m) { mini::register_cuda(m); }
+"""
+
+HELPER_IMPLEMENTATION = """\
+#include <torch/extension.h>
+#include <torch/library.h>
+
+__global__ void fill_kernel(float* out, int64_t n) {
+  const int64_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 1.0f;
+}
+
+torch::Tensor ones_cuda(torch::Tensor x) {
+  auto out = torch::zeros_like(x);
+  fill_kernel<<<1, 128>>>(out.data_ptr<float>(), out.numel());
+  return out;
+}
+
+namespace mini {
+void register_cuda(torch::Library& m) { m.impl("ones", &ones_cuda); }
+}
+"""
+
+SEPARATE_IMPLEMENTATION = OPERATOR.replace('TORCH_LIBRARY(mini, m) { m.def("ones(Tensor x) -> Tensor"); }\n', "")
+
+
+@pytest.mark.parametrize("implementation", [
+    HELPER_IMPLEMENTATION,  # gsplat: each file's helper handed the library by `TORCH_LIBRARY_IMPL` in another
+    SEPARATE_IMPLEMENTATION,  # torchvision: the schema in one file, each device's `TORCH_LIBRARY_IMPL` in its own
+])
+def test_an_operator_declared_in_one_file_and_implemented_in_another_reaches_the_implementation(
+        project: Path, implementation):
+    assert SEPARATE_IMPLEMENTATION != OPERATOR
+    # Read before the implementation: its binding of the operator comes first.
+    declarations = SCHEMAS if implementation is HELPER_IMPLEMENTATION else SCHEMAS.replace("mini::register_cuda(m);", "")
+    (project / "csrc/declarations.cpp").write_text(declarations)
+    (project / "csrc/operator.cu").write_text(implementation)
+    result = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    (ones,) = _by_function(result, "csrc/operator.cu").values()
+    assert ones.frequency is Frequency.PER_STEP, ones.describe("csrc/operator.cu")
+    assert [step.function for step in ones.path] == ["Doubler.forward", "torch.ops.mini.ones", "ones_cuda"]
+
+
+def test_a_python_declared_operator_runs_its_fake_kernel_and_its_cpp_implementation(project: Path):
+    """torchao declares its operators in Python and registers a fake kernel there (`register_custom_op`), while a
+    `.cu` file implements them: `torch.ops.ns.name` reaches both."""
+    (project / "mini/fake.py").write_text(
+        "import torch\n\n\n@torch.library.custom_op(\"mini::ones\", mutates_args=())\n"
+        "def ones(x: torch.Tensor) -> torch.Tensor:\n    return torch.empty_like(x)\n")
+    result = engine.run(project, Settings(), FixPolicy(), use_cache=False)
+    (ones,) = _by_function(result, "csrc/operator.cu").values()
+    assert ones.frequency is Frequency.PER_STEP, ones.describe("csrc/operator.cu")
+
+
+def test_registrations_name_operators_as_torch_and_its_stable_abi_spell_them():
+    text = """\
+TORCH_LIBRARY_IMPL(torchvision, CUDA, m) {
+  m.impl(TORCH_SELECTIVE_NAME("torchvision::nms"), TORCH_FN(nms_kernel));
+  m.impl("torchvision::roi_align", TORCH_FN(vision::ops::roi_align_kernel));
+}
+STABLE_TORCH_LIBRARY_IMPL(torchao, CUDA, m) {
+  m.impl("torchao::to_sparse", TORCH_BOX(&to_sparse_cuda));
+}
+"""
+    found = index_text(text)
+    assert [(b.registrar, b.module, b.name, b.line, b.targets) for b in found.bindings] == [
+        ("TORCH_LIBRARY_IMPL", "torchvision", "nms", 2, ("nms_kernel",)),
+        ("TORCH_LIBRARY_IMPL", "torchvision", "roi_align", 3, ("roi_align_kernel",)),
+        ("STABLE_TORCH_LIBRARY_IMPL", "torchao", "to_sparse", 6, ("to_sparse_cuda",))]
+    assert all(b.torch_ops for b in found.bindings)
