@@ -95,6 +95,8 @@ class Definition(NamedTuple):
     # The lines that run only while a cached attribute is missing or too small: the body of `if self.x is None:`
     # that assigns `self.x`, and what follows `if self.pe.size(1) >= n: return` when it assigns `self.pe`.
     lazy: tuple[tuple[int, int], ...] = ()
+    # The functions nested in it that it returns, by qualified name: a decorator's wrapper, a factory's closure
+    returns: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -117,6 +119,7 @@ class CallSite(NamedTuple):
     edge: Edge = Edge.CALL
     handed: bool = False  # a function passed as an argument, not called here: a class passed is not instantiated
     key: str | None = None  # the first argument, where it is a string that names an attribute: `make_op("adam")`
+    returned: bool = False  # calls what the callee returns: `make_op(2.0)(x)` runs the closure `make_op` returns
 
 
 class ExtensionModule(NamedTuple):
@@ -285,7 +288,7 @@ def interface_of(definitions: tuple[Definition, ...], classes: tuple[ClassInfo, 
     """A digest of all that resolving any file's calls reads of this one (`_Resolver`): its functions and classes
     by name, the classes' bases and attributes, its imports, the extensions it builds, the names it binds and the
     functions that dispatch by name. Not its lines, nor its call sites."""
-    read = (tuple((d.qualname, d.cls) for d in definitions),
+    read = (tuple((d.qualname, d.cls, d.returns) for d in definitions),
             tuple((c.qualname, c.bases, c.attributes, c.functions) for c in classes),
             tuple((i.local, i.module, i.name, i.level) for i in imports),
             extensions, tuple((b.registrar, b.module, b.name, b.targets) for b in bindings), custom_ops, dispatchers)
@@ -425,7 +428,7 @@ class _Indexer:
         self._functions.pop()
         self._frames.pop()
         self.definitions[place] = Definition(qualname, node.lineno, node.end_lineno or node.lineno, owner, decorators,
-                                             first, spans, forever, lazy)
+                                             first, spans, forever, lazy, _returned_functions(node, qualname))
 
     def klass(self, node: ast.ClassDef, scope: str, edge: Edge) -> None:
         qualname = node.name if scope == MODULE else f"{scope}.{node.name}"
@@ -518,6 +521,9 @@ class _Indexer:
         if callee is None:
             if type(node.func) is ast.Call:
                 self.called_by_name(node.func, scope, edge)
+                made_by = dotted(node.func.func)
+                if made_by is not None:  # `make_op(2.0)(x)`: what `make_op` returns runs here
+                    self.calls.append(CallSite(scope, made_by, node.lineno, edge, returned=True))
             return
         first = node.args[0] if node.args else None
         key = first.value if type(first) is ast.Constant and type(first.value) is str and first.value.isidentifier() \
@@ -580,6 +586,25 @@ class _Indexer:
                     return
                 if name.id in self.locals_of(function).bound:
                     return
+
+
+def _returned_functions(function: ast.FunctionDef | ast.AsyncFunctionDef, qualname: str) -> tuple[str, ...]:
+    """The functions defined in FUNCTION's own body that it returns (`return wrapper`), by qualified name."""
+    nested = {statement.name for statement in function.body
+              if type(statement) is ast.FunctionDef or type(statement) is ast.AsyncFunctionDef}
+    if not nested:
+        return ()
+    found: list[str] = []
+    pending = list(function.body)
+    while pending:
+        statement = pending.pop()
+        if type(statement) is ast.Return:
+            value = statement.value
+            if type(value) is ast.Name and value.id in nested and f"{qualname}.{value.id}" not in found:
+                found.append(f"{qualname}.{value.id}")
+        elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            pending.extend(_child_statements(statement))
+    return tuple(found)
 
 
 def _first_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> str | None:
@@ -1150,8 +1175,16 @@ def _arcs(resolver: "_Resolver", rel: str, calls: FileCalls) -> Iterator[Arc]:
             known = resolved[key] = (Node(rel, site.caller), resolver.targets(calls, site))
         caller, targets = known
         for callee in targets:
+            if site.returned:  # `make_op(2.0)(x)`: the closure runs here (`make_op` itself has a site of its own)
+                for closure in resolver.returned(callee):
+                    yield Arc(caller, closure, site.line, site.edge)
+                continue
             if callee != caller:
                 yield Arc(caller, callee, site.line, site.edge)
+            if not site.handed and callee in resolver.shaped:  # a decorated function runs its decorators' wrappers
+                for wrapper in resolver.wrappers(callee):
+                    if wrapper != caller:
+                        yield Arc(caller, wrapper, site.line, site.edge)
             if site.key is not None and callee in resolver.dispatchers:  # `make_op("adam")`: `torch.ops.ns.adam`
                 for reached in resolver.dispatched(callee, site.key):
                     yield Arc(caller, reached, site.line, site.edge)
@@ -1191,6 +1224,11 @@ class _Resolver:
             for dispatcher in calls.dispatchers:
                 self.dispatchers[Node(rel, dispatcher.qualname)] = dispatcher
         self._dispatched: dict[tuple[Node, str], list[Node]] = {}
+        # The functions that return a closure of their own, or are decorated: what `wrappers` and `returned` read
+        self.shaped: dict[Node, Definition] = {
+            Node(rel, d.qualname): d for rel, calls in files.items() if not calls.native
+            for d in calls.definitions if d.returns or d.decorators}
+        self._wrappers: dict[Node, list[Node]] = {}
         by_name: dict[str, list[Node]] = {}
         for rel, calls in files.items():
             if calls.native:
@@ -1422,6 +1460,37 @@ class _Resolver:
             if loaded is not None:
                 return [loaded]
         return []
+
+    def returned(self, node: Node, depth: int = 0) -> list[Node]:
+        """The closures a call of NODE's result runs: the functions it returns, or theirs where those return one in
+        turn (a decorator factory's `decorator` returns `wrapper`)."""
+        definition = self.shaped.get(node)
+        if definition is None or not definition.returns:
+            return []
+        found = []
+        for qualname in definition.returns:
+            inner = Node(node.rel, qualname)
+            deeper = self.returned(inner, depth + 1) if depth < MAX_HOPS else []
+            found += deeper or [inner]
+        return found
+
+    def wrappers(self, node: Node) -> list[Node]:
+        """What a call of NODE runs besides NODE: the wrappers its project's decorators return (`@timed` returning
+        `wrapper`, which calls NODE); none for a decorator outside the project."""
+        found = self._wrappers.get(node)
+        if found is None:
+            found = []
+            definition = self.shaped.get(node)
+            if definition is not None and definition.decorators:
+                # A decorator is read where the `def` is: a method's, around its class
+                around = definition.cls if definition.cls is not None else definition.qualname
+                scope = around.rsplit(".", 1)[0] if "." in around else MODULE
+                for decorator in definition.decorators:
+                    site = CallSite(scope, decorator, definition.line)
+                    for target in self.targets(self.files[node.rel], site):
+                        found += [wrapper for wrapper in self.returned(target) if wrapper not in found]
+            self._wrappers[node] = found
+        return found
 
     def dispatched(self, node: Node, key: str) -> list[Node]:
         """What a `Dispatcher` called with KEY calls: `owner.key`, resolved where its `getattr` is."""

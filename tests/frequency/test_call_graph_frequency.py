@@ -314,3 +314,78 @@ def test_a_python_file_the_call_graph_cannot_read_says_so(tmp_path):
     shown = " ".join(run_cli("check", str(tmp_path), "--no-cache", "--exit-zero").stdout.split())
     assert "OPT101 zeros-to-empty [safe, fixable]" in shown
     assert "runs: not known: this file is not in the project's call graph" in shown
+
+
+WRAPPED = """\
+import functools
+
+import torch
+
+
+def with_buffer(fn):
+    @functools.wraps(fn)
+    def wrapper(x):
+        buf = torch.zeros(x.shape[0])
+        buf.copy_(x)
+        return fn(buf)
+
+    return wrapper
+
+
+def traced(name):
+    def decorator(fn):
+        def inner(x):
+            marks = torch.zeros(1)
+            marks.fill_(1.0)
+            return fn(x) + marks
+
+        return inner
+
+    return decorator
+
+
+def make_op(scale):
+    def op(x):
+        out = torch.zeros(x.shape)
+        out.copy_(x * scale)
+        return out
+
+    return op
+
+
+def unused_factory(scale):
+    def never(x):
+        idle = torch.zeros(x.shape)
+        idle.copy_(x)
+        return idle
+
+    return never
+
+
+@with_buffer
+def double(x):
+    return x * 2
+
+
+@traced("half")
+def half(x):
+    return x / 2
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return double(x) + half(x) + make_op(2.0)(x) + unused_factory(1.0) is None
+"""
+
+
+def test_a_decorators_wrapper_and_a_factorys_closure_run_where_their_result_is_called(tmp_path):
+    # `@with_buffer def double`: calling `double` runs `wrapper`; `make_op(2.0)(x)` runs the `op` it returns; a
+    # decorator factory's `inner` runs on each call of what it decorates; a factory whose result is not called
+    # (`unused_factory(1.0)`) runs nothing it returns.
+    (tmp_path / "ops.py").write_text(WRAPPED)
+    result = engine.run(tmp_path, Settings(), FixPolicy(), use_cache=False)
+    labels = {f.line: (f.frequency.frequency, [step.function for step in f.frequency.path]) for f in result.findings}
+    assert labels[9] == (Frequency.PER_STEP, ["Model.forward", "with_buffer.wrapper"]), labels
+    assert labels[19] == (Frequency.PER_STEP, ["Model.forward", "traced.decorator.inner"]), labels
+    assert labels[30] == (Frequency.PER_STEP, ["Model.forward", "make_op.op"]), labels
+    assert labels[39][0] is Frequency.UNREACHED, labels
