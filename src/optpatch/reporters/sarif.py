@@ -19,7 +19,6 @@ right lines whichever folder was scanned.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from urllib.parse import quote
 
 from optpatch import __version__

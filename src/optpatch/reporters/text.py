@@ -32,7 +32,6 @@ from collections import Counter
 
 from rich.text import Text
 
-from optpatch.locations import rewritten_line
 from optpatch.model import CodeArea, Decided, Finding, Impact, KeepCategory, Verdict, frequency_not_known
 from optpatch.reporters import ReportOptions, counted
 from optpatch.reporters.status import Status, area_note, status_of

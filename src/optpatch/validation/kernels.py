@@ -44,7 +44,6 @@ from typing import Callable, TextIO
 
 from optpatch.validation.kernel_changes import changed_kernels
 from optpatch.validation.kernel_report import (
-    EXIT_CHECK_FAILED,
     ComparisonRow,
     KernelReport,
     Reading,
