@@ -97,6 +97,7 @@ class Definition(NamedTuple):
     lazy: tuple[tuple[int, int], ...] = ()
     # The functions nested in it that it returns, by qualified name: a decorator's wrapper, a factory's closure
     returns: tuple[str, ...] = ()
+    called_decorators: tuple[str, ...] = ()  # those of `decorators` applied as calls: `@traced("step")`
 
     @property
     def name(self) -> str:
@@ -288,7 +289,7 @@ def interface_of(definitions: tuple[Definition, ...], classes: tuple[ClassInfo, 
     """A digest of all that resolving any file's calls reads of this one (`_Resolver`): its functions and classes
     by name, the classes' bases and attributes, its imports, the extensions it builds, the names it binds and the
     functions that dispatch by name. Not its lines, nor its call sites."""
-    read = (tuple((d.qualname, d.cls, d.returns) for d in definitions),
+    read = (tuple((d.qualname, d.cls, d.returns, d.decorators, d.called_decorators) for d in definitions),
             tuple((c.qualname, c.bases, c.attributes, c.functions) for c in classes),
             tuple((i.local, i.module, i.name, i.level) for i in imports),
             extensions, tuple((b.registrar, b.module, b.name, b.targets) for b in bindings), custom_ops, dispatchers)
@@ -427,8 +428,9 @@ class _Indexer:
         lazy = tuple(self._lazy.pop())
         self._functions.pop()
         self._frames.pop()
+        called = tuple(filter(None, (dotted(d.func) for d in node.decorator_list if isinstance(d, ast.Call))))
         self.definitions[place] = Definition(qualname, node.lineno, node.end_lineno or node.lineno, owner, decorators,
-                                             first, spans, forever, lazy, _returned_functions(node, qualname))
+                                             first, spans, forever, lazy, _returned_functions(node, qualname), called)
 
     def klass(self, node: ast.ClassDef, scope: str, edge: Edge) -> None:
         qualname = node.name if scope == MODULE else f"{scope}.{node.name}"
@@ -1461,17 +1463,13 @@ class _Resolver:
                 return [loaded]
         return []
 
-    def returned(self, node: Node, depth: int = 0) -> list[Node]:
-        """The closures a call of NODE's result runs: the functions it returns, or theirs where those return one in
-        turn (a decorator factory's `decorator` returns `wrapper`)."""
-        definition = self.shaped.get(node)
-        if definition is None or not definition.returns:
-            return []
-        found = []
-        for qualname in definition.returns:
-            inner = Node(node.rel, qualname)
-            deeper = self.returned(inner, depth + 1) if depth < MAX_HOPS else []
-            found += deeper or [inner]
+    def returned(self, node: Node, levels: int = 1) -> list[Node]:
+        """The closures a call of NODE's result runs: the functions it returns; with LEVELS 2, those that the
+        functions it returns return in turn (a decorator factory's `decorator` returns `wrapper`)."""
+        found = [node]
+        for _ in range(levels):
+            found = [Node(function.rel, qualname) for function in found
+                     for qualname in getattr(self.shaped.get(function), "returns", ())]
         return found
 
     def wrappers(self, node: Node) -> list[Node]:
@@ -1487,8 +1485,9 @@ class _Resolver:
                 scope = around.rsplit(".", 1)[0] if "." in around else MODULE
                 for decorator in definition.decorators:
                     site = CallSite(scope, decorator, definition.line)
+                    levels = 2 if decorator in definition.called_decorators else 1  # `@traced("step")`: its result's
                     for target in self.targets(self.files[node.rel], site):
-                        found += [wrapper for wrapper in self.returned(target) if wrapper not in found]
+                        found += [wrapper for wrapper in self.returned(target, levels) if wrapper not in found]
             self._wrappers[node] = found
         return found
 

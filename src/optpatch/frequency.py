@@ -41,6 +41,14 @@ path from that context as evidence:
   public), only tests as callers (a test's calls are not followed into the
   code it tests), and what only such functions call.
 
+What a call reaches (call_graph.py): the function, and the wrapper its
+project decorator returns (`@timed def f` runs `timed.wrapper`); the closure
+a factory returns, where the result is called (`make_op(2.0)(x)`); a function
+handed on, by name or through a local bound to it (`collate_fn=collate_fn`
+after `collate_fn = fast_collate if p else default_collate`), as often as the
+call that hands it; and an operator named by a string, through a function
+that looks it up by its first parameter (`getattr(torch.ops.ns, name)`).
+
 C++ functions (cpp_calls.py) take the label of the Python that calls their
 binding, through the C++ calls between: `FusedAdam.step -> amp_C.multi_tensor_adam
 -> multi_tensor_adam_cuda`. Their names decide nothing (a launcher named

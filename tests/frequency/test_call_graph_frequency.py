@@ -362,12 +362,23 @@ def unused_factory(scale):
     return never
 
 
+def copy_doc(source):
+    def decorator(target):
+        flags = torch.zeros(1)
+        flags.fill_(0.0)
+        target.flags = flags
+        return target
+
+    return decorator
+
+
 @with_buffer
 def double(x):
     return x * 2
 
 
 @traced("half")
+@copy_doc(double)
 def half(x):
     return x / 2
 
@@ -380,7 +391,8 @@ class Model(torch.nn.Module):
 
 def test_a_decorators_wrapper_and_a_factorys_closure_run_where_their_result_is_called(tmp_path):
     # `@with_buffer def double`: calling `double` runs `wrapper`; `make_op(2.0)(x)` runs the `op` it returns; a
-    # decorator factory's `inner` runs on each call of what it decorates; a factory whose result is not called
+    # decorator factory's `inner` runs on each call of what it decorates, not its `decorator`; a factory whose result
+    # is not called
     # (`unused_factory(1.0)`) runs nothing it returns.
     (tmp_path / "ops.py").write_text(WRAPPED)
     result = engine.run(tmp_path, Settings(), FixPolicy(), use_cache=False)
@@ -389,3 +401,6 @@ def test_a_decorators_wrapper_and_a_factorys_closure_run_where_their_result_is_c
     assert labels[19] == (Frequency.PER_STEP, ["Model.forward", "traced.decorator.inner"]), labels
     assert labels[30] == (Frequency.PER_STEP, ["Model.forward", "make_op.op"]), labels
     assert labels[39][0] is Frequency.UNREACHED, labels
+    # `@copy_doc(double)` runs `decorator` once, as the module is imported; it returns no wrapper: a call of
+    # `half` runs nothing of it
+    assert labels[48][0] is not Frequency.PER_STEP, labels
