@@ -44,6 +44,7 @@ from typing import Callable, TextIO
 
 from optpatch.validation.kernel_changes import changed_kernels
 from optpatch.validation.kernel_report import (
+    EXIT_CHECK_FAILED as EXIT_CHECK_FAILED,  # re-exported: the exit status a failed check returns
     ComparisonRow,
     KernelReport,
     Reading,
