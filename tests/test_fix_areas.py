@@ -139,3 +139,48 @@ def test_a_nested_configuration_gives_its_files_its_own_fix_areas_and_areas(tmp_
     assert (found[TEST]["held"], found["sub/tests/test_model.py"]["held"]) == ("area", None)
     assert found["sub/slow/model.py"]["area"] == "benchmarks" and found["sub/slow/model.py"]["held"] == "area"
     assert found["sub/pkg/model.py"]["area"] == "library" and found["sub/pkg/model.py"]["held"] is None
+
+
+SELF_TESTED = """\
+import torch
+
+
+def pack(x):
+    out = torch.zeros(x.shape[0], 4)
+    out.copy_(x.repeat(1, 4))
+    return out
+
+
+def test_pack():
+    ref = torch.zeros(8, 4)
+    ref.copy_(torch.ones(8, 4))
+    return ref
+
+
+class Packer:
+    def test(self, x):  # a method named so is the library's: only a module's own functions are its self-test
+        kept = torch.zeros(x.shape)
+        kept.copy_(x)
+        return kept
+
+
+if "__main__" == __name__:
+    data = torch.arange(8).cuda()
+    print(pack(data), test_pack())
+"""
+
+
+def test_a_library_files_self_test_is_in_tests(tmp_path):
+    # lightllm's Triton kernels end in a `test()` and an `if __name__ == "__main__":` block that runs it: fixes
+    # there reach no user of the library.
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/kernel.py").write_text(SELF_TESTED)
+    result = run(root, Settings(), FixPolicy(), use_cache=False)
+    areas = {(f.line, f.code): f.area for f in result.findings}
+    assert areas == {(5, "OPT101"): CodeArea.LIBRARY, (11, "OPT101"): CodeArea.TESTS,
+                     (18, "OPT101"): CodeArea.LIBRARY, (24, "OPT102"): CodeArea.TESTS}, areas
+    held = {(f.line, decision.held) for f, decision in result.decided if not decision.accepted}
+    assert held == {(11, Hold.AREA), (24, Hold.AREA)}, held
+    widened = run(root, Settings(), FixPolicy(fix_areas=frozenset({CodeArea.LIBRARY, CodeArea.TESTS})), use_cache=False)
+    assert all(decision.accepted for _, decision in widened.decided)

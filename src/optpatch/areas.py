@@ -12,10 +12,18 @@ decides, so `benchmarks/test_utils.py` counts as a benchmark and
 the paths its gitignore-style patterns match (`{"mypkg/testing/**" =
 "tests"}`); where several match, the last one written wins, as in a
 `.gitignore`.
+
+Inside a library file, a module's self-test is test code too
+(`self_test_lines`): its `if __name__ == "__main__":` block and its
+module-level `def test*()` functions, which inference engines keep beside
+their kernels (lightllm's Triton kernels each end in a `test()` and a
+`__main__` block that runs it). A site there is in `tests`, read from the
+text alone, so the analysis cache keeps it.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import lru_cache
 
@@ -62,3 +70,26 @@ def _area_by_name(rel: str) -> CodeArea:
     if _AROUND_FILE.match(name):
         return CodeArea.BENCHMARKS
     return CodeArea.LIBRARY
+
+
+def self_test_lines(tree: ast.Module) -> tuple[tuple[int, int], ...]:
+    """The first and last lines of a module's self-test: its `if __name__ == "__main__":` blocks and its module-level
+    functions named `test*` (as frequency.py names a test's function)."""
+    found = []
+    for statement in tree.body:
+        kind = type(statement)
+        if (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef) and statement.name.startswith("test") \
+                or kind is ast.If and _runs_as_a_script(statement.test):
+            first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", ())])
+            found.append((first, statement.end_lineno or statement.lineno))
+    return tuple(found)
+
+
+def _runs_as_a_script(test: ast.expr) -> bool:
+    """`__name__ == "__main__"`, either way round."""
+    if type(test) is not ast.Compare or len(test.ops) != 1 or type(test.ops[0]) is not ast.Eq:
+        return False
+    sides = {type(test.left), type(test.comparators[0])}
+    names = [side for side in (test.left, test.comparators[0]) if type(side) is ast.Name]
+    texts = [side for side in (test.left, test.comparators[0]) if type(side) is ast.Constant]
+    return sides == {ast.Name, ast.Constant} and names[0].id == "__name__" and texts[0].value == "__main__"

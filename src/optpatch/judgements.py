@@ -4,7 +4,9 @@ Two things are decided here rather than in each rule:
 - a `Proven` fix whose edits would write a line past the file's line limit
   is kept instead (line_limits.py), with the reason;
 - a site in a loop of a test or a benchmark is no model's per-step path:
-  its context `HOT` becomes `CALL`.
+  its context `HOT` becomes `CALL`;
+- a site in a library file's self-test (`SELF_TESTS`, areas.self_test_lines)
+  is in `tests`.
 """
 
 from __future__ import annotations
@@ -15,19 +17,23 @@ from optpatch.rule import Advice, Judgement, Kept, Proven, Rule
 from optpatch.rule.verdicts import KEPT_BASIS
 
 
-def finding_of(rule: type[Rule], unit, judgement: Judgement) -> Finding:
-    """The finding of RULE's JUDGEMENT in UNIT (a parsed Python module or C++ unit)."""
+def finding_of(rule: type[Rule], unit, judgement: Judgement, self_tests: tuple[tuple[int, int], ...] = ()) -> Finding:
+    """The finding of RULE's JUDGEMENT in UNIT (a parsed Python module or C++ unit); SELF_TESTS: the lines of a
+    library file's self-test, whose sites are in `tests`."""
     source = unit.source
     verdict = judgement.verdict
     if isinstance(verdict, Proven):
         overlong = overlong_line(source.text, verdict.edits, line_limit(unit.style, source.text))
         if overlong is not None:
             verdict = Kept(overlong.reason(), KeepCategory.CANNOT_SPELL, verdict.proof)
-    context = judgement.context
-    if context is Context.HOT and source.area is not CodeArea.LIBRARY:
-        context = Context.CALL
     line, col = judgement.at
-    common = dict(code=rule.code, name=rule.name, path=source.rel, line=line, col=col, context=context, area=source.area)
+    area = source.area
+    if self_tests and any(first <= line <= last for first, last in self_tests):
+        area = CodeArea.TESTS
+    context = judgement.context
+    if context is Context.HOT and area is not CodeArea.LIBRARY:
+        context = Context.CALL
+    common = dict(code=rule.code, name=rule.name, path=source.rel, line=line, col=col, context=context, area=area)
     if isinstance(verdict, Proven):
         return Finding(**common, verdict=Verdict.FIX, reason=verdict.reason, impact=verdict.impact,
                        impact_basis=verdict.basis, proof=verdict.proof,

@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Callable, Iterable, Protocol, Sequence
 
 import pathspec
 
+from optpatch.areas import self_test_lines
 from optpatch.config import Settings
 from optpatch.cpp_headers import HeaderOutcome, HeaderReport, HeaderSetup
 from optpatch.frontends import FrontendError, parse, rewrite_error
 from optpatch.judgements import finding_of
 from optpatch.locations import located
-from optpatch.model import Decided, Edit, FileError, Finding, Hold, KeepCategory, Language, Refusal, Verdict
+from optpatch.model import CodeArea, Decided, Edit, FileError, Finding, Hold, KeepCategory, Language, Refusal, Verdict
 from optpatch.line_diff import LineBreaks
 from optpatch.offsets import Passes, changed_lines, locator, relocate_to_original, written_lines
 from optpatch.planner import apply_edits, plan_edits
@@ -173,9 +174,11 @@ def _unparsed_headers(source: SourceFile, headers: HeaderSetup | None) -> Header
 def _checked(source: SourceFile, wanted: list[type[Rule]], unit) -> Analysis:
     """The rules' findings in one parsed unit, suppressions honoured, placed in the text."""
     findings: list[Finding] = []
+    screen = getattr(unit, "screen", None)  # a Python module's `ast` index
+    self_tests = self_test_lines(screen.tree) if screen is not None and source.area is CodeArea.LIBRARY else ()
     for rule in wanted:
         try:
-            findings.extend(finding_of(rule, unit, judgement) for judgement in rule().check(unit))
+            findings.extend(finding_of(rule, unit, judgement, self_tests) for judgement in rule().check(unit))
         except RecursionError:
             return Analysis(error=FileError(source.rel, f"{rule.code}: code nested too deeply to analyse"))
         except Exception as error:  # a rule bug must cost one file, not the run
