@@ -32,11 +32,11 @@ def reword_everything(monkeypatch) -> None:
     """Every reason, proof step and hold message, reworded where it is made."""
     original = passes.finding_of
 
-    def rewording(rule, unit, judgement):
+    def rewording(rule, unit, judgement, *rest):
         verdict = judgement.verdict
         proof = {"proof": tuple(reword(step) for step in verdict.proof)} if hasattr(verdict, "proof") else {}
         judgement = dataclasses.replace(judgement, verdict=dataclasses.replace(verdict, reason=reword(verdict.reason), **proof))
-        finding = original(rule, unit, judgement)
+        finding = original(rule, unit, judgement, *rest)
         # A fix kept for its line's length gets its reason in finding_of itself.
         return finding if finding.reason.startswith("REWORDED") else dataclasses.replace(finding, reason=reword(finding.reason))
 
