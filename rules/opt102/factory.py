@@ -13,6 +13,7 @@ import libcst as cst
 
 from optpatch.rule import KeepCategory, Kept, Tier
 from optpatch.rule.python import PythonModule
+from optpatch.analysis.overwrite import CHAINED_FULL_WRITES, prove_chained_overwrite
 from optpatch.analysis.tensor_subclasses import receiver_caution
 from optpatch.analysis.torch_api import LEGACY_TENSOR_TYPES, LIKE_FACTORIES, RANDOM_FACTORIES, keyword_arg
 from optpatch.analysis.torch_values import Kind, classify, list_data
@@ -62,6 +63,17 @@ def _legacy_data(module: PythonModule, site: Site) -> Kept | None:
     return None
 
 
+UNSET_FACTORIES = frozenset({"torch.empty", "torch.empty_like", "torch.empty_strided"})
+
+
+def _written_in_full(module: PythonModule, site: Site) -> bool:
+    """An unset allocation's elements are written before anything reads them: a full write chained before the move
+    (`torch.empty(n).fill_(1).cuda()`) or on the moved tensor itself (`torch.empty(n).to(d).fill_(3)`)."""
+    if any(op.method in CHAINED_FULL_WRITES for op in site.ops):
+        return True
+    return site.second is None and prove_chained_overwrite(module, site.move_call) is not None
+
+
 def value_tier(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | None:
     """Do the values depend on the device that computes them?"""
     callee = site.callee
@@ -78,6 +90,11 @@ def value_tier(module: PythonModule, site: Site) -> tuple[Tier, str] | Kept | No
             return Tier.UNSAFE, (f"arange with a start or step `{fractional}` that may be fractional rounds differently on "
                                  "the device (864 of 2702 values of arange(0.5, 1000, 0.37) differed on an H200)")
         return Tier.SAFE, "arange with integer start and step: the same integers on every device"
+    if callee in UNSET_FACTORIES and not _written_in_full(module, site):
+        return Tier.VALIDATE, (f"`{callee.removeprefix('torch.')}` leaves its elements unset, and they differ by place: "
+                               "a large host allocation starts as the system's zeroed pages, a device one is recycled "
+                               "from the caching allocator; a read before a full write (gpt-neox's `generation_logits`) "
+                               "then sees other values")
     if callee in LIKE_FACTORIES:
         return Tier.SAFE, (f"`{callee.removeprefix('torch.')}(x, device=d)` makes what `{callee.removeprefix('torch.')}(x)"
                            ".to(d)` makes (x's shape, dtype, layout and strides on `d`), whatever device `x` is on")

@@ -150,7 +150,12 @@ class CreateOnDevice(Rule):
     an integer factory converted to a floating dtype where nothing bounds
     its values (`torch.arange(n).float()`: exact up to 2**24, and the H100
     rounded `arange(2**25, ...)` the same way as the CPU, but that is a
-    measurement, not a proof).
+    measurement, not a proof); `empty`, `empty_like` and `empty_strided`
+    unless a full write is chained on them (`torch.empty(n).to(d).fill_(v)`):
+    their unset elements differ by place (a large host allocation starts as
+    zeroed pages, a device one is recycled from the caching allocator), so a
+    read before a full write sees other values (gpt-neox's
+    `generation_logits`, returned with rows never written).
 
     `unsafe`: random factories (`rand`, `randn`, `randint`, `randperm`,
     `normal`, `*_like`) draw from the device's generator, so the numbers
@@ -302,7 +307,7 @@ class CreateOnDevice(Rule):
     language = "python"
     default_tier = "safe"
     tags = ("performance", "transfer")
-    version = 3  # `.type(...)` in chains, legacy constructors, devices from project functions, index tensors
+    version = 4  # 3: `.type(...)` in chains, legacy constructors, devices from project functions, index tensors; 4: unset factories
     trigger_words = (".to(", ".cuda(", "arange(")
     profiled_ops = ("aten::to", "aten::_to_copy", "aten::copy_", "cudaMemcpy", "cudaMemcpyAsync")
 
