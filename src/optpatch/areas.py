@@ -89,7 +89,7 @@ def _runs_as_a_script(test: ast.expr) -> bool:
     """`__name__ == "__main__"`, either way round."""
     if type(test) is not ast.Compare or len(test.ops) != 1 or type(test.ops[0]) is not ast.Eq:
         return False
-    sides = {type(test.left), type(test.comparators[0])}
-    names = [side for side in (test.left, test.comparators[0]) if type(side) is ast.Name]
-    texts = [side for side in (test.left, test.comparators[0]) if type(side) is ast.Constant]
-    return sides == {ast.Name, ast.Constant} and names[0].id == "__name__" and texts[0].value == "__main__"
+    sides = (test.left, test.comparators[0])
+    names = {side.id for side in sides if type(side) is ast.Name}
+    values = {side.value for side in sides if type(side) is ast.Constant}
+    return names == {"__name__"} and values == {"__main__"}

@@ -62,7 +62,7 @@ _TAKES_A_MODULE = re.compile(r"\b(?:module_?|Library)\s*&")
 # torch's registrars, and their forms for the stable ABI (`STABLE_TORCH_LIBRARY_IMPL(ns, CUDA, m)`)
 _TORCH_REGISTRARS = ("TORCH_LIBRARY", "TORCH_LIBRARY_IMPL", "TORCH_LIBRARY_FRAGMENT", "TORCH_LIBRARY_EXPAND")
 _REGISTRAR_NAMES = frozenset({"PYBIND11_MODULE", *_TORCH_REGISTRARS, *(f"STABLE_{name}" for name in _TORCH_REGISTRARS)})
-_REGISTRARS = re.compile(r"^(PYBIND11_MODULE|(?:STABLE_)?TORCH_LIBRARY(?:_IMPL|_FRAGMENT|_EXPAND)?)\s*\(\s*([A-Za-z_]\w*)")
+_REGISTRARS = re.compile(rf"^({'|'.join(sorted(_REGISTRAR_NAMES, key=len, reverse=True))})\s*\(\s*([A-Za-z_]\w*)")
 _TYPE_KEYWORDS = re.compile(r"\b(?:class|struct|union|enum|namespace)\b")
 # Names before a `(` that are no call of a function: statements, operators, casts, attributes, the assertion and
 # dispatch macros (their bodies are read: a dispatch's lambda is the function's own code).
