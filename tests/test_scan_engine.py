@@ -72,6 +72,31 @@ def test_rules_whose_facts_are_not_literal_are_imported(tmp_path, source):
     assert imported, "the rule was not imported"
 
 
+def test_a_run_of_the_cpp_rules_alone_imports_neither_the_python_rules_nor_libcst(tmp_path):
+    """The workers inherit what the main process imported before the fork: the selected rules, and nothing else.
+
+    Python files a Python rule would want (`torch.zeros(...)`) and enough
+    files for a process pool: with `--select OPT2`, no Python rule runs, so
+    importing them and libcst (0.15-0.25 s) would only delay the first file.
+    """
+    from conftest import run_cli_hooked
+
+    for index in range(12):
+        (tmp_path / f"m{index}.py").write_text(f"import torch\ndef f(n):\n    return torch.zeros(n).cuda() + {index}\n")
+        (tmp_path / f"k{index}.cpp").write_text(f"void f{index}(int n) {{ int a[n]; a[0] = 1; }}\n")
+    hook = ("import atexit, sys\natexit.register(lambda: print('imported:', sorted(n for n in sys.modules "
+            "if n == 'libcst' or n.startswith('optpatch_rules.opt')), file=sys.stderr))")
+    cpp = run_cli_hooked(hook, "check", str(tmp_path), "--no-cache", "--no-headers", "--jobs", "2", "--select", "OPT2",
+                         "--format", "json")
+    assert cpp.returncode in (0, 1), cpp.stderr
+    assert "OPT201" in cpp.stdout, "the C++ rule must still run"
+    imported = cpp.stderr.split("imported:", 1)[1]
+    assert "libcst" not in imported and "opt10" not in imported, imported
+    assert "opt201" in imported, imported
+    every = run_cli_hooked(hook, "check", str(tmp_path), "--no-cache", "--no-headers", "--jobs", "2", "--format", "json")
+    assert "'libcst'" in every.stderr.split("imported:", 1)[1], "the Python rules must still import libcst"
+
+
 class _ScreenedRule(Rule):
     """A rule that would report every call, but screens out files without a `zeros(...)` call."""
 

@@ -49,8 +49,8 @@ from optpatch.passes import Analysis, FileRecord, FindingFilter, analyse_text, r
 from optpatch.policy import FixPolicy
 from optpatch.python_screen import parse_module
 from optpatch.results import FileResult, RunResult
-from optpatch.rule import Rule, builtin_rules_dir, load_rules, select_rules
-from optpatch.rule_facts import RuleFacts, rule_facts
+from optpatch.rule import Rule, builtin_rules_dir, select_rules
+from optpatch.rule_facts import RuleFacts, load_rules_for, rule_facts
 from optpatch.source import SourceFile, read_source, source_from_bytes
 
 PARALLEL_THRESHOLD = 16  # fewer files to analyse than this are not worth a process pool
@@ -175,7 +175,7 @@ class _Group:
     def analyse(self, jobs: int, counter: "_Counter") -> list["_Read | FileResult"]:
         """Step 1: the files the cache does not hold, analysed (in a process pool when many); a file that cannot
         be read is its result already."""
-        analysed = list(_map(self.task, self.todo, jobs, counter.offset()))
+        analysed = list(_map(self.task, self.todo, jobs, counter.offset(), self.task.load))
         counter.done += len(self.todo)
         return analysed
 
@@ -509,9 +509,10 @@ class _Counter:
         return lambda index, _: self.progress(before + index, self.total)
 
 
-def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
+def _map(task, files, jobs, progress, load: Callable[[], object] | None = None) -> Iterator[_Read | FileResult]:
     """TASK over FILES ((path, rel) pairs), in their order: in this process, or in a pool of JOBS forked workers,
-    which take the files in batches, the costliest first (`_batches`)."""
+    which take the files in batches, the costliest first (`_batches`). LOAD imports what every worker's TASK will
+    need (the selected rules), once, before the fork."""
     total = len(files)
     if jobs == 1 or total < PARALLEL_THRESHOLD:
         for index, item in enumerate(files, start=1):
@@ -523,7 +524,8 @@ def _map(task, files, jobs, progress) -> Iterator[_Read | FileResult]:
     from multiprocessing import get_context
 
     with _collections_paused():  # importing libcst and the rules makes only objects that live as long as the process
-        load_rules()  # imported once here, inherited by every forked worker
+        if load is not None:
+            load()  # imported once here, inherited by every forked worker
         if _RunHeap.held:
             gc.freeze()  # so that no later collection walks them either (`_run_heap` unfreezes at the end)
     batches = _batches(files, jobs)
@@ -665,9 +667,13 @@ class _FileTask:
     def facts(self) -> list[RuleFacts]:
         return [facts for facts in rule_facts() if facts.code in self.codes]
 
+    def load(self) -> None:
+        """Import the selected rules (and so libcst, for a Python rule): in the main process, before the fork."""
+        load_rules_for(frozenset(self.codes))
+
     def rules(self, path: Path, rel: str) -> list[type[Rule]]:
         """The rules for one file: `per-file-ignores` sees it relative to its configuration's folder."""
-        chosen = [rule for rule in load_rules() if rule.code in self.codes]
+        chosen = list(load_rules_for(frozenset(self.codes)))
         return rules_for(self.settings.pattern_path(path, rel) or rel, chosen, self.settings)
 
     def __call__(self, item: tuple[Path, str]) -> _Read | FileResult:

@@ -213,12 +213,15 @@ BUILTIN_PACKAGE = "optpatch_rules"
 
 
 @cache
-def load_rules(rules_dir: Path | None = None) -> tuple[type[Rule], ...]:
-    """Import every rule package's `rule.py` (`rules/*/rule.py`) and return its Rule classes, sorted by code."""
+def load_rules(rules_dir: Path | None = None, packages: frozenset[str] | None = None) -> tuple[type[Rule], ...]:
+    """Import every rule package's `rule.py` (`rules/*/rule.py`), or only those of PACKAGES (by folder name: `opt101`),
+    and return its Rule classes, sorted by code (rule_facts.load_rules_for picks the packages by code)."""
     directory = rules_dir or builtin_rules_dir()
     package = _rules_package(directory)
     found: dict[str, type[Rule]] = {}
     for path in rule_modules(directory):
+        if packages is not None and path.parent.name not in packages:
+            continue
         module_name = f"{package}.{path.parent.name}.rule"
         module = importlib.import_module(module_name)
         for value in vars(module).values():
