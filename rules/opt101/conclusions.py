@@ -78,7 +78,7 @@ def fix(site: Site, tier: Tier, reason: str, steps: list[Step]) -> Proven | Kept
         caution = receiver_caution(module, f"`{kind}`")
         if caution is not None:
             tier, reason = Tier.VALIDATE, f"{reason}; but {caution}"
-    impact, basis = impact_of(module, call, kind, site.context)
+    impact, basis = impact_of(module, call, kind)
     start, end = module.span(call)
     return Proven(reason, tier, edits, impact, basis, preview(module.source.text, start, end, edits), _lines(steps))
 

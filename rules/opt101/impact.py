@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from optpatch.analysis.torch_api import DTYPES, is_true, keyword_arg, string_value
-from optpatch.rule import Context, Impact
+from optpatch.rule import Impact
 from optpatch.rule.python import PythonModule
 
 from .allocation import fill_argument
@@ -44,13 +44,10 @@ CPU_BASIS = (
 )
 CPU_SMALL_BASIS = "skips a memset of 0.1-0.5 us (1-64 KiB: 0.77 -> 0.64 us, 1.11 -> 0.63 us; 2-core EPYC, docs/benchmarks.md)"
 CPU_LARGE_BASIS = "skips a memset: 8.8 -> 0.6 us at 1 MiB, 25 ms -> 10 us at 64 MiB with page faults (2-core EPYC, docs/benchmarks.md)"
-ONCE_BASIS = "one-time allocation: the saving (~5 us of host time plus the memset, docs/benchmarks.md) is paid once, not per step"
 
 
-def impact_of(module: PythonModule, call: cst.Call, kind: str, context: Context) -> tuple[Impact, str]:
+def impact_of(module: PythonModule, call: cst.Call, kind: str) -> tuple[Impact, str]:
     """What the zero fill costs where this allocation lives, by device and, when the call spells it, size."""
-    if context is Context.ONCE:
-        return Impact.LOW, ONCE_BASIS
     size = _size_in_bytes(module, call, kind)
     pinned = keyword_arg(call, "pin_memory")
     if pinned is not None and is_true(pinned.value):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from optpatch.rule import Context, Impact
+from optpatch.rule import Impact
 from optpatch.rule.python import PythonModule
 from optpatch.analysis.torch_values import factory_numel, on_cpu
 
@@ -42,13 +42,10 @@ LIKE_UNKNOWN_BASIS = (
     "vs 11.7 us); if it is on the CPU, as `zeros` (506.8 -> 11.9 us at 1,048,576 elements), on an H100 "
     "(docs/benchmarks.md)"
 )
-ONCE_BASIS = "one-time creation (module level, __init__, set-up): the saving is paid once, not per step"
 
 
-def measured_impact(module: PythonModule, site: Site, context: Context) -> tuple[Impact, str]:
+def measured_impact(module: PythonModule, site: Site) -> tuple[Impact, str]:
     """The impact class from the measured host time of this factory at this size (docs/benchmarks.md)."""
-    if context is Context.ONCE:
-        return Impact.LOW, ONCE_BASIS
     template = like_template(site)
     if template is not None and on_cpu(module, template) is None:
         return Impact.LOW, LIKE_UNKNOWN_BASIS

@@ -13,14 +13,14 @@ import ast
 import libcst as cst
 from libcst.metadata import Assignment
 
-from optpatch.rule import Context, Impact, KeepCategory, Kept, Proven, Tier
+from optpatch.rule import KeepCategory, Kept, Proven, Tier
 from optpatch.rule.python import SCOPE_NODES, CallIndex, PythonModule, dotted_name, preview, walk
 from optpatch.analysis.torch_values import Kind, classify, factory_name, on_cpu
 
 from .edits import keyword_edits
 from .factory import fractional_arange_argument
 from .forms import factory_assignment
-from .impact import ONCE_BASIS, arange_impact
+from .impact import arange_impact
 from .reads import FunctionReads
 
 
@@ -40,7 +40,7 @@ def index_verdict(module: PythonModule, call: cst.Call, reads: FunctionReads) ->
     unwritable = formatted.layout_keep(unreproduced_break=False)
     if unwritable is not None:
         return unwritable
-    impact, basis = (Impact.LOW, ONCE_BASIS) if module.context(call) is Context.ONCE else arange_impact(module, call)
+    impact, basis = arange_impact(module, call)
     start, end = module.span(call)
     proof = [f"`{name}` is read only as an index of `{table}` ({len(tables)} use(s)), which copies it to "
              f"`{table}`'s device each time", evidence, "arange with integer start and step: the same integers on "

@@ -65,7 +65,7 @@ def judge(module: PythonModule, site: Site, reads: FunctionReads) -> Proven | Ke
 
 def _proven(module: PythonModule, site: Site, tier: Tier, reasons: list[str], edits: list[Edit]) -> Proven:
     """The fix: what the site is, what it becomes, and every obligation's reason as its proof."""
-    impact, basis = measured_impact(module, site, module.context(site.factory))
+    impact, basis = measured_impact(module, site)
     start, _ = module.span(site.factory)
     _, end = module.span(site.move_call if site.second is None else site.ops[-1].call if site.ops else site.factory)
     replacement = preview(module.source.text, start, end, edits)

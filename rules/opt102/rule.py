@@ -307,7 +307,7 @@ class CreateOnDevice(Rule):
     language = "python"
     default_tier = "safe"
     tags = ("performance", "transfer")
-    version = 4  # 3: `.type(...)` in chains, legacy constructors, devices from project functions, index tensors; 4: unset factories
+    version = 5  # 5: set-up code keeps its class as the size; 3: `.type(...)` in chains, legacy constructors, devices from project functions, index tensors; 4: unset factories
     trigger_words = (".to(", ".cuda(", "arange(")
     profiled_ops = ("aten::to", "aten::_to_copy", "aten::copy_", "cudaMemcpy", "cudaMemcpyAsync")
 

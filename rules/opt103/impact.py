@@ -33,13 +33,10 @@ PINNED_BASIS = (
     "5 ms or more, a non-blocking one from pinned memory in 24-170 us for up to 1,024 elements (H100, torch 2.11, "
     "docs/benchmarks.md)"
 )
-ONCE_BASIS = "one-time copy (module level, __init__, set-up): a host stall removed once, not per step"
 
 
 def impact_of(site: Site, data: HostData | None, context: Context) -> tuple[Impact, str]:
     """The impact class of a fix of this copy, run in `context`, and the measurement it rests on."""
-    if context is Context.ONCE:
-        return Impact.LOW, ONCE_BASIS
     impact = Impact.HIGH if context is Context.HOT else Impact.MEDIUM
     if site.source.pinned:
         return impact, PINNED_BASIS

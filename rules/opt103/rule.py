@@ -196,7 +196,7 @@ class PinnedAsyncH2D(Rule):
 
     code = "OPT103"
     name = "pinned-async-h2d"
-    version = 2  # every device of `torch.tensor(data, device=d)`, legacy (CUDA) constructors, devices from functions
+    version = 3  # 3: set-up code keeps its class as the size; every device of `torch.tensor(data, device=d)`, legacy (CUDA) constructors, devices from functions
     summary = (
         "torch.tensor(data).to(d) -> torch.tensor(data, pin_memory=True).to(d, non_blocking=True) where d is provably "
         "CUDA and the result is read on the copy's stream"

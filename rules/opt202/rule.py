@@ -26,7 +26,6 @@ IMPACT_BASIS = (
     "at 16 and 256 pairs); with 5 ms of GPU work queued the old form returned after 5,009 us (.to() waits for the "
     "queue), the new after 23 us"
 )
-ONCE_BASIS = "one-time copy: the saving (tens of us, or the wait for queued GPU work) is paid once, not per step"
 
 
 class FromBlobAsyncCopy(Rule):
@@ -163,7 +162,7 @@ class FromBlobAsyncCopy(Rule):
     summary = "torch::from_blob(host, sizes, dtype).to(device) -> torch::empty on the device + cudaMemcpyAsync"
     language = "cpp"
     default_tier = "safe"
-    version = 2  # 2: returned, argument and member forms; the build's CUDA headers; torch's own headers
+    version = 3  # 3: set-up code keeps its class as the size; 2: returned, argument and member forms; the build's CUDA headers; torch's own headers
     tags = ("performance", "cuda", "c++")
     trigger_words = ("from_blob",)
 
@@ -279,5 +278,5 @@ class FromBlobAsyncCopy(Rule):
     @staticmethod
     def _proven(unit: CppUnit, site: Site, context: Context, tier: Tier, proof: list[str]) -> Proven:
         edits, replacement = rewrite(unit, site)
-        impact, basis = (Impact.LOW, ONCE_BASIS) if context is Context.ONCE else (Impact.HIGH, IMPACT_BASIS)
+        impact, basis = Impact.HIGH, IMPACT_BASIS
         return Proven("; ".join(proof), tier, tuple(sorted(edits)), impact, basis, replacement, tuple(proof))

@@ -27,7 +27,6 @@ IMPACT_BASIS = (
     "RULES.md, measured on one H100 (torch 2.11, CUDA 13.0): torch.zeros -> torch.empty on cuda saves ~6-10 us of "
     "host time (one fill launch) plus the memset: ~4 us up to 1 MiB, 25 us at 64 MiB, 328 us at 1 GiB"
 )
-ONCE_BASIS = "one-time allocation: the fill (a launch and a memset) is paid once, not per step"
 
 
 def examine(unit: CppUnit, call: Node) -> tuple[Context, Kept | Proven]:
@@ -55,9 +54,8 @@ def examine(unit: CppUnit, call: Node) -> tuple[Context, Kept | Proven]:
         return context, Kept(f"`{call.spelling}` is spelled in a macro, not at this call: changing the macro would "
                              "change every call through it", KeepCategory.CANNOT_SPELL)
     edit = Edit(name.start, name.end, EMPTY_OF[call.spelling])
-    impact, basis = {
-        Context.ONCE: (Impact.LOW, ONCE_BASIS), Context.HOT: (Impact.HIGH, IMPACT_BASIS),
-    }.get(context, (Impact.MEDIUM, IMPACT_BASIS))
+    impact = Impact.HIGH if context is Context.HOT else Impact.MEDIUM
+    basis = IMPACT_BASIS
     replacement = unit.text(call.start, name.start) + EMPTY_OF[call.spelling] + unit.text(name.end, call.end)
     return context, Proven("; ".join(proof), tier, (edit,), impact, basis, " ".join(replacement.split()), tuple(proof))
 

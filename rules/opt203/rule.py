@@ -135,7 +135,7 @@ class ZerosToEmptyCpp(Rule):
     summary = "torch::zeros / at::zeros / zeros_like -> empty where every element is written before any read"
     language = "cpp"
     default_tier = "safe"
-    version = 1
+    version = 2  # 2: set-up code keeps its class as the size, for the call graph to weigh
     tags = ("performance", "cuda", "c++", "memory")
     trigger_words = ("zeros",)
 

@@ -404,3 +404,53 @@ def test_a_decorators_wrapper_and_a_factorys_closure_run_where_their_result_is_c
     # `@copy_doc(double)` runs `decorator` once, as the module is imported; it returns no wrapper: a call of
     # `half` runs nothing of it
     assert labels[48][0] is not Frequency.PER_STEP, labels
+
+
+SET_UP_NAMES = """\
+import torch
+from torch import nn
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ids = torch.zeros(1048576).cuda()  # one-time: low, its size kept
+
+    def prepare_inputs_for_generation(self, x):
+        return torch.zeros(1048576).cuda() + x  # per-step: its size
+
+    def make_causal_mask(self, n):
+        return torch.ones(1048576).cuda()[:n]
+
+    def forward(self, x):
+        return self.prepare_inputs_for_generation(x) + self.make_causal_mask(4)
+"""
+
+
+def test_a_set_up_name_on_a_per_step_path_keeps_its_sites_size():
+    # ktransformers' `prepare_inputs_for_generation` (runs every decoding step) read as set-up by its name, inside
+    # the rule: its fix was low whatever the call graph said. The graph's frequency now weighs the rule's class.
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "decoder.py").write_text(SET_UP_NAMES)
+        result = engine.run(Path(folder), Settings(), FixPolicy(), use_cache=False)
+    by_line = {f.line: f for f in result.findings if f.code == "OPT102"}
+    assert by_line[8].frequency.frequency is Frequency.ONE_TIME
+    assert (by_line[8].impact, by_line[8].size) == (Impact.LOW, Impact.HIGH)
+    for line in (11, 14):
+        assert by_line[line].frequency.frequency is Frequency.PER_STEP, line
+        assert (by_line[line].impact, by_line[line].size) == (Impact.HIGH, Impact.HIGH), line
+
+
+def test_a_set_up_site_outside_the_call_graph_is_low_with_its_size_kept():
+    from optpatch.passes import analyse_file
+    from optpatch.rule import load_rules
+    from optpatch.source import SourceFile
+
+    source = SourceFile("decoder.py", Path("decoder.py"), SET_UP_NAMES.encode(), SET_UP_NAMES, "utf-8", False, "python")
+    result = analyse_file(source, load_rules(), Settings(), FixPolicy())
+    by_line = {d.finding.line: d.finding for d in result.decided if d.finding.code == "OPT102"}
+    for line in (8, 11, 14):  # set-up names all, read inside their functions: low, the rule's class kept
+        assert by_line[line].frequency is None
+        assert (by_line[line].impact, by_line[line].size) == (Impact.LOW, Impact.HIGH), line
