@@ -9,6 +9,8 @@ them (CONTRACT.md, "The default patch holds the fixes in library code").
 
 import json
 
+import pytest
+
 from conftest import run_cli
 
 from optpatch.config import ConfigError, Settings, settings_from_table
@@ -184,3 +186,15 @@ def test_a_library_files_self_test_is_in_tests(tmp_path):
     assert held == {(11, Hold.AREA), (24, Hold.AREA)}, held
     widened = run(root, Settings(), FixPolicy(fix_areas=frozenset({CodeArea.LIBRARY, CodeArea.TESTS})), use_cache=False)
     assert all(decision.accepted for _, decision in widened.decided)
+
+
+@pytest.mark.parametrize(("rel", "area"), [
+    ("archive/ktransformers/models/custom_cache.py", "benchmarks"),
+    ("src/pkg/attic/old_kernel.py", "benchmarks"),
+    ("megatron/legacy/model/transformer.py", "library"),  # still run by Megatron-LM's legacy models
+    ("pkg/archiver.py", "library"),
+])
+def test_code_kept_in_an_archive_is_not_library_code(rel, area):
+    from optpatch.areas import area_of
+
+    assert area_of(rel).value == area

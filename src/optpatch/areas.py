@@ -36,6 +36,9 @@ _AROUND_DIRS = frozenset({
     "benchmark", "benchmarks", "bench", "benches", "example", "examples", "scripts", "script", "tools",
     "tool", "docs", "doc", "tutorial", "tutorials", "notebooks", "demo", "demos", "profiling", "profiler",
     "samples", "sample", "recipes", "playground",
+    # Code kept for reference, which the package no longer imports (ktransformers keeps its old framework in
+    # `archive/`: every default fix of a run landed there). Not `legacy/`: Megatron-LM still runs `megatron/legacy`.
+    "archive", "archived", "attic",
 })
 _TEST_FILE = re.compile(r"^(test_.*|.*_test|.*_tests|conftest)\.[A-Za-z]+$")
 _AROUND_FILE = re.compile(r"^(bench_.*|benchmark_.*|.*_benchmark|.*_bench|profile_.*|.*_profile|.*_profiler)\.[A-Za-z]+$")

@@ -705,9 +705,13 @@ class _Locals(NamedTuple):
 
 
 def _branches(value: ast.expr) -> list[ast.expr]:
-    """The values an expression may take where it picks one: both sides of `a if c else b`, nested."""
+    """The values an expression may take where it picks one: both sides of `a if c else b`, and each operand of
+    `a or b` and `a and b` (`self.kernel = fused_kernel or reference_kernel`, ktransformers' fallback when an
+    optional package is missing), nested."""
     if isinstance(value, ast.IfExp):
         return _branches(value.body) + _branches(value.orelse)
+    if isinstance(value, ast.BoolOp):
+        return [branch for operand in value.values for branch in _branches(operand)]
     return [value]
 
 
