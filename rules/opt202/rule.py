@@ -248,7 +248,7 @@ class FromBlobAsyncCopy(Rule):
         tiered = obligations(unit, site, outermost_function(from_blob))
         if isinstance(tiered, Kept):
             return Judgement(at, context, tiered)
-        return Judgement(at, context, self._proven(unit, site, context, *tiered))
+        return Judgement(at, context, self._proven(unit, site, *tiered))
 
     def _unparsed(self, unit: CppUnit, analysed: set[int]) -> Iterator[Judgement]:
         """`from_blob(...).to(` that did not resolve to torch's from_blob: reported, never rewritten."""
@@ -276,7 +276,7 @@ class FromBlobAsyncCopy(Rule):
                 yield Judgement((line, col), Context.CALL, Kept(reason, KeepCategory.UNRESOLVED))
 
     @staticmethod
-    def _proven(unit: CppUnit, site: Site, context: Context, tier: Tier, proof: list[str]) -> Proven:
+    def _proven(unit: CppUnit, site: Site, tier: Tier, proof: list[str]) -> Proven:
         edits, replacement = rewrite(unit, site)
         impact, basis = Impact.HIGH, IMPACT_BASIS
         return Proven("; ".join(proof), tier, tuple(sorted(edits)), impact, basis, replacement, tuple(proof))
